@@ -1,0 +1,316 @@
+//! Element types. Ops dispatch on [`DType`] once, then run a kernel that is
+//! monomorphized over one [`Element`] type: no per-element dynamic dispatch.
+
+use std::fmt;
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tensor::storage::{AnyVec, Buffer, Storage};
+
+/// The element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F64,
+    I64,
+    I32,
+    Bool,
+}
+
+impl DType {
+    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool];
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I64 => "i64",
+            DType::I32 => "i32",
+            DType::Bool => "bool",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        self != DType::Bool
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust type that can be a tensor element.
+pub trait Element:
+    Copy
+    + Default
+    + PartialEq
+    + PartialOrd
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
+    + ndarray_npy::WritableElement
+    + ndarray_npy::ReadableElement
+    + bytemuck::NoUninit
+{
+    const DTYPE: DType;
+    /// The typed buffer behind `s`, if `s` holds this type.
+    fn buffer(s: &Storage) -> Option<&Rc<Buffer<Self>>>;
+    fn wrap(b: Rc<Buffer<Self>>) -> Storage;
+    fn into_any(v: Vec<Self>) -> AnyVec;
+    fn from_any(v: AnyVec) -> Result<Vec<Self>, AnyVec>;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+    fn to_scalar(self) -> Scalar;
+    /// Exact when `s` has this dtype, else converted through f64.
+    fn from_scalar(s: Scalar) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $to:expr, $from:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn buffer(s: &Storage) -> Option<&Rc<Buffer<Self>>> {
+                match s {
+                    Storage::$variant(b) => Some(b),
+                    _ => None,
+                }
+            }
+            fn wrap(b: Rc<Buffer<Self>>) -> Storage {
+                Storage::$variant(b)
+            }
+            fn into_any(v: Vec<Self>) -> AnyVec {
+                AnyVec::$variant(v)
+            }
+            fn from_any(v: AnyVec) -> Result<Vec<Self>, AnyVec> {
+                match v {
+                    AnyVec::$variant(v) => Ok(v),
+                    other => Err(other),
+                }
+            }
+            #[allow(clippy::redundant_closure_call)]
+            fn to_f64(self) -> f64 {
+                ($to)(self)
+            }
+            #[allow(clippy::redundant_closure_call)]
+            fn from_f64(v: f64) -> Self {
+                ($from)(v)
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::$variant(self)
+            }
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    Scalar::$variant(v) => v,
+                    other => Self::from_f64(other.to_f64()),
+                }
+            }
+        }
+    };
+}
+
+element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
+element!(f64, F64, |x: f64| x, |v: f64| v);
+element!(i64, I64, |x: i64| x as f64, |v: f64| v as i64);
+element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
+element!(bool, Bool, |x: bool| if x { 1.0 } else { 0.0 }, |v: f64| v != 0.0);
+
+/// Numeric elements: everything but bool.
+pub trait Num:
+    Element
+    + num_traits::Num
+    + num_traits::NumCast
+    + std::ops::AddAssign
+    + std::ops::MulAssign
+    + ndarray::LinalgScalar
+    + std::iter::Sum
+{
+    fn min_value() -> Self;
+    fn max_value() -> Self;
+    /// Elementwise maximum with numpy's NaN propagation for floats.
+    fn maximum(a: Self, b: Self) -> Self;
+    fn minimum(a: Self, b: Self) -> Self;
+    fn pow(a: Self, b: Self) -> Self;
+    fn abs(a: Self) -> Self;
+}
+
+macro_rules! num_int {
+    ($t:ty) => {
+        impl Num for $t {
+            fn min_value() -> Self {
+                <$t>::MIN
+            }
+            fn max_value() -> Self {
+                <$t>::MAX
+            }
+            fn maximum(a: Self, b: Self) -> Self {
+                a.max(b)
+            }
+            fn minimum(a: Self, b: Self) -> Self {
+                a.min(b)
+            }
+            fn pow(a: Self, b: Self) -> Self {
+                // numpy errors on negative integer powers; we give 0 (or the
+                // exact reciprocal for |a| == 1) instead of failing mid-run.
+                if b < 0 {
+                    match a {
+                        1 => 1,
+                        -1 => {
+                            if b % 2 == 0 {
+                                1
+                            } else {
+                                -1
+                            }
+                        }
+                        _ => 0,
+                    }
+                } else {
+                    a.wrapping_pow(b as u32)
+                }
+            }
+            fn abs(a: Self) -> Self {
+                a.wrapping_abs()
+            }
+        }
+    };
+}
+num_int!(i32);
+num_int!(i64);
+
+macro_rules! num_float {
+    ($t:ty) => {
+        impl Num for $t {
+            fn min_value() -> Self {
+                <$t>::NEG_INFINITY
+            }
+            fn max_value() -> Self {
+                <$t>::INFINITY
+            }
+            fn maximum(a: Self, b: Self) -> Self {
+                if a.is_nan() || b.is_nan() {
+                    <$t>::NAN
+                } else {
+                    a.max(b)
+                }
+            }
+            fn minimum(a: Self, b: Self) -> Self {
+                if a.is_nan() || b.is_nan() {
+                    <$t>::NAN
+                } else {
+                    a.min(b)
+                }
+            }
+            fn pow(a: Self, b: Self) -> Self {
+                a.powf(b)
+            }
+            fn abs(a: Self) -> Self {
+                a.abs()
+            }
+        }
+    };
+}
+num_float!(f32);
+num_float!(f64);
+
+/// Float elements.
+pub trait Float: Num + num_traits::Float {}
+impl Float for f32 {}
+impl Float for f64 {}
+
+/// Runs `$body` with `$T` bound to the Rust type of `$dt`, for every dtype.
+#[macro_export]
+macro_rules! dispatch_all {
+    ($dt:expr, $T:ident => $body:expr) => {
+        match $dt {
+            $crate::DType::F32 => { type $T = f32; $body }
+            $crate::DType::F64 => { type $T = f64; $body }
+            $crate::DType::I64 => { type $T = i64; $body }
+            $crate::DType::I32 => { type $T = i32; $body }
+            $crate::DType::Bool => { type $T = bool; $body }
+        }
+    };
+}
+
+/// Like [`dispatch_all!`] for numeric dtypes; `$else` handles bool.
+#[macro_export]
+macro_rules! dispatch_num {
+    ($dt:expr, $T:ident => $body:expr, $else:expr) => {
+        match $dt {
+            $crate::DType::F32 => { type $T = f32; $body }
+            $crate::DType::F64 => { type $T = f64; $body }
+            $crate::DType::I64 => { type $T = i64; $body }
+            $crate::DType::I32 => { type $T = i32; $body }
+            $crate::DType::Bool => $else,
+        }
+    };
+}
+
+/// Like [`dispatch_all!`] for float dtypes; `$else` handles the rest.
+#[macro_export]
+macro_rules! dispatch_float {
+    ($dt:expr, $T:ident => $body:expr, $else:expr) => {
+        match $dt {
+            $crate::DType::F32 => { type $T = f32; $body }
+            $crate::DType::F64 => { type $T = f64; $body }
+            _ => $else,
+        }
+    };
+}
+
+/// A single element of any dtype, for `at`/`set_at` and attrs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    F32(f32),
+    F64(f64),
+    I64(i64),
+    I32(i32),
+    Bool(bool),
+}
+
+impl Scalar {
+    pub fn dtype(self) -> DType {
+        match self {
+            Scalar::F32(_) => DType::F32,
+            Scalar::F64(_) => DType::F64,
+            Scalar::I64(_) => DType::I64,
+            Scalar::I32(_) => DType::I32,
+            Scalar::Bool(_) => DType::Bool,
+        }
+    }
+
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::F32(v) => v as f64,
+            Scalar::F64(v) => v,
+            Scalar::I64(v) => v as f64,
+            Scalar::I32(v) => v as f64,
+            Scalar::Bool(v) => v as u8 as f64,
+        }
+    }
+
+    /// The value as `T`: exact when the dtypes match, else through f64.
+    pub fn cast<T: Element>(self) -> T {
+        T::from_scalar(self)
+    }
+}

@@ -1,0 +1,90 @@
+//! The engine's error type. Every message names what is wrong: the node, the
+//! file, the field or the value.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An op or tensor operation failed; the executor adds the node name.
+    #[error("{0}")]
+    Op(String),
+    /// An error attributed to a graph node.
+    #[error("node '{node}': {msg}")]
+    Node { node: String, msg: String },
+    /// One allocation is larger than the configured limit.
+    #[error("{}allocation of {} exceeds the limit of {}", node_prefix(.node), human_bytes(*.bytes), human_bytes(*.limit))]
+    AllocTooLarge {
+        node: Option<String>,
+        bytes: u64,
+        limit: u64,
+    },
+    /// A kernel tried to write a buffer that is also being read.
+    #[error("aliasing violation: {0}")]
+    Aliasing(String),
+    /// The graph is malformed or violates a view/destroy rule.
+    #[error("{0}")]
+    Graph(String),
+    /// A file could not be read or written, or its content is invalid.
+    #[error("{}: {msg}", .path.display())]
+    File { path: PathBuf, msg: String },
+}
+
+fn node_prefix(node: &Option<String>) -> String {
+    match node {
+        Some(n) => format!("node '{n}': "),
+        None => String::new(),
+    }
+}
+
+/// Bytes as a short human figure with the exact count, e.g. `1.5 GiB (1610612736 bytes)`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} bytes")
+    } else {
+        format!("{v:.1} {} ({b} bytes)", UNITS[u])
+    }
+}
+
+impl Error {
+    /// Attributes an op-level error to `node`. Errors that already name a
+    /// node or a file are returned unchanged.
+    pub fn at_node(self, node: &str) -> Error {
+        match self {
+            Error::Op(msg) | Error::Aliasing(msg) => Error::Node {
+                node: node.to_string(),
+                msg,
+            },
+            Error::AllocTooLarge {
+                node: None,
+                bytes,
+                limit,
+            } => Error::AllocTooLarge {
+                node: Some(node.to_string()),
+                bytes,
+                limit,
+            },
+            other => other,
+        }
+    }
+
+    pub fn file(path: impl Into<PathBuf>, msg: impl std::fmt::Display) -> Error {
+        Error::File {
+            path: path.into(),
+            msg: msg.to_string(),
+        }
+    }
+}
+
+/// Shorthand for an [`Error::Op`] result.
+pub fn op_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Op(msg.into()))
+}

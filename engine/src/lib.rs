@@ -1,0 +1,13 @@
+//! Vigil's engine: tensors whose views share buffers, ops that declare their
+//! views and destroys, graphs of such ops, the destroy handler that orders and
+//! validates them, and an executor that emits hooks to listeners.
+
+pub mod dtype;
+pub mod error;
+pub mod ops;
+pub mod tensor;
+
+pub use dtype::{DType, Element, Float, Num, Scalar};
+pub use error::{Error, Result};
+pub use ops::{Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo, ViewKind};
+pub use tensor::{IndexSpec, Layout, Tensor};

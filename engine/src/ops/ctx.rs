@@ -1,0 +1,68 @@
+//! What an op sees of the executor while it computes.
+
+use crate::dtype::DType;
+use crate::error::{op_err, Result};
+use crate::tensor::Tensor;
+
+/// Per-call context: the node, and the output buffers the caller supplied.
+pub struct OpCtx<'a> {
+    node: &'a str,
+    prealloc: Vec<Option<Tensor>>,
+}
+
+impl<'a> OpCtx<'a> {
+    pub fn new(node: &'a str) -> OpCtx<'a> {
+        OpCtx {
+            node,
+            prealloc: Vec::new(),
+        }
+    }
+
+    /// A context whose output `i` is written into `prealloc[i]` when given.
+    pub fn with_prealloc(node: &'a str, prealloc: Vec<Option<Tensor>>) -> OpCtx<'a> {
+        OpCtx { node, prealloc }
+    }
+
+    pub fn node(&self) -> &str {
+        self.node
+    }
+
+    /// A seed for random ops that differs per node and is stable across runs.
+    pub fn node_seed(&self) -> u64 {
+        fnv1a(self.node.as_bytes())
+    }
+
+    /// The buffer for output `i`: the caller's pre-allocated one when it has
+    /// this dtype and shape, else a fresh one. Its contents are unspecified;
+    /// the op must overwrite every element.
+    pub fn output(&mut self, i: usize, dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        if let Some(t) = self.prealloc.get_mut(i).and_then(Option::take) {
+            if t.dtype() == dtype && t.shape() == shape && !t.layout().has_self_overlap() {
+                return Ok(t);
+            }
+            return op_err(format!(
+                "pre-allocated output {i} is {} {:?}, the op needs {dtype} {shape:?}",
+                t.dtype(),
+                t.shape()
+            ));
+        }
+        Tensor::uninit(dtype, shape)
+    }
+
+    /// Like [`OpCtx::output`], filled with zeros.
+    pub fn output_zeroed(&mut self, i: usize, dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        let t = self.output(i, dtype, shape)?;
+        crate::dispatch_all!(dtype, T => t.write(|mut v: ndarray::ArrayViewMutD<'_, T>| v.fill(T::default()))?);
+        Ok(t)
+    }
+}
+
+/// A small stable 64-bit hash (FNV-1a), for seeds.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}

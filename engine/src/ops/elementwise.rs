@@ -1,0 +1,550 @@
+//! Elementwise ops with numpy broadcasting: binary arithmetic, comparisons,
+//! unary math, `where` and `cast`, and the in-place twins (`add_inplace` is
+//! `x += y`: it destroys input 0 and input 1 broadcasts into its shape).
+
+use std::sync::Arc;
+
+use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
+
+use crate::dtype::{DType, Element, Float, Num};
+use crate::error::{op_err, Result};
+use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
+use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::tensor::Tensor;
+
+/// Binary arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinKind {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+}
+
+impl BinKind {
+    pub const ALL: [BinKind; 7] = [
+        BinKind::Add,
+        BinKind::Sub,
+        BinKind::Mul,
+        BinKind::Div,
+        BinKind::Pow,
+        BinKind::Maximum,
+        BinKind::Minimum,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BinKind::Add => "add",
+            BinKind::Sub => "sub",
+            BinKind::Mul => "mul",
+            BinKind::Div => "div",
+            BinKind::Pow => "pow",
+            BinKind::Maximum => "maximum",
+            BinKind::Minimum => "minimum",
+        }
+    }
+
+    fn commutative(self) -> bool {
+        matches!(self, BinKind::Add | BinKind::Mul | BinKind::Maximum | BinKind::Minimum)
+    }
+
+    /// numpy's true division turns integers into f64.
+    fn out_dtype(self, input: DType) -> DType {
+        if self == BinKind::Div && !input.is_float() {
+            DType::F64
+        } else {
+            input
+        }
+    }
+}
+
+/// Comparisons, giving bool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpKind {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpKind {
+    pub const ALL: [CmpKind; 6] = [CmpKind::Eq, CmpKind::Ne, CmpKind::Lt, CmpKind::Le, CmpKind::Gt, CmpKind::Ge];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpKind::Eq => "eq",
+            CmpKind::Ne => "ne",
+            CmpKind::Lt => "lt",
+            CmpKind::Le => "le",
+            CmpKind::Gt => "gt",
+            CmpKind::Ge => "ge",
+        }
+    }
+}
+
+/// Unary math.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnKind {
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Sigmoid,
+    Relu,
+}
+
+impl UnKind {
+    pub const ALL: [UnKind; 8] = [
+        UnKind::Neg,
+        UnKind::Abs,
+        UnKind::Exp,
+        UnKind::Log,
+        UnKind::Sqrt,
+        UnKind::Tanh,
+        UnKind::Sigmoid,
+        UnKind::Relu,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UnKind::Neg => "neg",
+            UnKind::Abs => "abs",
+            UnKind::Exp => "exp",
+            UnKind::Log => "log",
+            UnKind::Sqrt => "sqrt",
+            UnKind::Tanh => "tanh",
+            UnKind::Sigmoid => "sigmoid",
+            UnKind::Relu => "relu",
+        }
+    }
+
+    /// Transcendental ops take floats only.
+    fn float_only(self) -> bool {
+        !matches!(self, UnKind::Neg | UnKind::Abs | UnKind::Relu)
+    }
+}
+
+fn same_dtype(op: &str, a: &TypeInfo, b: &TypeInfo) -> Result<()> {
+    if a.dtype != b.dtype {
+        return op_err(format!(
+            "op '{op}' needs inputs of one dtype, got {} and {} (insert a cast)",
+            a.dtype, b.dtype
+        ));
+    }
+    Ok(())
+}
+
+/// Broadcasts `x` into `shape` (a view, never a copy).
+fn bview(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    x.broadcast_to(shape)
+}
+
+/// `out[i] = f(a[i], b[i])` with both inputs broadcast to `out`'s shape.
+fn zip2<A: Element, B: Element, O: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    f: impl Fn(A, B) -> O,
+) -> Result<()> {
+    let (a, b) = (bview(a, out.shape())?, bview(b, out.shape())?);
+    a.read(|av: ArrayViewD<'_, A>| {
+        b.read(|bv: ArrayViewD<'_, B>| {
+            out.write(|mut ov: ArrayViewMutD<'_, O>| {
+                Zip::from(&mut ov).and(&av).and(&bv).for_each(|o, &x, &y| *o = f(x, y))
+            })
+        })
+    })???;
+    Ok(())
+}
+
+/// `x[i] = f(x[i], y[i])` with `y` broadcast into `x`. An operand that shares
+/// `x`'s buffer is copied first, as numpy does for `x += x.T`.
+fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -> T) -> Result<()> {
+    let y = if y.same_buffer(x) { y.deep_copy()? } else { y.clone() };
+    let y = bview(&y, x.shape()).map_err(|_| {
+        crate::error::Error::Op(format!(
+            "input 1 of shape {:?} does not broadcast into the destroyed input's shape {:?}",
+            y.shape(),
+            x.shape()
+        ))
+    })?;
+    y.read(|yv: ArrayViewD<'_, T>| {
+        x.write(|mut xv: ArrayViewMutD<'_, T>| Zip::from(&mut xv).and(&yv).for_each(|a, &b| *a = f(*a, b)))
+    })??;
+    Ok(())
+}
+
+/// `out[i] = f(a[i])`; `out` may be `a` itself (in place).
+fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> Result<()> {
+    if out.same_buffer(a) {
+        if out.layout() == a.layout() {
+            return out.write(|mut v: ArrayViewMutD<'_, T>| v.mapv_inplace(f));
+        }
+        return map1(&a.deep_copy()?, out, f);
+    }
+    a.read(|av: ArrayViewD<'_, T>| {
+        out.write(|mut ov: ArrayViewMutD<'_, T>| Zip::from(&mut ov).and(&av).for_each(|o, &x| *o = f(x)))
+    })??;
+    Ok(())
+}
+
+// ----- binary -------------------------------------------------------------
+
+/// `add`, `sub`, ... and their `_inplace` twins.
+#[derive(Clone, Debug)]
+pub struct Binary {
+    pub kind: BinKind,
+    pub inplace: bool,
+    name: String,
+}
+
+impl Binary {
+    pub fn new(kind: BinKind, inplace: bool) -> Binary {
+        let name = if inplace {
+            format!("{}_inplace", kind.name())
+        } else {
+            kind.name().to_string()
+        };
+        Binary { kind, inplace, name }
+    }
+}
+
+fn run_binary<T: Num>(kind: BinKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    match kind {
+        BinKind::Add => zip2(a, b, out, |x: T, y: T| x + y),
+        BinKind::Sub => zip2(a, b, out, |x: T, y: T| x - y),
+        BinKind::Mul => zip2(a, b, out, |x: T, y: T| x * y),
+        BinKind::Div => {
+            if T::DTYPE.is_float() {
+                zip2(a, b, out, |x: T, y: T| x / y)
+            } else {
+                zip2(a, b, out, |x: T, y: T| x.to_f64() / y.to_f64())
+            }
+        }
+        BinKind::Pow => zip2(a, b, out, T::pow),
+        BinKind::Maximum => zip2(a, b, out, T::maximum),
+        BinKind::Minimum => zip2(a, b, out, T::minimum),
+    }
+}
+
+fn run_binary_inplace<T: Num>(kind: BinKind, x: &Tensor, y: &Tensor) -> Result<()> {
+    match kind {
+        BinKind::Add => zip_inplace(x, y, |a: T, b: T| a + b),
+        BinKind::Sub => zip_inplace(x, y, |a: T, b: T| a - b),
+        BinKind::Mul => zip_inplace(x, y, |a: T, b: T| a * b),
+        BinKind::Div => zip_inplace(x, y, |a: T, b: T| a / b),
+        BinKind::Pow => zip_inplace(x, y, T::pow),
+        BinKind::Maximum => zip_inplace(x, y, T::maximum),
+        BinKind::Minimum => zip_inplace(x, y, T::minimum),
+    }
+}
+
+impl Op for Binary {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(2)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        let (a, b) = (&inputs[0], &inputs[1]);
+        same_dtype(&self.name, a, b)?;
+        if a.dtype == DType::Bool {
+            return op_err(format!("op '{}' does not take bool inputs", self.name));
+        }
+        if self.inplace {
+            if !a.dtype.is_float() && self.kind == BinKind::Div {
+                return op_err(format!("op '{}' needs float inputs", self.name));
+            }
+            // The output is input 0; input 1 must broadcast into it.
+            let s = broadcast_shapes(&a.shape, &b.shape)?;
+            if let (Some(s), Some(sa)) = (&s, &a.shape) {
+                if s.len() != sa.len() || s.iter().zip(sa).any(|(&x, &y)| x >= 0 && y >= 0 && x != y) {
+                    return op_err(format!(
+                        "op '{}': input 1 {} does not broadcast into input 0 {}",
+                        self.name,
+                        b.shape_string(),
+                        a.shape_string()
+                    ));
+                }
+            }
+            return Ok(vec![a.clone()]);
+        }
+        Ok(vec![TypeInfo::new(self.kind.out_dtype(a.dtype), broadcast_shapes(&a.shape, &b.shape)?)])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let (a, b) = (&inputs[0], &inputs[1]);
+        if a.dtype() != b.dtype() {
+            return op_err(format!("inputs are {} and {}", a.dtype(), b.dtype()));
+        }
+        let kind = self.kind;
+        if self.inplace {
+            crate::dispatch_num!(a.dtype(), T => run_binary_inplace::<T>(kind, a, b)?, return op_err("bool input"));
+            return Ok(vec![a.clone()]);
+        }
+        let shape = broadcast_concrete(a.shape(), b.shape())?;
+        let out = ctx.output(0, kind.out_dtype(a.dtype()), &shape)?;
+        crate::dispatch_num!(a.dtype(), T => run_binary::<T>(kind, a, b, &out)?, return op_err("bool input"));
+        Ok(vec![out])
+    }
+    fn destroy_map(&self) -> Vec<(usize, usize)> {
+        if self.inplace {
+            vec![(0, 0)]
+        } else {
+            Vec::new()
+        }
+    }
+    fn tolerates_same_input(&self) -> bool {
+        self.inplace
+    }
+    fn inplace_variants(&self) -> Vec<InplaceVariant> {
+        if self.inplace {
+            return Vec::new();
+        }
+        let op: Arc<dyn Op> = Arc::new(Binary::new(self.kind, true));
+        let mut v = vec![InplaceVariant {
+            op: op.clone(),
+            inputs: vec![0, 1],
+        }];
+        if self.kind.commutative() {
+            v.push(InplaceVariant { op, inputs: vec![1, 0] });
+        }
+        v
+    }
+    fn pure_twin(&self) -> Option<Arc<dyn Op>> {
+        self.inplace.then(|| Arc::new(Binary::new(self.kind, false)) as Arc<dyn Op>)
+    }
+}
+
+// ----- comparisons --------------------------------------------------------
+
+#[derive(Clone, Debug)]
+pub struct Compare {
+    pub kind: CmpKind,
+}
+
+fn run_compare<T: Element>(kind: CmpKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    match kind {
+        CmpKind::Eq => zip2(a, b, out, |x: T, y: T| x == y),
+        CmpKind::Ne => zip2(a, b, out, |x: T, y: T| x != y),
+        CmpKind::Lt => zip2(a, b, out, |x: T, y: T| x < y),
+        CmpKind::Le => zip2(a, b, out, |x: T, y: T| x <= y),
+        CmpKind::Gt => zip2(a, b, out, |x: T, y: T| x > y),
+        CmpKind::Ge => zip2(a, b, out, |x: T, y: T| x >= y),
+    }
+}
+
+impl Op for Compare {
+    fn name(&self) -> &str {
+        self.kind.name()
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(2)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        same_dtype(self.name(), &inputs[0], &inputs[1])?;
+        Ok(vec![TypeInfo::new(DType::Bool, broadcast_shapes(&inputs[0].shape, &inputs[1].shape)?)])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let (a, b) = (&inputs[0], &inputs[1]);
+        let shape = broadcast_concrete(a.shape(), b.shape())?;
+        let out = ctx.output(0, DType::Bool, &shape)?;
+        crate::dispatch_all!(a.dtype(), T => run_compare::<T>(self.kind, a, b, &out)?);
+        Ok(vec![out])
+    }
+}
+
+// ----- where ----------------------------------------------------------------
+
+/// `where(cond, a, b)`: `a` where `cond` is true, else `b`, broadcast.
+#[derive(Clone, Debug)]
+pub struct Where;
+
+impl Op for Where {
+    fn name(&self) -> &str {
+        "where"
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(3)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        if inputs[0].dtype != DType::Bool {
+            return op_err(format!("op 'where': input 0 must be bool, got {}", inputs[0].dtype));
+        }
+        same_dtype("where", &inputs[1], &inputs[2])?;
+        let s = broadcast_shapes(&inputs[0].shape, &inputs[1].shape)?;
+        Ok(vec![TypeInfo::new(inputs[1].dtype, broadcast_shapes(&s, &inputs[2].shape)?)])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let (c, a, b) = (&inputs[0], &inputs[1], &inputs[2]);
+        let shape = broadcast_concrete(&broadcast_concrete(c.shape(), a.shape())?, b.shape())?;
+        let out = ctx.output(0, a.dtype(), &shape)?;
+        let (c, a, b) = (bview(c, &shape)?, bview(a, &shape)?, bview(b, &shape)?);
+        crate::dispatch_all!(a.dtype(), T => {
+            c.read(|cv: ArrayViewD<'_, bool>| a.read(|av: ArrayViewD<'_, T>| b.read(|bv: ArrayViewD<'_, T>| {
+                out.write(|mut ov: ArrayViewMutD<'_, T>| {
+                    Zip::from(&mut ov).and(&cv).and(&av).and(&bv).for_each(|o, &c, &x, &y| *o = if c { x } else { y })
+                })
+            })))????
+        });
+        Ok(vec![out])
+    }
+}
+
+// ----- unary --------------------------------------------------------------
+
+/// `neg`, `exp`, ... and their `_inplace` twins.
+#[derive(Clone, Debug)]
+pub struct Unary {
+    pub kind: UnKind,
+    pub inplace: bool,
+    name: String,
+}
+
+impl Unary {
+    pub fn new(kind: UnKind, inplace: bool) -> Unary {
+        let name = if inplace {
+            format!("{}_inplace", kind.name())
+        } else {
+            kind.name().to_string()
+        };
+        Unary { kind, inplace, name }
+    }
+}
+
+fn relu<T: Num>(x: T) -> T {
+    // NaN stays NaN, as numpy's maximum(x, 0) does.
+    if x > T::zero() || x != x {
+        x
+    } else {
+        T::zero()
+    }
+}
+
+fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
+    match kind {
+        UnKind::Neg => map1(a, out, |x: T| T::zero() - x),
+        UnKind::Abs => map1(a, out, T::abs),
+        UnKind::Relu => map1(a, out, relu::<T>),
+        _ => op_err(format!("op '{}' takes float inputs, got {}", kind.name(), T::DTYPE)),
+    }
+}
+
+fn run_unary_float<T: Float>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
+    match kind {
+        UnKind::Exp => map1(a, out, |x: T| x.exp()),
+        UnKind::Log => map1(a, out, |x: T| x.ln()),
+        UnKind::Sqrt => map1(a, out, |x: T| x.sqrt()),
+        UnKind::Tanh => map1(a, out, |x: T| x.tanh()),
+        UnKind::Sigmoid => map1(a, out, |x: T| T::one() / (T::one() + (-x).exp())),
+        _ => run_unary_num::<T>(kind, a, out),
+    }
+}
+
+impl Op for Unary {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        let a = &inputs[0];
+        if a.dtype == DType::Bool || (self.kind.float_only() && !a.dtype.is_float()) {
+            return op_err(format!("op '{}' does not take {} inputs", self.name, a.dtype));
+        }
+        Ok(vec![a.clone()])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let a = &inputs[0];
+        let out = if self.inplace {
+            a.clone()
+        } else {
+            ctx.output(0, a.dtype(), a.shape())?
+        };
+        let kind = self.kind;
+        crate::dispatch_float!(a.dtype(), T => run_unary_float::<T>(kind, a, &out)?,
+            crate::dispatch_num!(a.dtype(), T => run_unary_num::<T>(kind, a, &out)?,
+                return op_err(format!("op '{}' does not take bool inputs", self.name))));
+        Ok(vec![out])
+    }
+    fn destroy_map(&self) -> Vec<(usize, usize)> {
+        if self.inplace {
+            vec![(0, 0)]
+        } else {
+            Vec::new()
+        }
+    }
+    fn inplace_variants(&self) -> Vec<InplaceVariant> {
+        if self.inplace {
+            return Vec::new();
+        }
+        vec![InplaceVariant {
+            op: Arc::new(Unary::new(self.kind, true)),
+            inputs: vec![0],
+        }]
+    }
+    fn pure_twin(&self) -> Option<Arc<dyn Op>> {
+        self.inplace.then(|| Arc::new(Unary::new(self.kind, false)) as Arc<dyn Op>)
+    }
+}
+
+// ----- cast ---------------------------------------------------------------
+
+/// `cast` to the `dtype` attr, with numpy's `astype` semantics.
+#[derive(Clone, Debug)]
+pub struct Cast {
+    pub dtype: DType,
+}
+
+impl Op for Cast {
+    fn name(&self) -> &str {
+        "cast"
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        Ok(vec![TypeInfo::new(self.dtype, inputs[0].shape.clone())])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let out = ctx.output(0, self.dtype, inputs[0].shape())?;
+        inputs[0].cast_into(&out)?;
+        Ok(vec![out])
+    }
+    fn attrs(&self) -> Attrs {
+        Attrs::new().with("dtype", self.dtype.name())
+    }
+}
+
+pub fn register(r: &mut OpRegistry) {
+    for kind in BinKind::ALL {
+        r.register_op(Arc::new(Binary::new(kind, false)));
+        r.register_op(Arc::new(Binary::new(kind, true)));
+    }
+    for kind in CmpKind::ALL {
+        r.register_op(Arc::new(Compare { kind }));
+    }
+    for kind in UnKind::ALL {
+        r.register_op(Arc::new(Unary::new(kind, false)));
+        r.register_op(Arc::new(Unary::new(kind, true)));
+    }
+    r.register_op(Arc::new(Where));
+    r.register("cast", |a: &Attrs| {
+        a.only("cast", &["dtype"])?;
+        let dtype = a.dtype("dtype")?.ok_or_else(|| crate::error::Error::Op("op 'cast' needs attr 'dtype'".into()))?;
+        Ok(Arc::new(Cast { dtype }) as Arc<dyn Op>)
+    });
+}

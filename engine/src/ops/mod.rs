@@ -1,0 +1,162 @@
+//! Ops: what a graph node computes, and what it declares about memory.
+//!
+//! Every op declares a `view_map` (output → the input whose buffer it
+//! shares) and a `destroy_map` (output → the input it overwrites). The
+//! destroy handler schedules and validates graphs from these declarations,
+//! and the listeners check that ops keep them.
+
+mod attrs;
+mod ctx;
+mod registry;
+mod typeinfo;
+
+pub mod copy;
+pub mod elementwise;
+pub mod linalg;
+pub mod nn;
+pub mod random;
+pub mod reduce;
+pub mod subtensor;
+pub mod view;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use attrs::Attrs;
+pub use ctx::OpCtx;
+pub use registry::{OpFactory, OpRegistry};
+pub use typeinfo::TypeInfo;
+
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// How many inputs an op takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arity {
+    pub min: usize,
+    /// `None` for variadic ops (concat, create_view).
+    pub max: Option<usize>,
+}
+
+impl Arity {
+    pub const fn exactly(n: usize) -> Arity {
+        Arity { min: n, max: Some(n) }
+    }
+    pub const fn at_least(n: usize) -> Arity {
+        Arity { min: n, max: None }
+    }
+    pub fn accepts(self, n: usize) -> bool {
+        n >= self.min && self.max.is_none_or(|m| n <= m)
+    }
+}
+
+impl fmt::Display for Arity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.max {
+            Some(m) if m == self.min => write!(f, "{m}"),
+            Some(m) => write!(f, "{} to {m}", self.min),
+            None => write!(f, "at least {}", self.min),
+        }
+    }
+}
+
+/// Whether a declared view always aliases its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ViewKind {
+    /// The output is always a view (create_view, transpose).
+    Must,
+    /// The output is a view when the layout allows, else a copy (reshape).
+    May,
+}
+
+/// One way to run a pure op in place: `op` takes the pure op's inputs in
+/// the order `inputs` (`op`'s input `k` is the pure op's input `inputs[k]`)
+/// and destroys what its destroy_map says.
+#[derive(Clone)]
+pub struct InplaceVariant {
+    pub op: Arc<dyn Op>,
+    pub inputs: Vec<usize>,
+}
+
+/// A tensor operation. Implement it to test your own kernels, and register
+/// a factory by name in an [`OpRegistry`].
+pub trait Op: Send + Sync {
+    /// The op's name in the graph format.
+    fn name(&self) -> &str;
+
+    fn arity(&self) -> Arity;
+
+    fn num_outputs(&self) -> usize {
+        1
+    }
+
+    /// Output dtypes and (possibly partial) shapes from the inputs'.
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>>;
+
+    /// Computes the outputs. Allocate outputs through `ctx` so that
+    /// pre-allocated buffers and the allocation limit are honoured.
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>>;
+
+    /// `(output, input)` pairs: the output shares the input's buffer.
+    fn view_map(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
+
+    /// `(output, input)` pairs: the op overwrites the input, and the output
+    /// is the overwritten buffer.
+    fn destroy_map(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
+
+    /// Whether declared views always alias.
+    fn view_kind(&self) -> ViewKind {
+        ViewKind::Must
+    }
+
+    /// The ways this op can run in place, most preferred first.
+    fn inplace_variants(&self) -> Vec<InplaceVariant> {
+        Vec::new()
+    }
+
+    /// The pure op an in-place op stands for (same inputs, no destroy).
+    fn pure_twin(&self) -> Option<Arc<dyn Op>> {
+        None
+    }
+
+    /// True for ops that are views by design and must not be blamed by the
+    /// non-in-place validation (CreateView).
+    fn exempt_from_inplace_check(&self) -> bool {
+        false
+    }
+
+    /// True when a destroyer may read the destroyed variable itself on
+    /// another input (elementwise `x += x` is well defined).
+    fn tolerates_same_input(&self) -> bool {
+        false
+    }
+
+    /// Attributes, as the graph format writes them.
+    fn attrs(&self) -> Attrs {
+        Attrs::default()
+    }
+}
+
+impl fmt::Debug for dyn Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Op({})", self.name())
+    }
+}
+
+/// Checks the input count against the arity.
+pub fn check_arity(op: &dyn Op, n: usize) -> Result<()> {
+    if op.arity().accepts(n) {
+        Ok(())
+    } else {
+        crate::error::op_err(format!(
+            "op '{}' takes {} inputs, got {n}",
+            op.name(),
+            op.arity()
+        ))
+    }
+}

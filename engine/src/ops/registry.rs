@@ -1,0 +1,78 @@
+//! Op factories by name. The graph loader asks the registry to make each
+//! node's op from its attrs; users register their own ops the same way.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use crate::error::{op_err, Result};
+use crate::ops::{Attrs, Op};
+
+/// Makes an op from a node's attrs.
+pub type OpFactory = Arc<dyn Fn(&Attrs) -> Result<Arc<dyn Op>> + Send + Sync>;
+
+/// A name → factory table.
+#[derive(Clone, Default)]
+pub struct OpRegistry {
+    map: BTreeMap<String, OpFactory>,
+}
+
+impl OpRegistry {
+    /// A registry with no ops.
+    pub fn empty() -> OpRegistry {
+        OpRegistry::default()
+    }
+
+    /// The built-in op library.
+    pub fn builtin() -> OpRegistry {
+        static BUILTIN: OnceLock<OpRegistry> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                let mut r = OpRegistry::empty();
+                super::elementwise::register(&mut r);
+                super::view::register(&mut r);
+                super::reduce::register(&mut r);
+                super::linalg::register(&mut r);
+                super::copy::register(&mut r);
+                super::subtensor::register(&mut r);
+                super::nn::register(&mut r);
+                super::random::register(&mut r);
+                r
+            })
+            .clone()
+    }
+
+    /// Registers (or replaces) the op `name`.
+    pub fn register(
+        &mut self,
+        name: &str,
+        factory: impl Fn(&Attrs) -> Result<Arc<dyn Op>> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.map.insert(name.to_string(), Arc::new(factory));
+        self
+    }
+
+    /// Registers an op without attrs: every node shares one instance.
+    pub fn register_op(&mut self, op: Arc<dyn Op>) -> &mut Self {
+        let name = op.name().to_string();
+        self.register(&name.clone(), move |a: &Attrs| {
+            a.only(&name, &[])?;
+            Ok(op.clone())
+        })
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.map.contains_key(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.map.keys().map(String::as_str)
+    }
+
+    /// Makes op `name` from `attrs`.
+    pub fn make(&self, name: &str, attrs: &Attrs) -> Result<Arc<dyn Op>> {
+        match self.map.get(name) {
+            Some(f) => f(attrs),
+            None => op_err(format!("unknown op '{name}'")),
+        }
+    }
+}

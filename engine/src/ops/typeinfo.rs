@@ -1,0 +1,107 @@
+//! Static types of graph values: a dtype and a possibly partial shape.
+
+use serde::Serialize;
+
+use crate::dtype::DType;
+use crate::error::{op_err, Result};
+
+/// The dtype and shape of a value as far as they are known before running.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TypeInfo {
+    pub dtype: DType,
+    /// `None` when even the rank is unknown; `-1` marks an unknown dimension.
+    pub shape: Option<Vec<i64>>,
+}
+
+impl TypeInfo {
+    pub fn new(dtype: DType, shape: Option<Vec<i64>>) -> TypeInfo {
+        TypeInfo { dtype, shape }
+    }
+
+    pub fn known(dtype: DType, shape: &[usize]) -> TypeInfo {
+        TypeInfo {
+            dtype,
+            shape: Some(shape.iter().map(|&d| d as i64).collect()),
+        }
+    }
+
+    pub fn unknown(dtype: DType) -> TypeInfo {
+        TypeInfo { dtype, shape: None }
+    }
+
+    pub fn rank(&self) -> Option<usize> {
+        self.shape.as_ref().map(|s| s.len())
+    }
+
+    /// The shape when every dimension is known.
+    pub fn static_shape(&self) -> Option<Vec<usize>> {
+        let s = self.shape.as_ref()?;
+        s.iter()
+            .map(|&d| if d >= 0 { Some(d as usize) } else { None })
+            .collect()
+    }
+
+    /// True when a concrete shape fits this (partial) shape.
+    pub fn admits(&self, shape: &[usize]) -> bool {
+        match &self.shape {
+            None => true,
+            Some(s) => {
+                s.len() == shape.len()
+                    && s.iter().zip(shape).all(|(&d, &x)| d < 0 || d as usize == x)
+            }
+        }
+    }
+
+    pub fn shape_string(&self) -> String {
+        match &self.shape {
+            None => "?".into(),
+            Some(s) => format!(
+                "[{}]",
+                s.iter()
+                    .map(|d| if *d < 0 { "?".to_string() } else { d.to_string() })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// numpy broadcasting of partial shapes; `-1` dims stay unknown unless the
+/// other side fixes them.
+pub fn broadcast_shapes(a: &Option<Vec<i64>>, b: &Option<Vec<i64>>) -> Result<Option<Vec<i64>>> {
+    let (Some(a), Some(b)) = (a, b) else {
+        return Ok(None);
+    };
+    let n = a.len().max(b.len());
+    let mut out = vec![0i64; n];
+    for i in 0..n {
+        let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            (-1, y) => y.max(-1),
+            (x, -1) => x,
+            _ => return op_err(format!("shapes {a:?} and {b:?} do not broadcast")),
+        };
+    }
+    Ok(Some(out))
+}
+
+/// numpy broadcasting of concrete shapes.
+pub fn broadcast_concrete(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0usize; n];
+    for i in 0..n {
+        let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return op_err(format!("shapes {a:?} and {b:?} do not broadcast")),
+        };
+    }
+    Ok(out)
+}

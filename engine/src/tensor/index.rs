@@ -1,0 +1,265 @@
+//! Basic indexing in the CreateView encoding: each index is an i64 vector
+//! `[type, n_offsets, stride_hint, ...]` with the type codes POINT=0,
+//! INTERVAL=1, ALL=2, NEW_AXIS=3.
+//!
+//! | index    | vector                                 |
+//! |----------|----------------------------------------|
+//! | Point    | `[0, 1, 1, p, 1]`                       |
+//! | Interval | `[1, 2, 1, start, end, stride, inclusive]` |
+//! | All      | `[2, 0, 1, 1]`                          |
+//! | NewAxis  | `[3, 1, 10, 1]` or `[3, 1, 1, 0, 1]`       |
+//!
+//! Negative values are resolved when the view is made, against the actual
+//! shape (dynamic indexing), and the result equals numpy's basic indexing.
+
+use crate::error::{op_err, Result};
+use crate::tensor::layout::Layout;
+
+pub const POINT: i64 = 0;
+pub const INTERVAL: i64 = 1;
+pub const ALL: i64 = 2;
+pub const NEW_AXIS: i64 = 3;
+
+/// One decoded index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexSpec {
+    Point(i64),
+    Interval {
+        start: i64,
+        end: i64,
+        stride: i64,
+        inclusive: bool,
+    },
+    All,
+    NewAxis,
+}
+
+impl IndexSpec {
+    /// An exclusive interval, like numpy's `start:end:stride`.
+    pub fn range(start: i64, end: i64, stride: i64) -> IndexSpec {
+        IndexSpec::Interval {
+            start,
+            end,
+            stride,
+            inclusive: false,
+        }
+    }
+
+    /// Decodes one index vector. `position` is the index's place among the
+    /// op's index inputs, for the error message.
+    pub fn decode(v: &[i64], position: usize) -> Result<IndexSpec> {
+        let want = |n: usize| -> Result<()> {
+            if v.len() == n {
+                Ok(())
+            } else {
+                op_err(format!(
+                    "index {position}: type {} needs {n} values, got {} ({v:?})",
+                    v[0],
+                    v.len()
+                ))
+            }
+        };
+        match v.first() {
+            None => op_err(format!("index {position}: empty index vector")),
+            Some(&POINT) => {
+                want(5)?;
+                Ok(IndexSpec::Point(v[3]))
+            }
+            Some(&INTERVAL) => {
+                want(7)?;
+                if v[5] == 0 {
+                    return op_err(format!("index {position}: interval stride is 0 ({v:?})"));
+                }
+                Ok(IndexSpec::Interval {
+                    start: v[3],
+                    end: v[4],
+                    stride: v[5],
+                    inclusive: v[6] != 0,
+                })
+            }
+            Some(&ALL) => {
+                want(4)?;
+                Ok(IndexSpec::All)
+            }
+            Some(&NEW_AXIS) => {
+                if v.len() != 4 && v.len() != 5 {
+                    return op_err(format!(
+                        "index {position}: type 3 needs 4 or 5 values, got {} ({v:?})",
+                        v.len()
+                    ));
+                }
+                Ok(IndexSpec::NewAxis)
+            }
+            Some(&t) => op_err(format!(
+                "index {position}: unknown index type {t} (expected 0 point, 1 interval, 2 all, 3 new axis)"
+            )),
+        }
+    }
+
+    /// The encoded vector of this index.
+    pub fn encode(self) -> Vec<i64> {
+        match self {
+            IndexSpec::Point(p) => vec![POINT, 1, 1, p, 1],
+            IndexSpec::Interval {
+                start,
+                end,
+                stride,
+                inclusive,
+            } => vec![INTERVAL, 2, 1, start, end, stride, inclusive as i64],
+            IndexSpec::All => vec![ALL, 0, 1, 1],
+            IndexSpec::NewAxis => vec![NEW_AXIS, 1, 10, 1],
+        }
+    }
+}
+
+/// Start and length of an interval on an axis of length `d`, as numpy's
+/// `slice.indices` plus the inclusive flag.
+pub fn resolve_interval(d: i64, start: i64, end: i64, stride: i64, inclusive: bool) -> (i64, i64) {
+    let (mut s, mut e) = (start, end);
+    if s < 0 {
+        s += d;
+    }
+    if e < 0 {
+        e += d;
+    }
+    if inclusive {
+        e += stride.signum();
+    }
+    if stride > 0 {
+        s = s.clamp(0, d);
+        e = e.clamp(0, d);
+    } else {
+        s = s.clamp(-1, d - 1);
+        e = e.clamp(-1, d - 1);
+    }
+    let span = e - s;
+    // ceil((e - s) / stride) for either sign of stride.
+    let len = if stride > 0 {
+        (span + stride - 1).div_euclid(stride)
+    } else {
+        (span + stride + 1).div_euclid(stride)
+    };
+    (s, len.max(0))
+}
+
+/// The layout that `indices` select from `l`. Missing trailing axes are All.
+pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
+    let consumed = indices.iter().filter(|i| **i != IndexSpec::NewAxis).count();
+    if consumed > l.ndim() {
+        return op_err(format!(
+            "{consumed} indices for an array of {} dimensions",
+            l.ndim()
+        ));
+    }
+    let mut shape = Vec::with_capacity(l.ndim() + indices.len());
+    let mut strides = Vec::with_capacity(l.ndim() + indices.len());
+    let mut offset = l.offset() as i64;
+    let mut axis = 0usize;
+    for (pos, ix) in indices.iter().enumerate() {
+        match *ix {
+            IndexSpec::NewAxis => {
+                shape.push(1);
+                strides.push(0);
+            }
+            IndexSpec::All => {
+                shape.push(l.shape()[axis]);
+                strides.push(l.strides()[axis]);
+                axis += 1;
+            }
+            IndexSpec::Point(p) => {
+                let d = l.shape()[axis] as i64;
+                let q = if p < 0 { p + d } else { p };
+                if q < 0 || q >= d {
+                    return op_err(format!(
+                        "index {pos}: point {p} is out of range for axis {axis} of length {d}"
+                    ));
+                }
+                offset += q * l.strides()[axis] as i64;
+                axis += 1;
+            }
+            IndexSpec::Interval {
+                start,
+                end,
+                stride,
+                inclusive,
+            } => {
+                if stride == 0 {
+                    return op_err(format!("index {pos}: interval stride is 0"));
+                }
+                let d = l.shape()[axis] as i64;
+                let st = l.strides()[axis] as i64;
+                let (s, len) = resolve_interval(d, start, end, stride, inclusive);
+                // numpy points an empty slice at the axis start with step 1.
+                let (s, step) = if len > 0 { (s, stride) } else { (0, 1) };
+                offset += s * st;
+                shape.push(len as usize);
+                strides.push((st * step) as isize);
+                axis += 1;
+            }
+        }
+    }
+    for ax in axis..l.ndim() {
+        shape.push(l.shape()[ax]);
+        strides.push(l.strides()[ax]);
+    }
+    Ok(Layout::new(shape, strides, offset.max(0) as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(shape: &[usize], idx: &[IndexSpec]) -> Layout {
+        apply(&Layout::contiguous(shape), idx).unwrap()
+    }
+
+    #[test]
+    fn decode_reads_point_from_slot_three() {
+        assert_eq!(IndexSpec::decode(&[0, 1, 1, 7, 1], 0).unwrap(), IndexSpec::Point(7));
+        assert_eq!(IndexSpec::decode(&[3, 1, 1, 0, 1], 0).unwrap(), IndexSpec::NewAxis);
+        assert!(IndexSpec::decode(&[9, 0, 1, 1], 2).unwrap_err().to_string().contains("index 2"));
+        assert!(IndexSpec::decode(&[0, 1, 1, 7], 0).is_err());
+        assert!(IndexSpec::decode(&[1, 2, 1, 0, 3, 0, 0], 0).is_err());
+    }
+
+    #[test]
+    fn inclusive_minus_one_means_to_the_end() {
+        let l = view(&[5], &[IndexSpec::decode(&[1, 2, 1, 0, -1, 1, 1], 0).unwrap()]);
+        assert_eq!(l.shape(), &[5]);
+    }
+
+    #[test]
+    fn reversed_interval_matches_numpy() {
+        // numpy: np.arange(5)[::-1] -> shape (5,), strides (-1,), offset 4
+        let l = view(&[5], &[IndexSpec::range(-1, i64::MIN / 2, -1)]);
+        assert_eq!((l.shape(), l.strides(), l.offset()), (&[5usize][..], &[-1isize][..], 4));
+        // np.arange(10)[7:2:-2] -> [7, 5, 3]
+        let l = view(&[10], &[IndexSpec::range(7, 2, -2)]);
+        assert_eq!(l.offsets().collect::<Vec<_>>(), vec![7, 5, 3]);
+    }
+
+    #[test]
+    fn point_and_new_axis_change_rank() {
+        // x[1, None, :, ::2] on shape (3, 4, 6)
+        let l = view(
+            &[3, 4, 6],
+            &[IndexSpec::Point(-2), IndexSpec::NewAxis, IndexSpec::All, IndexSpec::range(0, 6, 2)],
+        );
+        assert_eq!(l.shape(), &[1, 4, 3]);
+        assert_eq!(l.strides(), &[0, 6, 2]);
+        assert_eq!(l.offset(), 24);
+    }
+
+    #[test]
+    fn errors_name_axis_value_and_dim() {
+        let e = apply(&Layout::contiguous(&[2, 3]), &[IndexSpec::All, IndexSpec::Point(3)]).unwrap_err();
+        assert_eq!(e.to_string(), "index 1: point 3 is out of range for axis 1 of length 3");
+        assert!(apply(&Layout::contiguous(&[2]), &[IndexSpec::All, IndexSpec::All]).is_err());
+    }
+
+    #[test]
+    fn empty_interval_has_zero_length() {
+        let l = view(&[4], &[IndexSpec::range(3, 1, 1)]);
+        assert_eq!(l.shape(), &[0]);
+    }
+}

@@ -1,0 +1,486 @@
+//! Tensors: a shared buffer plus a [`Layout`]. Cloning a tensor, slicing it,
+//! permuting it or reshaping it (when the layout allows) makes a view of the
+//! same buffer.
+
+pub mod index;
+pub mod layout;
+pub mod limit;
+mod npy;
+pub mod pool;
+pub mod storage;
+
+use std::rc::Rc;
+
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
+
+use crate::dtype::{DType, Element, Scalar};
+use crate::error::{op_err, Error, Result};
+pub use index::IndexSpec;
+pub use layout::Layout;
+use storage::{Buffer, BufferId, Storage};
+
+/// A view of a shared, typed buffer.
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Storage,
+    layout: Layout,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("dtype", &self.dtype())
+            .field("buffer", &self.buffer_id())
+            .field("shape", &self.shape())
+            .field("strides", &self.strides())
+            .field("offset", &self.offset())
+            .finish()
+    }
+}
+
+/// How a layout maps onto ndarray's view constructor, which takes only
+/// non-negative strides: start at the lowest element, use absolute strides,
+/// then flip the axes whose strides were negative and stretch the zero-stride
+/// ones by broadcasting.
+struct NdPlan {
+    start: usize,
+    dims: Vec<usize>,
+    strides: Vec<usize>,
+    flip: Vec<usize>,
+    broadcast: bool,
+}
+
+impl NdPlan {
+    fn new(l: &Layout) -> Option<NdPlan> {
+        let (start, _) = l.span()?;
+        let mut plan = NdPlan {
+            start,
+            dims: Vec::with_capacity(l.ndim()),
+            strides: Vec::with_capacity(l.ndim()),
+            flip: Vec::new(),
+            broadcast: false,
+        };
+        for (ax, (&d, &s)) in l.shape().iter().zip(l.strides()).enumerate() {
+            if s == 0 && d > 1 {
+                plan.broadcast = true;
+                plan.dims.push(1);
+            } else {
+                plan.dims.push(d);
+            }
+            if s < 0 {
+                plan.flip.push(ax);
+            }
+            plan.strides.push(s.unsigned_abs());
+        }
+        Some(plan)
+    }
+}
+
+fn shape_err(e: ndarray::ShapeError) -> Error {
+    Error::Op(format!("layout does not fit its buffer: {e}"))
+}
+
+impl Tensor {
+    // ----- construction -------------------------------------------------
+
+    /// A C-contiguous tensor owning `data`.
+    pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Tensor> {
+        if limit::numel(shape)? != data.len() {
+            return op_err(format!(
+                "shape {shape:?} needs {} elements, got {}",
+                shape.iter().product::<usize>(),
+                data.len()
+            ));
+        }
+        Ok(Tensor {
+            storage: T::wrap(Buffer::from_vec(data)),
+            layout: Layout::contiguous(shape),
+        })
+    }
+
+    /// A C-contiguous copy of an ndarray array.
+    pub fn from_array<T: Element, S: ndarray::Data<Elem = T>>(a: &ndarray::ArrayBase<S, IxDyn>) -> Tensor {
+        let mut data = pool::take::<T>(a.len());
+        match a.as_slice() {
+            Some(s) => data.copy_from_slice(s),
+            None => data.iter_mut().zip(a.iter()).for_each(|(d, x)| *d = *x),
+        }
+        Tensor {
+            storage: T::wrap(Buffer::from_vec(data)),
+            layout: Layout::contiguous(a.shape()),
+        }
+    }
+
+    /// A C-contiguous tensor of zeros (false for bool).
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        let n = limit::numel(shape)?;
+        limit::check_alloc(dtype, n)?;
+        Ok(Tensor {
+            storage: Storage::zeros(dtype, n),
+            layout: Layout::contiguous(shape),
+        })
+    }
+
+    /// A C-contiguous tensor whose contents the caller overwrites.
+    pub fn uninit(dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        let n = limit::numel(shape)?;
+        limit::check_alloc(dtype, n)?;
+        Ok(Tensor {
+            storage: Storage::uninit(dtype, n),
+            layout: Layout::contiguous(shape),
+        })
+    }
+
+    /// A rank-0 tensor.
+    pub fn scalar(v: Scalar) -> Tensor {
+        crate::dispatch_all!(v.dtype(), T => {
+            let t: T = v.cast();
+            Tensor { storage: T::wrap(Buffer::from_vec(vec![t])), layout: Layout::contiguous(&[]) }
+        })
+    }
+
+    /// A 1-D i64 tensor, e.g. an index vector for `create_view`.
+    pub fn from_i64s(v: &[i64]) -> Tensor {
+        Tensor {
+            storage: i64::wrap(Buffer::from_vec(v.to_vec())),
+            layout: Layout::contiguous(&[v.len()]),
+        }
+    }
+
+    /// Another view of the same buffer. Fails when `layout` reaches outside it.
+    pub fn with_layout(&self, layout: Layout) -> Result<Tensor> {
+        if let Some((_, hi)) = layout.span() {
+            if hi >= self.storage.len() {
+                return op_err(format!(
+                    "view reaches element {hi} of a buffer of {}",
+                    self.storage.len()
+                ));
+            }
+        }
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            layout,
+        })
+    }
+
+    // ----- properties ---------------------------------------------------
+
+    pub fn dtype(&self) -> DType {
+        self.storage.dtype()
+    }
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+    /// Strides in elements; negative for reversed axes, zero for broadcast ones.
+    pub fn strides(&self) -> &[isize] {
+        self.layout.strides()
+    }
+    /// Offset of the first element in the buffer, in elements.
+    pub fn offset(&self) -> usize {
+        self.layout.offset()
+    }
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+    /// Elements in this view.
+    pub fn size(&self) -> usize {
+        self.layout.size()
+    }
+    /// Elements in the underlying buffer.
+    pub fn data_size(&self) -> usize {
+        self.storage.len()
+    }
+    /// Bytes of this view's elements.
+    pub fn nbytes(&self) -> usize {
+        self.size() * self.dtype().size()
+    }
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+    pub fn buffer_id(&self) -> BufferId {
+        self.storage.id()
+    }
+    /// Bumped on every declared in-place write to the buffer.
+    pub fn version(&self) -> u64 {
+        self.storage.version()
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+    /// True when both tensors are views of one buffer.
+    pub fn same_buffer(&self, other: &Tensor) -> bool {
+        self.buffer_id() == other.buffer_id()
+    }
+    /// True when the element ranges of the two views intersect (a quick,
+    /// conservative test: false means they surely do not share memory).
+    pub fn may_share_memory(&self, other: &Tensor) -> bool {
+        if !self.same_buffer(other) {
+            return false;
+        }
+        match (self.layout.span(), other.layout.span()) {
+            (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
+            _ => false,
+        }
+    }
+
+    // ----- typed access -------------------------------------------------
+
+    fn buffer<T: Element>(&self) -> Result<&Rc<Buffer<T>>> {
+        T::buffer(&self.storage).ok_or_else(|| {
+            Error::Op(format!(
+                "expected a {} tensor, got {}",
+                T::DTYPE,
+                self.dtype()
+            ))
+        })
+    }
+
+    /// Calls `f` with an ndarray view of the elements.
+    pub fn read<T: Element, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
+        let data = self.buffer::<T>()?.borrow()?;
+        let Some(plan) = NdPlan::new(&self.layout) else {
+            let v = ArrayViewD::from_shape(IxDyn(self.shape()), &[]).map_err(shape_err)?;
+            return Ok(f(v));
+        };
+        let mut v = ArrayViewD::from_shape(
+            IxDyn(&plan.dims).strides(IxDyn(&plan.strides)),
+            &data[plan.start..],
+        )
+        .map_err(shape_err)?;
+        for &ax in &plan.flip {
+            v.invert_axis(Axis(ax));
+        }
+        if plan.broadcast {
+            let b = v
+                .broadcast(IxDyn(self.shape()))
+                .ok_or_else(|| Error::Op("broadcast layout is inconsistent".into()))?;
+            Ok(f(b))
+        } else {
+            Ok(f(v))
+        }
+    }
+
+    /// Calls `f` with a mutable ndarray view of the elements, and bumps the
+    /// buffer's version. Fails for broadcast (self-overlapping) views and
+    /// while another view of the buffer is being read.
+    pub fn write<T: Element, R>(&self, f: impl FnOnce(ArrayViewMutD<'_, T>) -> R) -> Result<R> {
+        if self.layout.has_self_overlap() {
+            return op_err(format!(
+                "cannot write a broadcast view (shape {:?}, strides {:?})",
+                self.shape(),
+                self.strides()
+            ));
+        }
+        let buf = self.buffer::<T>()?;
+        let mut data = buf.borrow_mut()?;
+        buf.bump_version();
+        let Some(plan) = NdPlan::new(&self.layout) else {
+            let v = ArrayViewMutD::from_shape(IxDyn(self.shape()), &mut []).map_err(shape_err)?;
+            return Ok(f(v));
+        };
+        let mut v = ArrayViewMutD::from_shape(
+            IxDyn(&plan.dims).strides(IxDyn(&plan.strides)),
+            &mut data[plan.start..],
+        )
+        .map_err(shape_err)?;
+        for &ax in &plan.flip {
+            v.invert_axis(Axis(ax));
+        }
+        Ok(f(v))
+    }
+
+    /// The elements as an owned C-order ndarray array.
+    pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+        self.read(|v: ArrayViewD<'_, T>| v.as_standard_layout().into_owned())
+    }
+
+    /// The elements in C order as f64 (for reports and comparisons).
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        crate::dispatch_all!(self.dtype(), T => self.read(|v: ArrayViewD<'_, T>| v.iter().map(|x| x.to_f64()).collect()))
+    }
+
+    pub fn at(&self, index: &[usize]) -> Result<Scalar> {
+        let off = self.layout.offset_of(index)?;
+        crate::dispatch_all!(self.dtype(), T => Ok(self.buffer::<T>()?.borrow()?[off].to_scalar()))
+    }
+
+    /// Writes one element (converted to this tensor's dtype).
+    pub fn set_at(&self, index: &[usize], v: Scalar) -> Result<()> {
+        if self.layout.has_self_overlap() {
+            return op_err("cannot write a broadcast view");
+        }
+        let off = self.layout.offset_of(index)?;
+        crate::dispatch_all!(self.dtype(), T => {
+            let buf = self.buffer::<T>()?;
+            buf.borrow_mut()?[off] = T::from_scalar(v);
+            buf.bump_version();
+        });
+        Ok(())
+    }
+
+    /// Copies `src` (broadcast to this shape) into this view's elements. An
+    /// overlapping `src` is copied first, as numpy does.
+    pub fn assign(&self, src: &Tensor) -> Result<()> {
+        if src.dtype() != self.dtype() {
+            return op_err(format!("cannot assign {} into {}", src.dtype(), self.dtype()));
+        }
+        let src = if self.same_buffer(src) { src.deep_copy()? } else { src.clone() };
+        let src = src.broadcast_to(self.shape())?;
+        crate::dispatch_all!(self.dtype(), T => src.read(|s: ArrayViewD<'_, T>| self.write(|mut d: ArrayViewMutD<'_, T>| d.assign(&s)))??);
+        Ok(())
+    }
+
+    // ----- views and copies ---------------------------------------------
+
+    /// A new C-contiguous buffer holding this view's elements.
+    pub fn deep_copy(&self) -> Result<Tensor> {
+        let out = Tensor::uninit(self.dtype(), self.shape())?;
+        crate::dispatch_all!(self.dtype(), T => self.read(|s: ArrayViewD<'_, T>| out.write(|mut d: ArrayViewMutD<'_, T>| d.assign(&s)))??);
+        Ok(out)
+    }
+
+    /// This tensor if it is C-contiguous, else a contiguous copy.
+    pub fn to_contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            Ok(self.clone())
+        } else {
+            self.deep_copy()
+        }
+    }
+
+    /// Basic indexing (the `create_view` semantics) as a view.
+    pub fn slice(&self, indices: &[IndexSpec]) -> Result<Tensor> {
+        let l = index::apply(&self.layout, indices)?;
+        self.with_layout(l)
+    }
+
+    /// Axes reordered as a view; `perm` defaults to reversed.
+    pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
+        self.with_layout(self.layout.permute(perm)?)
+    }
+
+    /// The transpose as a view (axes reversed, or `axes`).
+    pub fn t(&self, axes: Option<&[usize]>) -> Result<Tensor> {
+        match axes {
+            Some(p) => self.permute(p),
+            None => self.with_layout(self.layout.reversed()),
+        }
+    }
+
+    /// The transpose materialized into a new contiguous buffer.
+    pub fn transpose(&self, axes: Option<&[usize]>) -> Result<Tensor> {
+        self.t(axes)?.deep_copy()
+    }
+
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        if shape == self.shape() {
+            return Ok(self.clone());
+        }
+        self.with_layout(self.layout.broadcast_to(shape)?)
+    }
+
+    pub fn expand_dims(&self, axis: i64) -> Result<Tensor> {
+        self.with_layout(self.layout.expand_dims(axis)?)
+    }
+
+    pub fn squeeze(&self, axes: Option<&[i64]>) -> Result<Tensor> {
+        self.with_layout(self.layout.squeeze(axes)?)
+    }
+
+    /// Reshape as numpy does: a view when the layout allows, else a copy.
+    /// One entry may be -1.
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let shape = resolve_reshape(self.shape(), shape)?;
+        match self.layout.reshape(&shape) {
+            Some(l) => self.with_layout(l),
+            None => self.deep_copy()?.reshape_contiguous(&shape),
+        }
+    }
+
+    fn reshape_contiguous(&self, shape: &[usize]) -> Result<Tensor> {
+        let l = self
+            .layout
+            .reshape(shape)
+            .ok_or_else(|| Error::Op("reshape of a contiguous tensor failed".into()))?;
+        self.with_layout(l)
+    }
+
+    /// Converts to another dtype (a copy), with numpy's `astype` semantics
+    /// (float to int truncates; to bool is `!= 0`).
+    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        let out = Tensor::uninit(dtype, self.shape())?;
+        self.cast_into(&out)?;
+        Ok(out)
+    }
+
+    /// Writes this tensor's elements, converted, into `out` (same shape).
+    pub fn cast_into(&self, out: &Tensor) -> Result<()> {
+        if out.shape() != self.shape() {
+            return op_err(format!("cast into shape {:?} from {:?}", out.shape(), self.shape()));
+        }
+        if out.dtype() == self.dtype() {
+            return out.assign(self);
+        }
+        crate::dispatch_all!(self.dtype(), S => crate::dispatch_all!(out.dtype(), D => {
+            self.read(|s: ArrayViewD<'_, S>| out.write(|mut d: ArrayViewMutD<'_, D>| {
+                ndarray::Zip::from(&mut d).and(&s).for_each(|d, &s| *d = cast_one::<S, D>(s))
+            }))??
+        }));
+        Ok(())
+    }
+
+    // ----- files ----------------------------------------------------------
+
+    pub fn read_npy(path: impl AsRef<std::path::Path>) -> Result<Tensor> {
+        npy::read(path.as_ref())
+    }
+
+    pub fn write_npy(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        npy::write(self, path.as_ref())
+    }
+}
+
+fn cast_one<S: Element, D: Element>(s: S) -> D {
+    match (S::DTYPE, D::DTYPE) {
+        // i64 -> i64 etc. handled by the dtype-equal path; exact integer
+        // conversions go through Scalar to keep i64 precision.
+        (DType::I64 | DType::I32, DType::I64 | DType::I32) => D::from_scalar(Scalar::I64(int_of(s))),
+        _ => D::from_f64(s.to_f64()),
+    }
+}
+
+fn int_of<S: Element>(s: S) -> i64 {
+    match s.to_scalar() {
+        Scalar::I64(v) => v,
+        Scalar::I32(v) => v as i64,
+        other => other.to_f64() as i64,
+    }
+}
+
+/// Resolves a reshape target with at most one -1 against `from`.
+pub fn resolve_reshape(from: &[usize], shape: &[i64]) -> Result<Vec<usize>> {
+    let total: usize = from.iter().product();
+    let mut unknown = None;
+    let mut known = 1usize;
+    for (i, &d) in shape.iter().enumerate() {
+        match d {
+            -1 if unknown.is_none() => unknown = Some(i),
+            -1 => return op_err(format!("reshape {shape:?} has more than one -1")),
+            d if d < 0 => return op_err(format!("reshape {shape:?} has a negative dimension")),
+            d => known = known.saturating_mul(d as usize),
+        }
+    }
+    let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+    if let Some(i) = unknown {
+        if known == 0 || total % known != 0 {
+            return op_err(format!("cannot reshape {from:?} into {shape:?}"));
+        }
+        out[i] = total / known;
+    } else if known != total {
+        return op_err(format!("cannot reshape {from:?} ({total} elements) into {shape:?}"));
+    }
+    Ok(out)
+}

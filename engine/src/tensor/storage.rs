@@ -1,0 +1,189 @@
+//! Shared element buffers. Every view of a tensor holds an `Rc` to the same
+//! [`Buffer`]; a write through one view is visible through all of them.
+//!
+//! Access goes through a `RefCell`, so the aliasing rule of Rust (no `&mut`
+//! while an overlapping `&` lives) is enforced at run time: a kernel that tries
+//! to write a buffer it is also reading gets [`Error::Aliasing`] instead of
+//! undefined behaviour. In-place kernels copy an overlapping operand first.
+
+use std::cell::{Cell, Ref, RefCell, RefMut};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::tensor::pool;
+
+/// A stable identity for a buffer, unique in the process.
+pub type BufferId = u64;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One allocation of elements, with an identity and a write version.
+pub struct Buffer<T: Element> {
+    id: BufferId,
+    version: Cell<u64>,
+    data: RefCell<Vec<T>>,
+}
+
+impl<T: Element> Buffer<T> {
+    pub fn from_vec(v: Vec<T>) -> Rc<Self> {
+        Rc::new(Buffer {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            version: Cell::new(0),
+            data: RefCell::new(v),
+        })
+    }
+
+    pub fn id(&self) -> BufferId {
+        self.id
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version.get()
+    }
+
+    pub fn bump_version(&self) {
+        self.version.set(self.version.get() + 1);
+    }
+
+    pub fn len(&self) -> usize {
+        self.data.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn borrow(&self) -> Result<Ref<'_, Vec<T>>> {
+        self.data
+            .try_borrow()
+            .map_err(|_| Error::Aliasing(format!("buffer {} is being written", self.id)))
+    }
+
+    pub fn borrow_mut(&self) -> Result<RefMut<'_, Vec<T>>> {
+        self.data
+            .try_borrow_mut()
+            .map_err(|_| Error::Aliasing(format!("buffer {} is in use", self.id)))
+    }
+}
+
+impl<T: Element> Drop for Buffer<T> {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(self.data.get_mut()));
+    }
+}
+
+/// A buffer of any dtype.
+#[derive(Clone)]
+pub enum Storage {
+    F32(Rc<Buffer<f32>>),
+    F64(Rc<Buffer<f64>>),
+    I64(Rc<Buffer<i64>>),
+    I32(Rc<Buffer<i32>>),
+    Bool(Rc<Buffer<bool>>),
+}
+
+macro_rules! on_buffer {
+    ($s:expr, $b:ident => $e:expr) => {
+        match $s {
+            Storage::F32($b) => $e,
+            Storage::F64($b) => $e,
+            Storage::I64($b) => $e,
+            Storage::I32($b) => $e,
+            Storage::Bool($b) => $e,
+        }
+    };
+}
+
+impl Storage {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Storage::F32(_) => DType::F32,
+            Storage::F64(_) => DType::F64,
+            Storage::I64(_) => DType::I64,
+            Storage::I32(_) => DType::I32,
+            Storage::Bool(_) => DType::Bool,
+        }
+    }
+
+    pub fn id(&self) -> BufferId {
+        on_buffer!(self, b => b.id())
+    }
+
+    pub fn version(&self) -> u64 {
+        on_buffer!(self, b => b.version())
+    }
+
+    pub fn bump_version(&self) {
+        on_buffer!(self, b => b.bump_version())
+    }
+
+    /// Number of elements in the buffer (not in any one view of it).
+    pub fn len(&self) -> usize {
+        on_buffer!(self, b => b.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn nbytes(&self) -> usize {
+        self.len() * self.dtype().size()
+    }
+
+    /// How many tensors hold this buffer right now.
+    pub fn holders(&self) -> usize {
+        on_buffer!(self, b => Rc::strong_count(b))
+    }
+
+    /// Calls `f` with the whole buffer as little-endian bytes.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        Ok(on_buffer!(self, b => f(bytemuck::cast_slice(&b.borrow()?))))
+    }
+
+    pub fn zeros(dtype: DType, len: usize) -> Storage {
+        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(pool::take_zeroed::<T>(len))))
+    }
+
+    /// A buffer with unspecified (but valid) contents, for kernels that
+    /// overwrite every element.
+    pub fn uninit(dtype: DType, len: usize) -> Storage {
+        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(pool::take::<T>(len))))
+    }
+}
+
+/// A vector of any dtype, as the pool keeps them.
+pub enum AnyVec {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+    Bool(Vec<bool>),
+}
+
+impl AnyVec {
+    pub fn dtype(&self) -> DType {
+        match self {
+            AnyVec::F32(_) => DType::F32,
+            AnyVec::F64(_) => DType::F64,
+            AnyVec::I64(_) => DType::I64,
+            AnyVec::I32(_) => DType::I32,
+            AnyVec::Bool(_) => DType::Bool,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            AnyVec::F32(v) => v.len(),
+            AnyVec::F64(v) => v.len(),
+            AnyVec::I64(v) => v.len(),
+            AnyVec::I32(v) => v.len(),
+            AnyVec::Bool(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
