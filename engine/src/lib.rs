@@ -11,3 +11,10 @@ pub use dtype::{DType, Element, Float, Num, Scalar};
 pub use error::{Error, Result};
 pub use ops::{Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo, ViewKind};
 pub use tensor::{IndexSpec, Layout, Tensor};
+pub mod destroy;
+pub mod exec;
+pub mod graph;
+
+pub use destroy::{DestroyHandler, Rule, Violation};
+pub use exec::{At, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput};
+pub use graph::{Graph, GraphBuilder, Sym};

@@ -1,0 +1,289 @@
+//! The executor: runs a validated graph in the destroy handler's order,
+//! frees each value after its last reader, tracks live bytes, and fires
+//! listener hooks around every op.
+
+use std::collections::HashMap;
+
+use crate::destroy::DestroyHandler;
+use crate::error::{Error, Result};
+use crate::exec::listener::{At, Listener, NoListener, OpEvent};
+use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
+use crate::ops::OpCtx;
+use crate::tensor::storage::BufferId;
+use crate::tensor::Tensor;
+
+/// Supplies output buffers for a node (`None` entries are allocated as
+/// usual). DebugMode uses this to check ops against dirty, strided outputs.
+pub type Prealloc<'a> = &'a dyn Fn(NodeId, &Node) -> Vec<Option<Tensor>>;
+
+/// Per-run options.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    pub at: At,
+    pub prealloc: Option<Prealloc<'a>>,
+    /// Record every buffer the executor releases, for tests and explain.
+    pub record_frees: bool,
+    /// Run only the first `n` nodes of the order (for replay and bisection).
+    pub stop_after: Option<usize>,
+}
+
+/// A buffer released after the node at `position` in the order ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreeEvent {
+    pub position: usize,
+    pub buffer: BufferId,
+    pub bytes: usize,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    pub ops: usize,
+    /// Largest sum of distinct live buffers (inputs and constants included).
+    pub peak_live_bytes: usize,
+    pub frees: Vec<FreeEvent>,
+}
+
+/// The graph outputs of a run, in the graph's output order.
+pub struct RunOutput {
+    pub outputs: Vec<(String, Tensor)>,
+    pub stats: RunStats,
+    /// Values the listener asked to keep (`required_variables`).
+    pub kept: HashMap<String, Tensor>,
+}
+
+impl RunOutput {
+    pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.outputs.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+}
+
+/// Live values and the bytes of the distinct buffers they hold.
+struct Live {
+    values: Vec<Option<Tensor>>,
+    holders: HashMap<BufferId, (usize, usize)>,
+    bytes: usize,
+    peak: usize,
+}
+
+impl Live {
+    fn set(&mut self, v: VarId, t: Tensor) {
+        let e = self.holders.entry(t.buffer_id()).or_insert((0, t.storage().nbytes()));
+        if e.0 == 0 {
+            self.bytes += e.1;
+            self.peak = self.peak.max(self.bytes);
+        }
+        e.0 += 1;
+        if let Some(old) = self.values[v].replace(t) {
+            self.release(&old);
+        }
+    }
+
+    /// Drops `v`; returns the buffer and its bytes when no value holds it.
+    fn drop_var(&mut self, v: VarId) -> Option<(BufferId, usize)> {
+        let t = self.values[v].take()?;
+        self.release(&t)
+    }
+
+    fn release(&mut self, t: &Tensor) -> Option<(BufferId, usize)> {
+        let id = t.buffer_id();
+        let e = self.holders.get_mut(&id)?;
+        e.0 -= 1;
+        if e.0 == 0 {
+            let bytes = e.1;
+            self.holders.remove(&id);
+            self.bytes -= bytes;
+            return Some((id, bytes));
+        }
+        None
+    }
+}
+
+/// A graph, checked and scheduled, ready to run any number of times.
+pub struct Executor<'g> {
+    graph: &'g Graph,
+    order: Vec<NodeId>,
+    /// Position in `order` of the last reader of each variable.
+    last_use: Vec<Option<usize>>,
+}
+
+impl<'g> Executor<'g> {
+    /// Validates the view/destroy rules and computes the order. An
+    /// explicitly in-place graph that breaks them is refused here.
+    pub fn new(graph: &'g Graph) -> Result<Executor<'g>> {
+        let order = DestroyHandler::new(graph).validate()?;
+        let mut last_use = vec![None; graph.vars().len()];
+        for (pos, &n) in order.iter().enumerate() {
+            for &v in &graph.node(n).inputs {
+                last_use[v] = Some(pos);
+            }
+        }
+        Ok(Executor { graph, order, last_use })
+    }
+
+    pub fn graph(&self) -> &'g Graph {
+        self.graph
+    }
+
+    /// Node ids in execution order.
+    pub fn order(&self) -> &[NodeId] {
+        &self.order
+    }
+
+    /// Runs with no listener.
+    pub fn run(&self, feeds: &HashMap<String, Tensor>) -> Result<RunOutput> {
+        self.run_with(feeds, &mut NoListener, &RunOptions::default())
+    }
+
+    /// Runs, firing `listener`'s hooks.
+    pub fn run_with(
+        &self,
+        feeds: &HashMap<String, Tensor>,
+        listener: &mut dyn Listener,
+        opts: &RunOptions,
+    ) -> Result<RunOutput> {
+        let g = self.graph;
+        let hooks = listener.is_active(opts.at.operation);
+        let mut live = Live {
+            values: vec![None; g.vars().len()],
+            holders: HashMap::new(),
+            bytes: 0,
+            peak: 0,
+        };
+        for name in feeds.keys() {
+            match g.var_id(name) {
+                Some(v) if matches!(g.var(v).kind, VarKind::Input { .. } | VarKind::Parameter(_)) => {}
+                _ => return Err(Error::Graph(format!("'{name}' is not an input of graph '{}'", g.name()))),
+            }
+        }
+        for (v, var) in g.vars().iter().enumerate() {
+            let t = match (&var.kind, feeds.get(&var.name)) {
+                (VarKind::Output { .. }, _) => continue,
+                (_, Some(t)) => t.clone(),
+                (VarKind::Input { .. }, None) => {
+                    return Err(Error::Graph(format!("input '{}' is not fed", var.name)))
+                }
+                (VarKind::Constant(t) | VarKind::Parameter(t), None) => t.clone(),
+            };
+            if t.dtype() != var.ty.dtype || !var.ty.admits(t.shape()) {
+                return Err(Error::Graph(format!(
+                    "input '{}' is {} {:?}, the graph declares {} {}",
+                    var.name,
+                    t.dtype(),
+                    t.shape(),
+                    var.ty.dtype,
+                    var.ty.shape_string()
+                )));
+            }
+            live.set(v, t);
+        }
+        let mut keep = vec![false; g.vars().len()];
+        for &o in g.outputs() {
+            keep[o] = true;
+        }
+        let required = if hooks { listener.required_variables() } else { Vec::new() };
+        for name in &required {
+            if let Some(v) = g.var_id(name) {
+                keep[v] = true;
+            }
+        }
+
+        let mut stats = RunStats::default();
+        if hooks {
+            listener.operation_start(&opts.at, g);
+        }
+        let n_run = opts.stop_after.unwrap_or(self.order.len()).min(self.order.len());
+        for (pos, &nid) in self.order[..n_run].iter().enumerate() {
+            let node = g.node(nid);
+            let inputs = node
+                .inputs
+                .iter()
+                .map(|&v| {
+                    live.values[v].clone().ok_or_else(|| Error::Node {
+                        node: node.name.clone(),
+                        msg: format!("input '{}' has no value (internal scheduling error)", g.var(v).name),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let at = At { node_index: Some(pos), ..opts.at };
+            if hooks {
+                listener.pre_op(&at, &OpEvent { graph: g, node_id: nid, node, inputs: &inputs, outputs: &[] });
+            }
+            let prealloc = opts.prealloc.map(|f| f(nid, node)).unwrap_or_default();
+            let mut ctx = OpCtx::with_prealloc(&node.name, prealloc);
+            let outputs = node.op.compute(&inputs, &mut ctx).map_err(|e| e.at_node(&node.name))?;
+            self.check_outputs(node, &outputs)?;
+            stats.ops += 1;
+            if hooks {
+                let ev = OpEvent { graph: g, node_id: nid, node, inputs: &inputs, outputs: &outputs };
+                listener.post_op(&at, &ev);
+                for (k, t) in outputs.iter().enumerate() {
+                    listener.activation_available(&at, &ev, k, t);
+                }
+            }
+            drop(inputs);
+            for (&v, t) in node.outputs.iter().zip(outputs) {
+                live.set(v, t);
+            }
+            // Free what this node read last, and outputs nobody reads.
+            let dead = node
+                .inputs
+                .iter()
+                .chain(&node.outputs)
+                .filter(|&&v| !keep[v] && self.last_use[v].is_none_or(|p| p == pos))
+                .copied()
+                .collect::<Vec<_>>();
+            for v in dead {
+                if let Some((buffer, bytes)) = live.drop_var(v) {
+                    if opts.record_frees {
+                        stats.frees.push(FreeEvent { position: pos, buffer, bytes });
+                    }
+                }
+            }
+        }
+        if hooks {
+            listener.operation_end(&opts.at, g);
+        }
+        stats.peak_live_bytes = live.peak;
+        let mut outputs = Vec::with_capacity(g.outputs().len());
+        for &o in g.outputs() {
+            match &live.values[o] {
+                Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
+                None if opts.stop_after.is_some() => {}
+                None => return Err(Error::Graph(format!("output '{}' was not computed", g.var(o).name))),
+            }
+        }
+        let kept = required
+            .iter()
+            .filter_map(|n| Some((n.clone(), live.values[g.var_id(n)?].clone()?)))
+            .collect();
+        Ok(RunOutput { outputs, stats, kept })
+    }
+
+    /// An op whose outputs disagree with its own inferred types is buggy;
+    /// say so at the node rather than downstream.
+    fn check_outputs(&self, node: &Node, outputs: &[Tensor]) -> Result<()> {
+        if outputs.len() != node.outputs.len() {
+            return Err(Error::Node {
+                node: node.name.clone(),
+                msg: format!("op '{}' returned {} outputs, declared {}", node.op.name(), outputs.len(), node.outputs.len()),
+            });
+        }
+        for (k, (t, &v)) in outputs.iter().zip(&node.outputs).enumerate() {
+            let ty = &self.graph.var(v).ty;
+            if t.dtype() != ty.dtype || !ty.admits(t.shape()) {
+                return Err(Error::Node {
+                    node: node.name.clone(),
+                    msg: format!(
+                        "op '{}' output {k} is {} {:?}, but it inferred {} {}",
+                        node.op.name(),
+                        t.dtype(),
+                        t.shape(),
+                        ty.dtype,
+                        ty.shape_string()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,283 @@
+//! The `vigil-graph/1` JSON format (see docs/graph-format.md).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::graph::{Graph, NodeSpec, VarKind, VarSpec};
+use crate::ops::{Attrs, OpRegistry, TypeInfo};
+use crate::tensor::Tensor;
+
+pub const FORMAT: &str = "vigil-graph/1";
+
+/// The file as written on disk.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphFile {
+    pub format: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub inputs: Vec<InputDecl>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constants: Vec<ValueDecl>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<ValueDecl>,
+    pub nodes: Vec<NodeDecl>,
+    pub outputs: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputDecl {
+    pub name: String,
+    pub dtype: DType,
+    /// `None` for any rank; `-1` for a dynamic dimension.
+    #[serde(default)]
+    pub shape: Option<Vec<i64>>,
+    #[serde(default)]
+    pub mutable: bool,
+}
+
+/// A constant or parameter: inline `data` (flat, C order) or an `npy` file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueDecl {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<DType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub npy: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeDecl {
+    pub name: String,
+    pub op: String,
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Attrs::is_empty")]
+    pub attrs: Attrs,
+}
+
+fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result<Tensor> {
+    let mut out = Vec::with_capacity(data.len());
+    for (i, v) in data.iter().enumerate() {
+        let x = match v {
+            Value::Bool(b) => T::from_f64(*b as u8 as f64),
+            Value::Number(n) => match (T::DTYPE, n.as_i64()) {
+                (DType::I64, Some(i)) => T::from_scalar(crate::Scalar::I64(i)),
+                _ => T::from_f64(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            // NaN and infinities are spelled as strings.
+            Value::String(s) if matches!(s.as_str(), "nan" | "inf" | "-inf") && T::DTYPE.is_float() => {
+                T::from_f64(s.parse::<f64>().unwrap_or(f64::NAN))
+            }
+            other => {
+                return Err(Error::Graph(format!(
+                    "constant '{name}': data[{i}] is {other}, expected a number"
+                )))
+            }
+        };
+        out.push(x);
+    }
+    Tensor::from_vec(shape, out).map_err(|e| Error::Graph(format!("constant '{name}': {e}")))
+}
+
+impl ValueDecl {
+    fn load(&self, base: Option<&Path>) -> Result<(TypeInfo, Tensor)> {
+        let t = match (&self.data, &self.npy) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Graph(format!(
+                    "constant '{}': give either 'data' or 'npy', not both",
+                    self.name
+                )))
+            }
+            (None, None) => {
+                return Err(Error::Graph(format!(
+                    "constant '{}': needs 'data' or 'npy'",
+                    self.name
+                )))
+            }
+            (Some(data), None) => {
+                let dtype = self.dtype.ok_or_else(|| {
+                    Error::Graph(format!("constant '{}': inline data needs 'dtype'", self.name))
+                })?;
+                let shape = self.shape.clone().unwrap_or_else(|| vec![data.len()]);
+                crate::dispatch_all!(dtype, T => parse_data::<T>(&self.name, data, &shape)?)
+            }
+            (None, Some(rel)) => {
+                let path = match base {
+                    Some(b) => b.join(rel),
+                    None => rel.into(),
+                };
+                Tensor::read_npy(&path)?
+            }
+        };
+        if let Some(d) = self.dtype {
+            if d != t.dtype() {
+                return Err(Error::Graph(format!(
+                    "constant '{}': declared {d}, the value is {}",
+                    self.name,
+                    t.dtype()
+                )));
+            }
+        }
+        if let Some(s) = &self.shape {
+            if s.as_slice() != t.shape() {
+                return Err(Error::Graph(format!(
+                    "constant '{}': declared shape {s:?}, the value has {:?}",
+                    self.name,
+                    t.shape()
+                )));
+            }
+        }
+        Ok((TypeInfo::known(t.dtype(), t.shape()), t))
+    }
+
+    /// A declaration with the value inline.
+    pub fn inline(name: &str, t: &Tensor) -> Result<ValueDecl> {
+        let data = crate::dispatch_all!(t.dtype(), T => t.to_array::<T>()?.iter().map(|x| json_number(x.to_f64(), T::DTYPE, x.to_scalar())).collect());
+        Ok(ValueDecl {
+            name: name.to_string(),
+            dtype: Some(t.dtype()),
+            shape: Some(t.shape().to_vec()),
+            data: Some(data),
+            npy: None,
+        })
+    }
+}
+
+fn json_number(v: f64, dt: DType, s: crate::Scalar) -> Value {
+    match (dt, s) {
+        (DType::I64, crate::Scalar::I64(i)) => Value::from(i),
+        (DType::Bool, crate::Scalar::Bool(b)) => Value::from(b),
+        _ if v.is_nan() => Value::from("nan"),
+        _ if v.is_infinite() => Value::from(if v > 0.0 { "inf" } else { "-inf" }),
+        (DType::I32, _) => Value::from(v as i64),
+        _ => Value::from(v),
+    }
+}
+
+impl GraphFile {
+    /// Parses the JSON text of a graph file.
+    pub fn parse(text: &str) -> Result<GraphFile> {
+        let f: GraphFile = serde_json::from_str(text).map_err(|e| Error::Graph(e.to_string()))?;
+        if f.format != FORMAT {
+            return Err(Error::Graph(format!(
+                "format is '{}', expected '{FORMAT}'",
+                f.format
+            )));
+        }
+        Ok(f)
+    }
+
+    /// Builds the graph; `npy` paths are relative to `base`.
+    pub fn to_graph(&self, base: Option<&Path>, registry: &OpRegistry) -> Result<Graph> {
+        let mut sources = Vec::new();
+        for i in &self.inputs {
+            if let Some(s) = &i.shape {
+                if s.iter().any(|&d| d < -1) {
+                    return Err(Error::Graph(format!(
+                        "input '{}': shape {s:?} has a dimension below -1",
+                        i.name
+                    )));
+                }
+            }
+            sources.push(VarSpec {
+                name: i.name.clone(),
+                ty: TypeInfo::new(i.dtype, i.shape.clone()),
+                kind: VarKind::Input { mutable: i.mutable },
+            });
+        }
+        for (decls, param) in [(&self.constants, false), (&self.parameters, true)] {
+            for c in decls {
+                let (ty, t) = c.load(base)?;
+                let kind = if param { VarKind::Parameter(t) } else { VarKind::Constant(t) };
+                sources.push(VarSpec { name: c.name.clone(), ty, kind });
+            }
+        }
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| {
+                Ok(NodeSpec {
+                    name: n.name.clone(),
+                    op: registry.make(&n.op, &n.attrs).map_err(|e| e.at_node(&n.name))?,
+                    inputs: n.inputs.clone(),
+                    outputs: n.outputs.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Graph::new(&self.name, sources, nodes, &self.outputs)
+    }
+
+    /// The file form of `g`, with constants and parameters inline.
+    pub fn from_graph(g: &Graph) -> Result<GraphFile> {
+        let mut f = GraphFile {
+            format: FORMAT.to_string(),
+            name: g.name().to_string(),
+            inputs: Vec::new(),
+            constants: Vec::new(),
+            parameters: Vec::new(),
+            nodes: Vec::new(),
+            outputs: g.outputs().iter().map(|&v| g.var(v).name.clone()).collect(),
+        };
+        for v in g.vars() {
+            match &v.kind {
+                VarKind::Input { mutable } => f.inputs.push(InputDecl {
+                    name: v.name.clone(),
+                    dtype: v.ty.dtype,
+                    shape: v.ty.shape.clone(),
+                    mutable: *mutable,
+                }),
+                VarKind::Constant(t) => f.constants.push(ValueDecl::inline(&v.name, t)?),
+                VarKind::Parameter(t) => f.parameters.push(ValueDecl::inline(&v.name, t)?),
+                VarKind::Output { .. } => {}
+            }
+        }
+        for n in g.nodes() {
+            f.nodes.push(NodeDecl {
+                name: n.name.clone(),
+                op: n.op.name().to_string(),
+                inputs: n.inputs.iter().map(|&v| g.var(v).name.clone()).collect(),
+                outputs: n.outputs.iter().map(|&v| g.var(v).name.clone()).collect(),
+                attrs: n.op.attrs(),
+            });
+        }
+        Ok(f)
+    }
+}
+
+impl Graph {
+    /// Loads a graph file. Errors name the file, then the node or field.
+    pub fn load(path: impl AsRef<Path>, registry: &OpRegistry) -> Result<Graph> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, e))?;
+        let wrap = |e: Error| match e {
+            Error::File { .. } => e,
+            other => Error::file(path, other),
+        };
+        let f = GraphFile::parse(&text).map_err(wrap)?;
+        f.to_graph(path.parent(), registry).map_err(wrap)
+    }
+
+    /// Parses graph JSON text (npy paths relative to the current directory).
+    pub fn from_json(text: &str, registry: &OpRegistry) -> Result<Graph> {
+        GraphFile::parse(text)?.to_graph(None, registry)
+    }
+
+    /// The graph as `vigil-graph/1` JSON, constants inline.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(&GraphFile::from_graph(self)?).map_err(|e| Error::Graph(e.to_string()))
+    }
+}

@@ -1,0 +1,87 @@
+//! Suite cases on disk: a directory with `graph.json`, `inputs/<name>.npy`
+//! and optionally `expected/<name>.npy`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use vigil_engine::graph::{Graph, VarKind};
+use vigil_engine::{OpRegistry, Tensor};
+
+/// Paths of one suite case.
+#[derive(Clone, Debug)]
+pub struct CasePaths {
+    pub graph: PathBuf,
+    pub inputs: Option<PathBuf>,
+    pub expected: Option<PathBuf>,
+}
+
+impl CasePaths {
+    /// `path` is a case directory or a graph file; a graph file's own
+    /// directory supplies `inputs/` and `expected/` when they exist.
+    pub fn resolve(path: &Path) -> Result<CasePaths> {
+        let (graph, dir) = if path.is_dir() {
+            (path.join("graph.json"), path.to_path_buf())
+        } else {
+            (path.to_path_buf(), path.parent().map(Path::to_path_buf).unwrap_or_default())
+        };
+        if !graph.is_file() {
+            bail!("{}: no such graph file", graph.display());
+        }
+        let sub = |name: &str| Some(dir.join(name)).filter(|p| p.is_dir());
+        Ok(CasePaths { graph, inputs: sub("inputs"), expected: sub("expected") })
+    }
+}
+
+/// Reads the graph's inputs: `NAME.npy` in `dir` for each graph input, then
+/// the explicit `overrides`. Every input must end up fed.
+pub fn load_feeds(
+    graph: &Graph,
+    dir: Option<&Path>,
+    overrides: &[(String, PathBuf)],
+) -> Result<HashMap<String, Tensor>> {
+    let mut feeds = HashMap::new();
+    for (name, path) in overrides {
+        match graph.var_id(name).map(|v| &graph.var(v).kind) {
+            Some(VarKind::Input { .. } | VarKind::Parameter(_)) => {}
+            _ => bail!("--input {name}: graph '{}' has no input '{name}'", graph.name()),
+        }
+        feeds.insert(name.clone(), Tensor::read_npy(path)?);
+    }
+    for v in graph.inputs() {
+        let name = &graph.var(v).name;
+        if feeds.contains_key(name) {
+            continue;
+        }
+        let file = dir.map(|d| d.join(format!("{name}.npy")));
+        match file {
+            Some(f) if f.is_file() => {
+                feeds.insert(name.clone(), Tensor::read_npy(&f)?);
+            }
+            _ => bail!(
+                "input '{name}' is not fed: give --input {name}=FILE.npy{}",
+                dir.map(|d| format!(" or put {name}.npy in {}", d.display())).unwrap_or_default()
+            ),
+        }
+    }
+    Ok(feeds)
+}
+
+/// Loads the graph of a case with the built-in ops.
+pub fn load_graph(path: &Path) -> Result<Graph> {
+    Graph::load(path, &OpRegistry::builtin()).map_err(anyhow::Error::from)
+}
+
+/// The `expected/*.npy` tensors of a case, by output name.
+pub fn load_expected(dir: &Path) -> Result<HashMap<String, Tensor>> {
+    let mut out = HashMap::new();
+    let entries = std::fs::read_dir(dir).with_context(|| format!("{}: cannot list", dir.display()))?;
+    for e in entries {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "npy") {
+            let name = p.file_stem().unwrap_or_default().to_string_lossy().to_string();
+            out.insert(name, Tensor::read_npy(&p)?);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,99 @@
+//! `vigil exec`: run one graph, write its outputs and a manifest.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use vigil::case::{load_feeds, load_graph, CasePaths};
+use vigil_engine::graph::VarKind;
+use vigil_engine::{DType, Executor, Tensor};
+
+use super::output::OutputDir;
+
+#[derive(Args)]
+pub struct ExecArgs {
+    /// A graph.json, or a suite case directory (its inputs/ is used).
+    graph: PathBuf,
+    /// Feed input NAME from FILE.npy (repeatable).
+    #[arg(long = "input", value_name = "NAME=FILE.npy", value_parser = parse_input)]
+    inputs: Vec<(String, PathBuf)>,
+    /// Read each input NAME from DIR/NAME.npy.
+    #[arg(long, value_name = "DIR")]
+    inputs_dir: Option<PathBuf>,
+    /// Directory for <output>.npy files and manifest.json.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((n, f)) if !n.is_empty() && !f.is_empty() => Ok((n.to_string(), PathBuf::from(f))),
+        _ => Err(format!("'{s}' is not NAME=FILE.npy")),
+    }
+}
+
+#[derive(Serialize)]
+struct OutputEntry {
+    dtype: DType,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: usize,
+    view_of: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Manifest {
+    graph: String,
+    outputs: BTreeMap<String, OutputEntry>,
+}
+
+pub fn run(a: ExecArgs) -> Result<ExitCode> {
+    let case = CasePaths::resolve(&a.graph)?;
+    let graph = load_graph(&case.graph)?;
+    let dir = a.inputs_dir.clone().or(case.inputs.clone());
+    if let Some(d) = &a.inputs_dir {
+        if !d.is_dir() {
+            bail!("--inputs-dir {}: no such directory", d.display());
+        }
+    }
+    let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs)?;
+    let exec = Executor::new(&graph).with_context(|| case.graph.display().to_string())?;
+    let out = exec.run(&feeds).with_context(|| case.graph.display().to_string())?;
+
+    // Which source variable's buffer each output shares.
+    let mut sources: HashMap<u64, String> = HashMap::new();
+    for v in graph.vars() {
+        let t: Option<&Tensor> = match &v.kind {
+            VarKind::Input { .. } => feeds.get(&v.name),
+            VarKind::Constant(t) | VarKind::Parameter(t) => Some(t),
+            VarKind::Output { .. } => None,
+        };
+        if let Some(t) = t {
+            sources.entry(t.buffer_id()).or_insert_with(|| v.name.clone());
+        }
+    }
+    let mut manifest = Manifest { graph: graph.name().to_string(), outputs: BTreeMap::new() };
+    let mut dirw = OutputDir::create(&a.out)?;
+    for (name, t) in &out.outputs {
+        dirw.write(&format!("{name}.npy"), |p| Ok(t.write_npy(p)?))?;
+        manifest.outputs.insert(
+            name.clone(),
+            OutputEntry {
+                dtype: t.dtype(),
+                shape: t.shape().to_vec(),
+                strides: t.strides().to_vec(),
+                offset: t.offset(),
+                view_of: sources.get(&t.buffer_id()).cloned(),
+            },
+        );
+    }
+    let json = serde_json::to_string_pretty(&manifest)?;
+    dirw.write("manifest.json", |p| {
+        std::fs::write(p, &json).with_context(|| format!("{}: cannot write", p.display()))
+    })?;
+    dirw.commit();
+    Ok(ExitCode::SUCCESS)
+}

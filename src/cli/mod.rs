@@ -1,0 +1,78 @@
+//! Command-line parsing and the commands. Library errors get their context
+//! here; every failure is one line on stderr and exit code 2.
+
+mod exec;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "vigil", version, about = "Validation and debug-mode harness for tensor op graphs with views and in-place operations")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one graph and write its outputs as .npy files plus manifest.json.
+    Exec(exec::ExecArgs),
+}
+
+/// Exit code for errors in the command's input (graph, .npy, flags, index values).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+pub fn main() -> ExitCode {
+    init_tracing();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    // A panic is a bug in Vigil or in an op; report it in one line rather
+    // than with a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let loc = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("vigil: internal error: {msg}{loc}");
+    }));
+    let result = std::panic::catch_unwind(|| match cli.command {
+        Command::Exec(a) => exec::run(a),
+    });
+    match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
+            eprintln!("vigil: error: {}", one_line(&e));
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+        Err(_) => ExitCode::from(70),
+    }
+}
+
+/// The error chain on one line, outermost context first.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string().replace('\n', " ");
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
