@@ -1,0 +1,2 @@
+//! Listeners: observers of op execution that turn what they see into
+//! findings.
