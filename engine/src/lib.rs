@@ -14,6 +14,8 @@ pub use tensor::{IndexSpec, Layout, Tensor};
 pub mod destroy;
 pub mod exec;
 pub mod graph;
+pub mod inplace;
+pub mod memory;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
 pub use exec::{At, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput};

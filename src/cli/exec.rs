@@ -26,6 +26,9 @@ pub struct ExecArgs {
     /// Directory for <output>.npy files and manifest.json.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// Run the graph as written, without the in-place pass.
+    #[arg(long)]
+    no_inplace: bool,
 }
 
 fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
@@ -60,6 +63,11 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
         }
     }
     let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs)?;
+    let graph = if a.no_inplace {
+        graph
+    } else {
+        vigil_engine::inplace::run(&graph).with_context(|| case.graph.display().to_string())?.graph
+    };
     let exec = Executor::new(&graph).with_context(|| case.graph.display().to_string())?;
     let out = exec.run(&feeds).with_context(|| case.graph.display().to_string())?;
 

@@ -2,6 +2,7 @@
 //! here; every failure is one line on stderr and exit code 2.
 
 mod exec;
+mod explain;
 mod output;
 
 use std::process::ExitCode;
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// Run one graph and write its outputs as .npy files plus manifest.json.
     Exec(exec::ExecArgs),
+    /// Show the execution order, declared maps, in-place decisions and buffers.
+    Explain(explain::ExplainArgs),
 }
 
 /// Exit code for errors in the command's input (graph, .npy, flags, index values).
@@ -48,6 +51,7 @@ pub fn main() -> ExitCode {
     }));
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Exec(a) => exec::run(a),
+        Command::Explain(a) => explain::run(a),
     });
     match result {
         Ok(Ok(code)) => code,

@@ -1,0 +1,272 @@
+//! The in-place pass: graphs are built pure, and this pass substitutes
+//! in-place twins where the destroy handler allows it (seed 004's approach).
+//!
+//! It walks nodes in order. For each op with in-place variants it tries each
+//! variant (each one destroys a different input) and takes the first that
+//! breaks no rule. Checks are incremental: roots never change under the
+//! rewrite, destroyed roots are a set, and the ordering constraints live in a
+//! dynamic topological order, so each candidate costs time proportional to
+//! what it touches rather than to the graph.
+
+mod topo;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::destroy::{DestroyHandler, Rule};
+use crate::error::Result;
+use crate::graph::{Graph, NodeId, VarId, VarKind};
+use crate::ops::{InplaceVariant, TypeInfo};
+pub use topo::DynTopo;
+
+/// Why a candidate was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Refusal {
+    /// A destroy-handler rule.
+    Rule { rule: Rule, message: String },
+    /// The destroyed input cannot hold the output (dtype or shape differ, or
+    /// a dynamic dimension makes it unprovable).
+    Type { message: String },
+}
+
+impl Refusal {
+    pub fn message(&self) -> &str {
+        match self {
+            Refusal::Rule { message, .. } | Refusal::Type { message } => message,
+        }
+    }
+    /// The stable name: a rule name, or `type`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::Rule { rule, .. } => rule.name(),
+            Refusal::Type { .. } => "type",
+        }
+    }
+}
+
+/// One way the pass tried to run a node in place.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    /// The in-place op tried.
+    pub op: String,
+    /// The pure node's input slot it would destroy, and that variable.
+    pub input: usize,
+    pub var: String,
+    pub accepted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refusal>,
+}
+
+/// What the pass did with one node that has in-place variants.
+#[derive(Clone, Debug, Serialize)]
+pub struct Decision {
+    pub node: String,
+    pub op: String,
+    /// The in-place op substituted, if any.
+    pub rewritten_to: Option<String>,
+    pub candidates: Vec<Candidate>,
+}
+
+/// The rewritten graph and every decision.
+pub struct PassResult {
+    pub graph: Graph,
+    pub decisions: Vec<Decision>,
+}
+
+impl PassResult {
+    pub fn accepted(&self) -> usize {
+        self.decisions.iter().filter(|d| d.rewritten_to.is_some()).count()
+    }
+}
+
+/// Checks that the destroyed input can hold the output: same dtype, same
+/// shape, and no dynamic dimension that another operand could broadcast
+/// past.
+fn fits(input: &TypeInfo, output: &TypeInfo, others: &[&TypeInfo]) -> std::result::Result<(), String> {
+    if input.dtype != output.dtype {
+        return Err(format!("input is {}, output is {}", input.dtype, output.dtype));
+    }
+    let (Some(si), Some(so)) = (&input.shape, &output.shape) else {
+        return Err("shape unknown before running".into());
+    };
+    if si != so {
+        return Err(format!("input shape {} differs from output {}", input.shape_string(), output.shape_string()));
+    }
+    for (d, &x) in si.iter().enumerate() {
+        if x >= 0 {
+            continue;
+        }
+        for o in others {
+            let Some(s) = &o.shape else {
+                return Err("an operand's shape is unknown".into());
+            };
+            let lead = si.len() as isize - s.len() as isize;
+            let k = d as isize - lead;
+            if k >= 0 && s.get(k as usize).is_some_and(|&y| y != 1) {
+                return Err(format!("dimension {d} is dynamic; the output may be larger than the input"));
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Pass<'g> {
+    g: &'g Graph,
+    dh: DestroyHandler<'g>,
+    topo: DynTopo,
+    destroyed: HashMap<VarId, NodeId>,
+}
+
+impl Pass<'_> {
+    /// The first rule `node` would break by destroying input `slot` as
+    /// variant `v` does, or the readers it must come after.
+    fn try_variant(&mut self, id: NodeId, v: &InplaceVariant) -> std::result::Result<(usize, Vec<NodeId>), Refusal> {
+        let g = self.g;
+        let node = g.node(id);
+        let (dout, destroyed_slot) = v.op.destroy_map().first().copied().unwrap_or((0, 0));
+        let slot = v.inputs.get(destroyed_slot).copied().unwrap_or(0);
+        let var = node.inputs[slot];
+        let name = |x: VarId| g.var(x).name.as_str();
+        // Types: the variant must accept the permuted inputs, and the
+        // destroyed input must hold the output.
+        let tys: Vec<TypeInfo> = v.inputs.iter().map(|&i| g.var(node.inputs[i]).ty.clone()).collect();
+        let out_ty = &g.var(node.outputs[dout]).ty;
+        match v.op.infer(&tys) {
+            Ok(t) if t.iter().zip(&node.outputs).all(|(t, &o)| *t == g.var(o).ty) => {}
+            Ok(_) => return Err(Refusal::Type { message: format!("'{}' infers a different output type", v.op.name()) }),
+            Err(e) => return Err(Refusal::Type { message: e.to_string() }),
+        }
+        let others: Vec<&TypeInfo> =
+            node.inputs.iter().enumerate().filter(|&(i, _)| i != slot).map(|(_, &x)| &g.var(x).ty).collect();
+        fits(&g.var(var).ty, out_ty, &others).map_err(|message| Refusal::Type { message })?;
+
+        let root = self.dh.root(var);
+        let rule = |rule: Rule, message: String| Refusal::Rule { rule, message };
+        // a. protected
+        let protected = match g.var(root).kind {
+            VarKind::Constant(_) => Some("constant"),
+            VarKind::Input { mutable: false } => Some("protected input"),
+            _ => None,
+        };
+        if let Some(what) = protected {
+            let message = if var == root {
+                format!("'{}' is a {what}", name(var))
+            } else {
+                format!("'{}' is a view of {what} '{}'", name(var), name(root))
+            };
+            return Err(rule(Rule::Protected, message));
+        }
+        if let Some(&w) = self.dh.views_of(root).iter().find(|&&w| g.is_output(w)) {
+            return Err(rule(Rule::Protected, format!("graph output '{}' shares '{}'", name(w), name(var))));
+        }
+        // b. another destroyer
+        if let Some(&other) = self.destroyed.get(&root) {
+            return Err(rule(
+                Rule::TwoDestroyers,
+                format!("node '{}' already destroys '{}'", g.node(other).name, name(root)),
+            ));
+        }
+        // c. reading a view of the destroyed root on another input
+        for (j, &w) in node.inputs.iter().enumerate() {
+            if j == slot || self.dh.root(w) != root {
+                continue;
+            }
+            if w == var && v.op.tolerates_same_input() {
+                continue;
+            }
+            return Err(rule(
+                Rule::ReadsDestroyed,
+                format!("input {j} '{}' is a view of the destroyed '{}'", name(w), name(root)),
+            ));
+        }
+        // d. every other reader of the root's views must run first
+        let mut before = Vec::new();
+        for &w in self.dh.views_of(root) {
+            for &r in g.readers(w) {
+                if r == id {
+                    continue;
+                }
+                if self.topo.reaches(id, r) {
+                    return Err(rule(
+                        Rule::Cycle,
+                        format!("node '{}' reads '{}' but depends on this node's output", g.node(r).name, name(w)),
+                    ));
+                }
+                before.push(r);
+            }
+        }
+        Ok((slot, before))
+    }
+}
+
+/// Runs the in-place pass on `g`.
+pub fn run(g: &Graph) -> Result<PassResult> {
+    let dh = DestroyHandler::new(g);
+    let order = dh.validate()?;
+    let mut edges: Vec<(NodeId, NodeId)> = dh.orderings();
+    for (id, n) in g.nodes().iter().enumerate() {
+        for &v in &n.inputs {
+            if let Some((p, _)) = g.producer(v) {
+                edges.push((p, id));
+            }
+        }
+    }
+    let mut destroyed = HashMap::new();
+    for (id, n) in g.nodes().iter().enumerate() {
+        for (_, i) in n.op.destroy_map() {
+            if let Some(&v) = n.inputs.get(i) {
+                destroyed.insert(dh.root(v), id);
+            }
+        }
+    }
+    let topo = DynTopo::new(&order, edges);
+    let mut pass = Pass { g, dh, topo, destroyed };
+    let mut decisions = Vec::new();
+    let mut chosen: HashMap<NodeId, InplaceVariant> = HashMap::new();
+    for &id in &order {
+        let node = g.node(id);
+        let variants = node.op.inplace_variants();
+        if variants.is_empty() {
+            continue;
+        }
+        let mut d = Decision { node: node.name.clone(), op: node.op.name().to_string(), rewritten_to: None, candidates: Vec::new() };
+        for v in variants {
+            let slot_hint = v.inputs.get(v.op.destroy_map().first().map(|&(_, i)| i).unwrap_or(0)).copied().unwrap_or(0);
+            let var_name = node.inputs.get(slot_hint).map(|&x| g.var(x).name.clone()).unwrap_or_default();
+            if d.rewritten_to.is_some() {
+                break;
+            }
+            match pass.try_variant(id, &v) {
+                Ok((slot, before)) => {
+                    for r in before {
+                        let added = pass.topo.add_edge(r, id);
+                        debug_assert!(added, "checked acyclic");
+                    }
+                    pass.destroyed.insert(pass.dh.root(node.inputs[slot]), id);
+                    d.rewritten_to = Some(v.op.name().to_string());
+                    d.candidates.push(Candidate { op: v.op.name().to_string(), input: slot, var: var_name, accepted: true, refused: None });
+                    chosen.insert(id, v);
+                }
+                Err(refusal) => d.candidates.push(Candidate {
+                    op: v.op.name().to_string(),
+                    input: slot_hint,
+                    var: var_name,
+                    accepted: false,
+                    refused: Some(refusal),
+                }),
+            }
+        }
+        decisions.push(d);
+    }
+    let (sources, mut specs, outputs) = g.to_specs();
+    for (id, v) in &chosen {
+        let spec = &mut specs[*id];
+        let old = spec.inputs.clone();
+        spec.inputs = v.inputs.iter().map(|&i| old[i].clone()).collect();
+        spec.op = v.op.clone();
+    }
+    let graph = Graph::new(g.name(), sources, specs, &outputs)?;
+    Ok(PassResult { graph, decisions })
+}
