@@ -207,18 +207,23 @@ macro_rules! num_float {
             fn max_value() -> Self {
                 <$t>::INFINITY
             }
+            // numpy: NaN wins, and on ties (0.0 vs -0.0) the first operand.
             fn maximum(a: Self, b: Self) -> Self {
                 if a.is_nan() || b.is_nan() {
                     <$t>::NAN
+                } else if a >= b {
+                    a
                 } else {
-                    a.max(b)
+                    b
                 }
             }
             fn minimum(a: Self, b: Self) -> Self {
                 if a.is_nan() || b.is_nan() {
                     <$t>::NAN
+                } else if a <= b {
+                    a
                 } else {
-                    a.min(b)
+                    b
                 }
             }
             fn pow(a: Self, b: Self) -> Self {

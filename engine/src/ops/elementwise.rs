@@ -47,8 +47,11 @@ impl BinKind {
         }
     }
 
+    /// Bitwise commutative, so the pass may destroy either input. Not
+    /// maximum/minimum: numpy's `maximum(0.0, -0.0)` is `0.0` but
+    /// `maximum(-0.0, 0.0)` is `-0.0`.
     fn commutative(self) -> bool {
-        matches!(self, BinKind::Add | BinKind::Mul | BinKind::Maximum | BinKind::Minimum)
+        matches!(self, BinKind::Add | BinKind::Mul)
     }
 
     /// numpy's true division turns integers into f64.
