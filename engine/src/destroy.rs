@@ -90,7 +90,12 @@ impl<'g> DestroyHandler<'g> {
                 }
             }
         }
-        DestroyHandler { g, root, tree, destroyers }
+        DestroyHandler {
+            g,
+            root,
+            tree,
+            destroyers,
+        }
     }
 
     /// The variable whose buffer `v` views (itself if it is no view).
@@ -134,7 +139,11 @@ impl<'g> DestroyHandler<'g> {
                     rule: Rule::TwoDestroyers,
                     message: format!(
                         "nodes {} all destroy '{}'",
-                        names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", "),
+                        names
+                            .iter()
+                            .map(|n| format!("'{n}'"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         self.name(r)
                     ),
                     nodes: names,

@@ -153,6 +153,10 @@ pub trait Num:
     fn minimum(a: Self, b: Self) -> Self;
     fn pow(a: Self, b: Self) -> Self;
     fn abs(a: Self) -> Self;
+    /// Arithmetic as numpy does it: integers wrap on overflow.
+    fn add_w(a: Self, b: Self) -> Self;
+    fn sub_w(a: Self, b: Self) -> Self;
+    fn mul_w(a: Self, b: Self) -> Self;
 }
 
 macro_rules! num_int {
@@ -170,6 +174,15 @@ macro_rules! num_int {
             fn minimum(a: Self, b: Self) -> Self {
                 a.min(b)
             }
+            fn add_w(a: Self, b: Self) -> Self {
+                a.wrapping_add(b)
+            }
+            fn sub_w(a: Self, b: Self) -> Self {
+                a.wrapping_sub(b)
+            }
+            fn mul_w(a: Self, b: Self) -> Self {
+                a.wrapping_mul(b)
+            }
             fn pow(a: Self, b: Self) -> Self {
                 // numpy errors on negative integer powers; we give 0 (or the
                 // exact reciprocal for |a| == 1) instead of failing mid-run.
@@ -186,7 +199,16 @@ macro_rules! num_int {
                         _ => 0,
                     }
                 } else {
-                    a.wrapping_pow(b as u32)
+                    // Square-and-multiply with wrapping, for any exponent.
+                    let (mut base, mut e, mut acc) = (a, b, 1 as $t);
+                    while e > 0 {
+                        if e & 1 == 1 {
+                            acc = acc.wrapping_mul(base);
+                        }
+                        base = base.wrapping_mul(base);
+                        e >>= 1;
+                    }
+                    acc
                 }
             }
             fn abs(a: Self) -> Self {
@@ -229,6 +251,15 @@ macro_rules! num_float {
             fn pow(a: Self, b: Self) -> Self {
                 a.powf(b)
             }
+            fn add_w(a: Self, b: Self) -> Self {
+                a + b
+            }
+            fn sub_w(a: Self, b: Self) -> Self {
+                a - b
+            }
+            fn mul_w(a: Self, b: Self) -> Self {
+                a * b
+            }
             fn abs(a: Self) -> Self {
                 a.abs()
             }
@@ -248,11 +279,26 @@ impl Float for f64 {}
 macro_rules! dispatch_all {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
-            $crate::DType::I64 => { type $T = i64; $body }
-            $crate::DType::I32 => { type $T = i32; $body }
-            $crate::DType::Bool => { type $T = bool; $body }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
         }
     };
 }
@@ -262,10 +308,22 @@ macro_rules! dispatch_all {
 macro_rules! dispatch_num {
     ($dt:expr, $T:ident => $body:expr, $else:expr) => {
         match $dt {
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
-            $crate::DType::I64 => { type $T = i64; $body }
-            $crate::DType::I32 => { type $T = i32; $body }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
             $crate::DType::Bool => $else,
         }
     };
@@ -276,8 +334,14 @@ macro_rules! dispatch_num {
 macro_rules! dispatch_float {
     ($dt:expr, $T:ident => $body:expr, $else:expr) => {
         match $dt {
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
             _ => $else,
         }
     };

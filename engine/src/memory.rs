@@ -40,7 +40,10 @@ pub fn plan(g: &Graph, order: &[NodeId]) -> MemoryPlan {
     let mut buffer_of = vec![usize::MAX; nv];
     let mut buffers: Vec<PlannedBuffer> = Vec::new();
     let new_buffer = |v: VarId, buffers: &mut Vec<PlannedBuffer>| {
-        buffers.push(PlannedBuffer { owner: g.var(v).name.clone(), bytes: bytes_of(g, v) });
+        buffers.push(PlannedBuffer {
+            owner: g.var(v).name.clone(),
+            bytes: bytes_of(g, v),
+        });
         buffers.len() - 1
     };
     for (v, var) in g.vars().iter().enumerate() {
@@ -57,24 +60,28 @@ pub fn plan(g: &Graph, order: &[NodeId]) -> MemoryPlan {
     let mut holders = vec![0usize; buffers.len()];
     let mut live: u64 = 0;
     let mut peak: u64 = 0;
-    let add = |b: usize, holders: &mut Vec<usize>, buffers: &Vec<PlannedBuffer>, live: &mut u64, peak: &mut u64| {
-        if holders.len() <= b {
-            holders.resize(b + 1, 0);
-        }
-        if holders[b] == 0 {
-            *live += buffers[b].bytes.unwrap_or(0);
-            *peak = (*peak).max(*live);
-        }
-        holders[b] += 1;
-    };
-    for v in 0..nv {
-        if buffer_of[v] != usize::MAX {
-            add(buffer_of[v], &mut holders, &buffers, &mut live, &mut peak);
-        }
+    let add =
+        |b: usize, holders: &mut Vec<usize>, buffers: &Vec<PlannedBuffer>, live: &mut u64, peak: &mut u64| {
+            if holders.len() <= b {
+                holders.resize(b + 1, 0);
+            }
+            if holders[b] == 0 {
+                *live += buffers[b].bytes.unwrap_or(0);
+                *peak = (*peak).max(*live);
+            }
+            holders[b] += 1;
+        };
+    for &b in buffer_of.iter().filter(|&&b| b != usize::MAX) {
+        add(b, &mut holders, &buffers, &mut live, &mut peak);
     }
     for (pos, &n) in order.iter().enumerate() {
         let node = g.node(n);
-        let shared: Vec<(usize, usize)> = node.op.view_map().into_iter().chain(node.op.destroy_map()).collect();
+        let shared: Vec<(usize, usize)> = node
+            .op
+            .view_map()
+            .into_iter()
+            .chain(node.op.destroy_map())
+            .collect();
         for (k, &o) in node.outputs.iter().enumerate() {
             buffer_of[o] = match shared.iter().find(|&&(out, _)| out == k) {
                 Some(&(_, i)) => node.inputs.get(i).map(|&x| buffer_of[x]).unwrap_or(usize::MAX),
@@ -99,5 +106,10 @@ pub fn plan(g: &Graph, order: &[NodeId]) -> MemoryPlan {
         }
     }
     let unknown_buffers = buffers.iter().filter(|b| b.bytes.is_none()).count();
-    MemoryPlan { buffer_of, buffers, peak_bytes: peak, unknown_buffers }
+    MemoryPlan {
+        buffer_of,
+        buffers,
+        peak_bytes: peak,
+        unknown_buffers,
+    }
 }

@@ -143,11 +143,20 @@ fn destroying_protected_values_is_refused_even_through_a_view() {
 fn chains_of_inplace_ops_are_legal() {
     let g = GraphBuilder::new("t");
     let x = g.mutable_input("x", DType::F32, &[4]);
-    let y = x.relu_inplace().unwrap().neg_inplace().unwrap().exp_inplace().unwrap();
+    let y = x
+        .relu_inplace()
+        .unwrap()
+        .neg_inplace()
+        .unwrap()
+        .exp_inplace()
+        .unwrap();
     let graph = g.build(&[&y]).unwrap();
     assert!(rules(&graph).is_empty());
     let xt = Tensor::from_vec(&[4], vec![-1.0f32, 0.0, 1.0, 2.0]).unwrap();
-    let out = Executor::new(&graph).unwrap().run(&HashMap::from([("x".into(), xt.clone())])).unwrap();
+    let out = Executor::new(&graph)
+        .unwrap()
+        .run(&HashMap::from([("x".into(), xt.clone())]))
+        .unwrap();
     let y = out.get(y.name()).unwrap();
     assert!(y.same_buffer(&xt), "the chain works in the input's buffer");
     let v = y.to_f64_vec().unwrap();
@@ -203,7 +212,10 @@ impl Op for TwoOut {
         if self.inplace {
             return vec![];
         }
-        vec![InplaceVariant { op: Arc::new(TwoOut { inplace: true }), inputs: vec![0, 1] }]
+        vec![InplaceVariant {
+            op: Arc::new(TwoOut { inplace: true }),
+            inputs: vec![0, 1],
+        }]
     }
 }
 
@@ -220,8 +232,14 @@ fn two_output_op_works_in_place_on_one_input_only() {
     assert_eq!(two.op.name(), "two_out_inplace1");
     assert!(rules(&pass.graph).is_empty());
     let feeds = HashMap::from([
-        ("a".to_string(), Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap()),
-        ("b".to_string(), Tensor::from_vec(&[2], vec![10.0f32, 20.0]).unwrap()),
+        (
+            "a".to_string(),
+            Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap(),
+        ),
+        (
+            "b".to_string(),
+            Tensor::from_vec(&[2], vec![10.0f32, 20.0]).unwrap(),
+        ),
     ]);
     let out = Executor::new(&pass.graph).unwrap().run(&feeds).unwrap();
     assert_eq!(out.get("two.0").unwrap().to_f64_vec().unwrap(), vec![2.0, 4.0]);

@@ -37,7 +37,9 @@ fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -
         } else {
             g.input(&name, DType::F64, &[4, 4])
         });
-        let data = (0..16).map(|k| (((k as u64 * 7 + i as u64 * 13 + seed) % 11) as f64) - 5.0).collect();
+        let data = (0..16)
+            .map(|k| (((k as u64 * 7 + i as u64 * 13 + seed) % 11) as f64) - 5.0)
+            .collect();
         inputs.push((name, data));
     }
     for s in steps {
@@ -81,11 +83,17 @@ fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -
             outs.push(v);
         }
     }
-    Case { graph: g.build(&outs).expect("graph"), inputs }
+    Case {
+        graph: g.build(&outs).expect("graph"),
+        inputs,
+    }
 }
 
 fn feeds(c: &Case) -> HashMap<String, Tensor> {
-    c.inputs.iter().map(|(n, d)| (n.clone(), Tensor::from_vec(&[4, 4], d.clone()).unwrap())).collect()
+    c.inputs
+        .iter()
+        .map(|(n, d)| (n.clone(), Tensor::from_vec(&[4, 4], d.clone()).unwrap()))
+        .collect()
 }
 
 fn bits(t: &Tensor) -> Vec<u64> {
@@ -132,21 +140,38 @@ fn pass_rewrites_a_chain_into_one_buffer() {
     }
     let graph = g.build(&[&y]).unwrap();
     let pass = inplace::run(&graph).unwrap();
-    assert_eq!(pass.accepted(), 15, "all but the first op, which reads the protected input");
+    assert_eq!(
+        pass.accepted(),
+        15,
+        "all but the first op, which reads the protected input"
+    );
     let first = &pass.decisions[0];
     assert_eq!(first.rewritten_to, None);
     assert_eq!(first.candidates[0].refused.as_ref().unwrap().code(), "protected");
     let feeds = HashMap::from([("x".to_string(), Tensor::zeros(DType::F32, &[1000]).unwrap())]);
-    let opts = vigil_engine::RunOptions { record_frees: true, ..Default::default() };
+    let opts = vigil_engine::RunOptions {
+        record_frees: true,
+        ..Default::default()
+    };
     let mut none = vigil_engine::exec::NoListener;
-    let pure = Executor::new(&graph).unwrap().run_with(&feeds, &mut none, &opts).unwrap();
-    let rewritten = Executor::new(&pass.graph).unwrap().run_with(&feeds, &mut none, &opts).unwrap();
+    let pure = Executor::new(&graph)
+        .unwrap()
+        .run_with(&feeds, &mut none, &opts)
+        .unwrap();
+    let rewritten = Executor::new(&pass.graph)
+        .unwrap()
+        .run_with(&feeds, &mut none, &opts)
+        .unwrap();
     // The executor frees eagerly either way, so both peak at two buffers;
     // the pass saves the 15 allocations (and frees) of the intermediates.
     assert_eq!(pure.stats.peak_live_bytes, 8000);
     assert_eq!(rewritten.stats.peak_live_bytes, 8000);
     assert_eq!(pure.stats.frees.len(), 16, "x and 15 intermediates");
-    assert_eq!(rewritten.stats.frees.len(), 1, "only x: one buffer carries the chain");
+    assert_eq!(
+        rewritten.stats.frees.len(),
+        1,
+        "only x: one buffer carries the chain"
+    );
     let plan = vigil_engine::memory::plan(&pass.graph, &DestroyHandler::new(&pass.graph).validate().unwrap());
     assert_eq!(plan.peak_bytes, 8000);
 }
@@ -163,7 +188,11 @@ fn last_reader_destroys_and_earlier_readers_run_first() {
     let c = t.relu().unwrap();
     let graph = g.build(&[&a, &b, &c]).unwrap();
     let pass = inplace::run(&graph).unwrap();
-    let rewritten: Vec<_> = pass.decisions.iter().filter(|d| d.rewritten_to.is_some()).collect();
+    let rewritten: Vec<_> = pass
+        .decisions
+        .iter()
+        .filter(|d| d.rewritten_to.is_some())
+        .collect();
     assert_eq!(rewritten.len(), 1);
     let refused: Vec<&str> = pass
         .decisions
@@ -172,10 +201,19 @@ fn last_reader_destroys_and_earlier_readers_run_first() {
         .map(|d| d.candidates[0].refused.as_ref().unwrap().code())
         .collect();
     assert_eq!(refused, vec!["two_destroyers", "two_destroyers"]);
-    let feeds = HashMap::from([("x".to_string(), Tensor::from_vec(&[3], vec![-1.0, 0.0, 2.0]).unwrap())]);
+    let feeds = HashMap::from([(
+        "x".to_string(),
+        Tensor::from_vec(&[3], vec![-1.0, 0.0, 2.0]).unwrap(),
+    )]);
     let out = Executor::new(&pass.graph).unwrap().run(&feeds).unwrap();
-    assert_eq!(out.get(a.name()).unwrap().to_f64_vec().unwrap(), vec![2.0, 0.0, -4.0]);
-    assert_eq!(out.get(c.name()).unwrap().to_f64_vec().unwrap(), vec![0.0, 0.0, 4.0]);
+    assert_eq!(
+        out.get(a.name()).unwrap().to_f64_vec().unwrap(),
+        vec![2.0, 0.0, -4.0]
+    );
+    assert_eq!(
+        out.get(c.name()).unwrap().to_f64_vec().unwrap(),
+        vec![0.0, 0.0, 4.0]
+    );
     let e = out.get(b.name()).unwrap().to_f64_vec().unwrap();
     assert!((e[2] - 4f64.exp()).abs() < 1e-9);
 }

@@ -67,7 +67,10 @@ struct Live {
 
 impl Live {
     fn set(&mut self, v: VarId, t: Tensor) {
-        let e = self.holders.entry(t.buffer_id()).or_insert((0, t.storage().nbytes()));
+        let e = self
+            .holders
+            .entry(t.buffer_id())
+            .or_insert((0, t.storage().nbytes()));
         if e.0 == 0 {
             self.bytes += e.1;
             self.peak = self.peak.max(self.bytes);
@@ -117,7 +120,11 @@ impl<'g> Executor<'g> {
                 last_use[v] = Some(pos);
             }
         }
-        Ok(Executor { graph, order, last_use })
+        Ok(Executor {
+            graph,
+            order,
+            last_use,
+        })
     }
 
     pub fn graph(&self) -> &'g Graph {
@@ -152,7 +159,12 @@ impl<'g> Executor<'g> {
         for name in feeds.keys() {
             match g.var_id(name) {
                 Some(v) if matches!(g.var(v).kind, VarKind::Input { .. } | VarKind::Parameter(_)) => {}
-                _ => return Err(Error::Graph(format!("'{name}' is not an input of graph '{}'", g.name()))),
+                _ => {
+                    return Err(Error::Graph(format!(
+                        "'{name}' is not an input of graph '{}'",
+                        g.name()
+                    )))
+                }
             }
         }
         for (v, var) in g.vars().iter().enumerate() {
@@ -180,7 +192,11 @@ impl<'g> Executor<'g> {
         for &o in g.outputs() {
             keep[o] = true;
         }
-        let required = if hooks { listener.required_variables() } else { Vec::new() };
+        let required = if hooks {
+            listener.required_variables()
+        } else {
+            Vec::new()
+        };
         for name in &required {
             if let Some(v) = g.var_id(name) {
                 keep[v] = true;
@@ -200,21 +216,45 @@ impl<'g> Executor<'g> {
                 .map(|&v| {
                     live.values[v].clone().ok_or_else(|| Error::Node {
                         node: node.name.clone(),
-                        msg: format!("input '{}' has no value (internal scheduling error)", g.var(v).name),
+                        msg: format!(
+                            "input '{}' has no value (internal scheduling error)",
+                            g.var(v).name
+                        ),
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let at = At { node_index: Some(pos), ..opts.at };
+            let at = At {
+                node_index: Some(pos),
+                ..opts.at
+            };
             if hooks {
-                listener.pre_op(&at, &OpEvent { graph: g, node_id: nid, node, inputs: &inputs, outputs: &[] });
+                listener.pre_op(
+                    &at,
+                    &OpEvent {
+                        graph: g,
+                        node_id: nid,
+                        node,
+                        inputs: &inputs,
+                        outputs: &[],
+                    },
+                );
             }
             let prealloc = opts.prealloc.map(|f| f(nid, node)).unwrap_or_default();
             let mut ctx = OpCtx::with_prealloc(&node.name, prealloc);
-            let outputs = node.op.compute(&inputs, &mut ctx).map_err(|e| e.at_node(&node.name))?;
+            let outputs = node
+                .op
+                .compute(&inputs, &mut ctx)
+                .map_err(|e| e.at_node(&node.name))?;
             self.check_outputs(node, &outputs)?;
             stats.ops += 1;
             if hooks {
-                let ev = OpEvent { graph: g, node_id: nid, node, inputs: &inputs, outputs: &outputs };
+                let ev = OpEvent {
+                    graph: g,
+                    node_id: nid,
+                    node,
+                    inputs: &inputs,
+                    outputs: &outputs,
+                };
                 listener.post_op(&at, &ev);
                 for (k, t) in outputs.iter().enumerate() {
                     listener.activation_available(&at, &ev, k, t);
@@ -235,7 +275,11 @@ impl<'g> Executor<'g> {
             for v in dead {
                 if let Some((buffer, bytes)) = live.drop_var(v) {
                     if opts.record_frees {
-                        stats.frees.push(FreeEvent { position: pos, buffer, bytes });
+                        stats.frees.push(FreeEvent {
+                            position: pos,
+                            buffer,
+                            bytes,
+                        });
                     }
                 }
             }
@@ -249,7 +293,12 @@ impl<'g> Executor<'g> {
             match &live.values[o] {
                 Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
                 None if opts.stop_after.is_some() => {}
-                None => return Err(Error::Graph(format!("output '{}' was not computed", g.var(o).name))),
+                None => {
+                    return Err(Error::Graph(format!(
+                        "output '{}' was not computed",
+                        g.var(o).name
+                    )))
+                }
             }
         }
         let kept = required
@@ -265,7 +314,12 @@ impl<'g> Executor<'g> {
         if outputs.len() != node.outputs.len() {
             return Err(Error::Node {
                 node: node.name.clone(),
-                msg: format!("op '{}' returned {} outputs, declared {}", node.op.name(), outputs.len(), node.outputs.len()),
+                msg: format!(
+                    "op '{}' returned {} outputs, declared {}",
+                    node.op.name(),
+                    outputs.len(),
+                    node.outputs.len()
+                ),
             });
         }
         for (k, (t, &v)) in outputs.iter().zip(&node.outputs).enumerate() {

@@ -29,7 +29,10 @@ pub struct At {
 
 impl At {
     pub fn new(operation: Operation) -> At {
-        At { operation, ..At::default() }
+        At {
+            operation,
+            ..At::default()
+        }
     }
     pub fn epoch(mut self, epoch: usize) -> At {
         self.epoch = epoch;

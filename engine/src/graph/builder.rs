@@ -71,26 +71,49 @@ impl GraphBuilder {
     fn source(&self, name: &str, ty: TypeInfo, kind: VarKind) -> Sym {
         let mut s = self.state.borrow_mut();
         s.types.insert(name.to_string(), ty.clone());
-        s.sources.push(VarSpec { name: name.to_string(), ty, kind });
-        Sym { state: self.state.clone(), name: name.to_string() }
+        s.sources.push(VarSpec {
+            name: name.to_string(),
+            ty,
+            kind,
+        });
+        Sym {
+            state: self.state.clone(),
+            name: name.to_string(),
+        }
     }
 
     /// A protected graph input; `-1` in `shape` is a dynamic dimension.
     pub fn input(&self, name: &str, dtype: DType, shape: &[i64]) -> Sym {
-        self.source(name, TypeInfo::new(dtype, Some(shape.to_vec())), VarKind::Input { mutable: false })
+        self.source(
+            name,
+            TypeInfo::new(dtype, Some(shape.to_vec())),
+            VarKind::Input { mutable: false },
+        )
     }
 
     /// A graph input that in-place ops may overwrite.
     pub fn mutable_input(&self, name: &str, dtype: DType, shape: &[i64]) -> Sym {
-        self.source(name, TypeInfo::new(dtype, Some(shape.to_vec())), VarKind::Input { mutable: true })
+        self.source(
+            name,
+            TypeInfo::new(dtype, Some(shape.to_vec())),
+            VarKind::Input { mutable: true },
+        )
     }
 
     pub fn constant(&self, name: &str, value: Tensor) -> Sym {
-        self.source(name, TypeInfo::known(value.dtype(), value.shape()), VarKind::Constant(value))
+        self.source(
+            name,
+            TypeInfo::known(value.dtype(), value.shape()),
+            VarKind::Constant(value),
+        )
     }
 
     pub fn parameter(&self, name: &str, value: Tensor) -> Sym {
-        self.source(name, TypeInfo::known(value.dtype(), value.shape()), VarKind::Parameter(value))
+        self.source(
+            name,
+            TypeInfo::known(value.dtype(), value.shape()),
+            VarKind::Parameter(value),
+        )
     }
 
     /// An i64 index-vector constant for `create_view`.
@@ -118,7 +141,12 @@ impl GraphBuilder {
 
     /// Like [`GraphBuilder::apply`] with a chosen node name.
     pub fn apply_named(&self, node: &str, op: &str, inputs: &[&Sym], attrs: Attrs) -> Result<Vec<Sym>> {
-        let op = self.state.borrow().registry.make(op, &attrs).map_err(|e| e.at_node(node))?;
+        let op = self
+            .state
+            .borrow()
+            .registry
+            .make(op, &attrs)
+            .map_err(|e| e.at_node(node))?;
         let tys = {
             let s = self.state.borrow();
             inputs
@@ -149,7 +177,13 @@ impl GraphBuilder {
             outputs: outputs.clone(),
         });
         drop(s);
-        Ok(outputs.into_iter().map(|name| Sym { state: self.state.clone(), name }).collect())
+        Ok(outputs
+            .into_iter()
+            .map(|name| Sym {
+                state: self.state.clone(),
+                name,
+            })
+            .collect())
     }
 
     /// Validates and returns the graph with the given outputs.
@@ -192,7 +226,9 @@ impl Sym {
     }
 
     fn builder(&self) -> GraphBuilder {
-        GraphBuilder { state: self.state.clone() }
+        GraphBuilder {
+            state: self.state.clone(),
+        }
     }
 
     /// Applies a one-output op with `self` as input 0.
@@ -200,7 +236,8 @@ impl Sym {
         let mut inputs = vec![self];
         inputs.extend_from_slice(rest);
         let mut out = self.builder().apply(op, &inputs, attrs)?;
-        out.pop().ok_or_else(|| Error::Op(format!("op '{op}' has no output")))
+        out.pop()
+            .ok_or_else(|| Error::Op(format!("op '{op}' has no output")))
     }
 
     binary_methods!(

@@ -202,8 +202,16 @@ impl GraphFile {
         for (decls, param) in [(&self.constants, false), (&self.parameters, true)] {
             for c in decls {
                 let (ty, t) = c.load(base)?;
-                let kind = if param { VarKind::Parameter(t) } else { VarKind::Constant(t) };
-                sources.push(VarSpec { name: c.name.clone(), ty, kind });
+                let kind = if param {
+                    VarKind::Parameter(t)
+                } else {
+                    VarKind::Constant(t)
+                };
+                sources.push(VarSpec {
+                    name: c.name.clone(),
+                    ty,
+                    kind,
+                });
             }
         }
         let nodes = self

@@ -6,8 +6,8 @@
 mod builder;
 mod json;
 
-use std::collections::{BinaryHeap, HashMap};
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 pub use builder::{GraphBuilder, Sym};
@@ -87,12 +87,7 @@ pub struct VarSpec {
 impl Graph {
     /// Builds and validates a graph from named parts. Nodes may come in any
     /// order; they are sorted topologically (ties keep the given order).
-    pub fn new(
-        name: &str,
-        sources: Vec<VarSpec>,
-        specs: Vec<NodeSpec>,
-        outputs: &[String],
-    ) -> Result<Graph> {
+    pub fn new(name: &str, sources: Vec<VarSpec>, specs: Vec<NodeSpec>, outputs: &[String]) -> Result<Graph> {
         let mut var_ids: HashMap<String, VarId> = HashMap::new();
         let mut defined_by: HashMap<String, String> = HashMap::new();
         let mut vars = Vec::new();
@@ -122,7 +117,11 @@ impl Graph {
                 }
             }
             var_ids.insert(s.name.clone(), vars.len());
-            vars.push(Var { name: s.name, ty: s.ty, kind: s.kind });
+            vars.push(Var {
+                name: s.name,
+                ty: s.ty,
+                kind: s.kind,
+            });
         }
         // Output names of nodes, checked for duplicates.
         let mut node_names: HashMap<&str, usize> = HashMap::new();
@@ -170,7 +169,11 @@ impl Graph {
             }
         }
         let order = topo_order(&deps, &users).map_err(|stuck| {
-            let names: Vec<String> = stuck.iter().take(6).map(|&i| format!("'{}'", specs[i].name)).collect();
+            let names: Vec<String> = stuck
+                .iter()
+                .take(6)
+                .map(|&i| format!("'{}'", specs[i].name))
+                .collect();
             Error::Graph(format!("nodes {} form a cycle", names.join(", ")))
         })?;
         // Add nodes in order, inferring output types.
@@ -289,7 +292,11 @@ impl Graph {
             .vars
             .iter()
             .filter(|v| !matches!(v.kind, VarKind::Output { .. }))
-            .map(|v| VarSpec { name: v.name.clone(), ty: v.ty.clone(), kind: v.kind.clone() })
+            .map(|v| VarSpec {
+                name: v.name.clone(),
+                ty: v.ty.clone(),
+                kind: v.kind.clone(),
+            })
             .collect();
         let nodes = self
             .nodes

@@ -92,7 +92,11 @@ fn fits(input: &TypeInfo, output: &TypeInfo, others: &[&TypeInfo]) -> std::resul
         return Err("shape unknown before running".into());
     };
     if si != so {
-        return Err(format!("input shape {} differs from output {}", input.shape_string(), output.shape_string()));
+        return Err(format!(
+            "input shape {} differs from output {}",
+            input.shape_string(),
+            output.shape_string()
+        ));
     }
     for (d, &x) in si.iter().enumerate() {
         if x >= 0 {
@@ -105,7 +109,9 @@ fn fits(input: &TypeInfo, output: &TypeInfo, others: &[&TypeInfo]) -> std::resul
             let lead = si.len() as isize - s.len() as isize;
             let k = d as isize - lead;
             if k >= 0 && s.get(k as usize).is_some_and(|&y| y != 1) {
-                return Err(format!("dimension {d} is dynamic; the output may be larger than the input"));
+                return Err(format!(
+                    "dimension {d} is dynamic; the output may be larger than the input"
+                ));
             }
         }
     }
@@ -122,24 +128,54 @@ struct Pass<'g> {
 impl Pass<'_> {
     /// The first rule `node` would break by destroying input `slot` as
     /// variant `v` does, or the readers it must come after.
-    fn try_variant(&mut self, id: NodeId, v: &InplaceVariant) -> std::result::Result<(usize, Vec<NodeId>), Refusal> {
+    fn try_variant(
+        &mut self,
+        id: NodeId,
+        v: &InplaceVariant,
+    ) -> std::result::Result<(usize, Vec<NodeId>), Refusal> {
         let g = self.g;
         let node = g.node(id);
-        let (dout, destroyed_slot) = v.op.destroy_map().first().copied().unwrap_or((0, 0));
-        let slot = v.inputs.get(destroyed_slot).copied().unwrap_or(0);
+        let Some(order) = v.order(node.inputs.len()) else {
+            return Err(Refusal::Type {
+                message: format!("'{}' lists inputs {:?}", v.op.name(), v.inputs),
+            });
+        };
+        let Some(&(dout, destroyed_slot)) = v.op.destroy_map().first() else {
+            return Err(Refusal::Type {
+                message: format!("'{}' declares no destroy", v.op.name()),
+            });
+        };
+        let (Some(&slot), Some(_)) = (order.get(destroyed_slot), node.outputs.get(dout)) else {
+            return Err(Refusal::Type {
+                message: format!("'{}' destroy_map is out of range", v.op.name()),
+            });
+        };
         let var = node.inputs[slot];
         let name = |x: VarId| g.var(x).name.as_str();
         // Types: the variant must accept the permuted inputs, and the
         // destroyed input must hold the output.
-        let tys: Vec<TypeInfo> = v.inputs.iter().map(|&i| g.var(node.inputs[i]).ty.clone()).collect();
+        let tys: Vec<TypeInfo> = order.iter().map(|&i| g.var(node.inputs[i]).ty.clone()).collect();
         let out_ty = &g.var(node.outputs[dout]).ty;
         match v.op.infer(&tys) {
             Ok(t) if t.iter().zip(&node.outputs).all(|(t, &o)| *t == g.var(o).ty) => {}
-            Ok(_) => return Err(Refusal::Type { message: format!("'{}' infers a different output type", v.op.name()) }),
-            Err(e) => return Err(Refusal::Type { message: e.to_string() }),
+            Ok(_) => {
+                return Err(Refusal::Type {
+                    message: format!("'{}' infers a different output type", v.op.name()),
+                })
+            }
+            Err(e) => {
+                return Err(Refusal::Type {
+                    message: e.to_string(),
+                })
+            }
         }
-        let others: Vec<&TypeInfo> =
-            node.inputs.iter().enumerate().filter(|&(i, _)| i != slot).map(|(_, &x)| &g.var(x).ty).collect();
+        let others: Vec<&TypeInfo> = node
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != slot)
+            .map(|(_, &x)| &g.var(x).ty)
+            .collect();
         fits(&g.var(var).ty, out_ty, &others).map_err(|message| Refusal::Type { message })?;
 
         let root = self.dh.root(var);
@@ -159,7 +195,10 @@ impl Pass<'_> {
             return Err(rule(Rule::Protected, message));
         }
         if let Some(&w) = self.dh.views_of(root).iter().find(|&&w| g.is_output(w)) {
-            return Err(rule(Rule::Protected, format!("graph output '{}' shares '{}'", name(w), name(var))));
+            return Err(rule(
+                Rule::Protected,
+                format!("graph output '{}' shares '{}'", name(w), name(var)),
+            ));
         }
         // b. another destroyer
         if let Some(&other) = self.destroyed.get(&root) {
@@ -178,7 +217,11 @@ impl Pass<'_> {
             }
             return Err(rule(
                 Rule::ReadsDestroyed,
-                format!("input {j} '{}' is a view of the destroyed '{}'", name(w), name(root)),
+                format!(
+                    "input {j} '{}' is a view of the destroyed '{}'",
+                    name(w),
+                    name(root)
+                ),
             ));
         }
         // d. every other reader of the root's views must run first
@@ -191,7 +234,11 @@ impl Pass<'_> {
                 if self.topo.reaches(id, r) {
                     return Err(rule(
                         Rule::Cycle,
-                        format!("node '{}' reads '{}' but depends on this node's output", g.node(r).name, name(w)),
+                        format!(
+                            "node '{}' reads '{}' but depends on this node's output",
+                            g.node(r).name,
+                            name(w)
+                        ),
                     ));
                 }
                 before.push(r);
@@ -222,7 +269,12 @@ pub fn run(g: &Graph) -> Result<PassResult> {
         }
     }
     let topo = DynTopo::new(&order, edges);
-    let mut pass = Pass { g, dh, topo, destroyed };
+    let mut pass = Pass {
+        g,
+        dh,
+        topo,
+        destroyed,
+    };
     let mut decisions = Vec::new();
     let mut chosen: HashMap<NodeId, InplaceVariant> = HashMap::new();
     for &id in &order {
@@ -231,10 +283,23 @@ pub fn run(g: &Graph) -> Result<PassResult> {
         if variants.is_empty() {
             continue;
         }
-        let mut d = Decision { node: node.name.clone(), op: node.op.name().to_string(), rewritten_to: None, candidates: Vec::new() };
+        let mut d = Decision {
+            node: node.name.clone(),
+            op: node.op.name().to_string(),
+            rewritten_to: None,
+            candidates: Vec::new(),
+        };
         for v in variants {
-            let slot_hint = v.inputs.get(v.op.destroy_map().first().map(|&(_, i)| i).unwrap_or(0)).copied().unwrap_or(0);
-            let var_name = node.inputs.get(slot_hint).map(|&x| g.var(x).name.clone()).unwrap_or_default();
+            let destroyed = v.op.destroy_map().first().map(|&(_, i)| i).unwrap_or(0);
+            let slot_hint = v
+                .order(node.inputs.len())
+                .and_then(|o| o.get(destroyed).copied())
+                .unwrap_or(0);
+            let var_name = node
+                .inputs
+                .get(slot_hint)
+                .map(|&x| g.var(x).name.clone())
+                .unwrap_or_default();
             if d.rewritten_to.is_some() {
                 break;
             }
@@ -246,7 +311,13 @@ pub fn run(g: &Graph) -> Result<PassResult> {
                     }
                     pass.destroyed.insert(pass.dh.root(node.inputs[slot]), id);
                     d.rewritten_to = Some(v.op.name().to_string());
-                    d.candidates.push(Candidate { op: v.op.name().to_string(), input: slot, var: var_name, accepted: true, refused: None });
+                    d.candidates.push(Candidate {
+                        op: v.op.name().to_string(),
+                        input: slot,
+                        var: var_name,
+                        accepted: true,
+                        refused: None,
+                    });
                     chosen.insert(id, v);
                 }
                 Err(refusal) => d.candidates.push(Candidate {
@@ -264,7 +335,9 @@ pub fn run(g: &Graph) -> Result<PassResult> {
     for (id, v) in &chosen {
         let spec = &mut specs[*id];
         let old = spec.inputs.clone();
-        spec.inputs = v.inputs.iter().map(|&i| old[i].clone()).collect();
+        // `order` was checked when the variant was accepted.
+        let order = v.order(old.len()).unwrap_or_default();
+        spec.inputs = order.iter().map(|&i| old[i].clone()).collect();
         spec.op = v.op.clone();
     }
     let graph = Graph::new(g.name(), sources, specs, &outputs)?;

@@ -36,14 +36,20 @@ impl Attrs {
     pub fn i64(&self, key: &str) -> Result<Option<i64>> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => v.as_i64().map(Some).map_or_else(|| Self::bad(key, "an integer", v), Ok),
+            Some(v) => v
+                .as_i64()
+                .map(Some)
+                .map_or_else(|| Self::bad(key, "an integer", v), Ok),
         }
     }
 
     pub fn f64(&self, key: &str) -> Result<Option<f64>> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => v.as_f64().map(Some).map_or_else(|| Self::bad(key, "a number", v), Ok),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .map_or_else(|| Self::bad(key, "a number", v), Ok),
         }
     }
 
@@ -60,7 +66,12 @@ impl Attrs {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(a)) => a
                 .iter()
-                .map(|x| x.as_i64().map_or_else(|| Self::bad(key, "a list of integers", &Value::Array(a.clone())), Ok))
+                .map(|x| {
+                    x.as_i64().map_or_else(
+                        || Self::bad(key, "a list of integers", &Value::Array(a.clone())),
+                        Ok,
+                    )
+                })
                 .collect::<Result<Vec<_>>>()
                 .map(Some),
             Some(v) => Self::bad(key, "a list of integers", v),
@@ -92,7 +103,11 @@ impl Attrs {
             if !known.contains(&k.as_str()) {
                 return op_err(format!(
                     "op '{op}' has no attr '{k}' (known: {})",
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
                 ));
             }
         }

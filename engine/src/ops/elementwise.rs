@@ -76,7 +76,14 @@ pub enum CmpKind {
 }
 
 impl CmpKind {
-    pub const ALL: [CmpKind; 6] = [CmpKind::Eq, CmpKind::Ne, CmpKind::Lt, CmpKind::Le, CmpKind::Gt, CmpKind::Ge];
+    pub const ALL: [CmpKind; 6] = [
+        CmpKind::Eq,
+        CmpKind::Ne,
+        CmpKind::Lt,
+        CmpKind::Le,
+        CmpKind::Gt,
+        CmpKind::Ge,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -160,7 +167,10 @@ fn zip2<A: Element, B: Element, O: Element>(
     a.read(|av: ArrayViewD<'_, A>| {
         b.read(|bv: ArrayViewD<'_, B>| {
             out.write(|mut ov: ArrayViewMutD<'_, O>| {
-                Zip::from(&mut ov).and(&av).and(&bv).for_each(|o, &x, &y| *o = f(x, y))
+                Zip::from(&mut ov)
+                    .and(&av)
+                    .and(&bv)
+                    .for_each(|o, &x, &y| *o = f(x, y))
             })
         })
     })???;
@@ -170,7 +180,11 @@ fn zip2<A: Element, B: Element, O: Element>(
 /// `x[i] = f(x[i], y[i])` with `y` broadcast into `x`. An operand that shares
 /// `x`'s buffer is copied first, as numpy does for `x += x.T`.
 fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -> T) -> Result<()> {
-    let y = if y.same_buffer(x) { y.deep_copy()? } else { y.clone() };
+    let y = if y.same_buffer(x) {
+        y.deep_copy()?
+    } else {
+        y.clone()
+    };
     let y = bview(&y, x.shape()).map_err(|_| {
         crate::error::Error::Op(format!(
             "input 1 of shape {:?} does not broadcast into the destroyed input's shape {:?}",
@@ -221,9 +235,9 @@ impl Binary {
 
 fn run_binary<T: Num>(kind: BinKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     match kind {
-        BinKind::Add => zip2(a, b, out, |x: T, y: T| x + y),
-        BinKind::Sub => zip2(a, b, out, |x: T, y: T| x - y),
-        BinKind::Mul => zip2(a, b, out, |x: T, y: T| x * y),
+        BinKind::Add => zip2(a, b, out, T::add_w),
+        BinKind::Sub => zip2(a, b, out, T::sub_w),
+        BinKind::Mul => zip2(a, b, out, T::mul_w),
         BinKind::Div => {
             if T::DTYPE.is_float() {
                 zip2(a, b, out, |x: T, y: T| x / y)
@@ -239,9 +253,14 @@ fn run_binary<T: Num>(kind: BinKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Re
 
 fn run_binary_inplace<T: Num>(kind: BinKind, x: &Tensor, y: &Tensor) -> Result<()> {
     match kind {
-        BinKind::Add => zip_inplace(x, y, |a: T, b: T| a + b),
-        BinKind::Sub => zip_inplace(x, y, |a: T, b: T| a - b),
-        BinKind::Mul => zip_inplace(x, y, |a: T, b: T| a * b),
+        BinKind::Add => zip_inplace(x, y, T::add_w),
+        BinKind::Sub => zip_inplace(x, y, T::sub_w),
+        BinKind::Mul => zip_inplace(x, y, T::mul_w),
+        // True division of integers gives floats, which cannot be written
+        // back into the integer input.
+        BinKind::Div if !T::DTYPE.is_float() => {
+            op_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
+        }
         BinKind::Div => zip_inplace(x, y, |a: T, b: T| a / b),
         BinKind::Pow => zip_inplace(x, y, T::pow),
         BinKind::Maximum => zip_inplace(x, y, T::maximum),
@@ -281,7 +300,10 @@ impl Op for Binary {
             }
             return Ok(vec![a.clone()]);
         }
-        Ok(vec![TypeInfo::new(self.kind.out_dtype(a.dtype), broadcast_shapes(&a.shape, &b.shape)?)])
+        Ok(vec![TypeInfo::new(
+            self.kind.out_dtype(a.dtype),
+            broadcast_shapes(&a.shape, &b.shape)?,
+        )])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let (a, b) = (&inputs[0], &inputs[1]);
@@ -318,12 +340,16 @@ impl Op for Binary {
             inputs: vec![0, 1],
         }];
         if self.kind.commutative() {
-            v.push(InplaceVariant { op, inputs: vec![1, 0] });
+            v.push(InplaceVariant {
+                op,
+                inputs: vec![1, 0],
+            });
         }
         v
     }
     fn pure_twin(&self) -> Option<Arc<dyn Op>> {
-        self.inplace.then(|| Arc::new(Binary::new(self.kind, false)) as Arc<dyn Op>)
+        self.inplace
+            .then(|| Arc::new(Binary::new(self.kind, false)) as Arc<dyn Op>)
     }
 }
 
@@ -355,7 +381,10 @@ impl Op for Compare {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         same_dtype(self.name(), &inputs[0], &inputs[1])?;
-        Ok(vec![TypeInfo::new(DType::Bool, broadcast_shapes(&inputs[0].shape, &inputs[1].shape)?)])
+        Ok(vec![TypeInfo::new(
+            DType::Bool,
+            broadcast_shapes(&inputs[0].shape, &inputs[1].shape)?,
+        )])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let (a, b) = (&inputs[0], &inputs[1]);
@@ -382,11 +411,17 @@ impl Op for Where {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         if inputs[0].dtype != DType::Bool {
-            return op_err(format!("op 'where': input 0 must be bool, got {}", inputs[0].dtype));
+            return op_err(format!(
+                "op 'where': input 0 must be bool, got {}",
+                inputs[0].dtype
+            ));
         }
         same_dtype("where", &inputs[1], &inputs[2])?;
         let s = broadcast_shapes(&inputs[0].shape, &inputs[1].shape)?;
-        Ok(vec![TypeInfo::new(inputs[1].dtype, broadcast_shapes(&s, &inputs[2].shape)?)])
+        Ok(vec![TypeInfo::new(
+            inputs[1].dtype,
+            broadcast_shapes(&s, &inputs[2].shape)?,
+        )])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let (c, a, b) = (&inputs[0], &inputs[1], &inputs[2]);
@@ -427,7 +462,7 @@ impl Unary {
 
 fn relu<T: Num>(x: T) -> T {
     // NaN stays NaN, as numpy's maximum(x, 0) does.
-    if x > T::zero() || x != x {
+    if x > T::zero() || x.partial_cmp(&x).is_none() {
         x
     } else {
         T::zero()
@@ -436,10 +471,14 @@ fn relu<T: Num>(x: T) -> T {
 
 fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
     match kind {
-        UnKind::Neg => map1(a, out, |x: T| T::zero() - x),
+        UnKind::Neg => map1(a, out, |x: T| T::sub_w(T::zero(), x)),
         UnKind::Abs => map1(a, out, T::abs),
         UnKind::Relu => map1(a, out, relu::<T>),
-        _ => op_err(format!("op '{}' takes float inputs, got {}", kind.name(), T::DTYPE)),
+        _ => op_err(format!(
+            "op '{}' takes float inputs, got {}",
+            kind.name(),
+            T::DTYPE
+        )),
     }
 }
 
@@ -499,7 +538,8 @@ impl Op for Unary {
         }]
     }
     fn pure_twin(&self) -> Option<Arc<dyn Op>> {
-        self.inplace.then(|| Arc::new(Unary::new(self.kind, false)) as Arc<dyn Op>)
+        self.inplace
+            .then(|| Arc::new(Unary::new(self.kind, false)) as Arc<dyn Op>)
     }
 }
 
@@ -547,7 +587,9 @@ pub fn register(r: &mut OpRegistry) {
     r.register_op(Arc::new(Where));
     r.register("cast", |a: &Attrs| {
         a.only("cast", &["dtype"])?;
-        let dtype = a.dtype("dtype")?.ok_or_else(|| crate::error::Error::Op("op 'cast' needs attr 'dtype'".into()))?;
+        let dtype = a
+            .dtype("dtype")?
+            .ok_or_else(|| crate::error::Error::Op("op 'cast' needs attr 'dtype'".into()))?;
         Ok(Arc::new(Cast { dtype }) as Arc<dyn Op>)
     });
 }

@@ -1,5 +1,561 @@
-//! (filled in by its own change)
+//! `matmul(a, b)` with numpy's rules:
+//!
+//! - 2-D · 2-D is the matrix product `[n, k] · [k, m] -> [n, m]`;
+//! - a 1-D `a` is promoted to a row `[1, k]` and a 1-D `b` to a column
+//!   `[k, 1]`, and the promoted axis is removed from the result (vector ·
+//!   vector gives a 0-d tensor);
+//! - N-D operands are stacks of matrices in the last two axes, and the
+//!   leading (batch) axes broadcast;
+//! - 0-d operands are errors, as in numpy.
+//!
+//! Both inputs must have the same dtype (f32, f64, i32 or i64; bool is
+//! rejected). Float blocks go through ndarray's `general_mat_mul`
+//! (matrixmultiply), which takes any strides, so transposed, reversed and
+//! broadcast inputs are read in place. Integer products wrap on overflow
+//! instead of panicking.
 
-use crate::ops::OpRegistry;
+use std::sync::Arc;
 
-pub fn register(_r: &mut OpRegistry) {}
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
+
+use crate::dtype::{DType, Num};
+use crate::error::{op_err, Error, Result};
+use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
+use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::tensor::Tensor;
+
+/// One 2-D block product `c = a · b`, overwriting `c`.
+trait MatMulElem: Num {
+    fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>);
+}
+
+macro_rules! matmul_float {
+    ($t:ty) => {
+        impl MatMulElem for $t {
+            fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
+                // beta = 0: `c` is overwritten without being read (also
+                // when k = 0), so its unspecified contents never leak.
+                general_mat_mul(1.0, a, b, 0.0, c);
+            }
+        }
+    };
+}
+matmul_float!(f32);
+matmul_float!(f64);
+
+macro_rules! matmul_int {
+    ($t:ty) => {
+        impl MatMulElem for $t {
+            fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
+                // c[i, :] = sum_k a[i, k] * b[k, :], row by row, wrapping.
+                for (a_row, mut c_row) in a.rows().into_iter().zip(c.rows_mut()) {
+                    c_row.fill(0);
+                    for (&aik, b_row) in a_row.iter().zip(b.rows()) {
+                        c_row.zip_mut_with(&b_row, |c, &b| *c = c.wrapping_add(aik.wrapping_mul(b)));
+                    }
+                }
+            }
+        }
+    };
+}
+matmul_int!(i32);
+matmul_int!(i64);
+
+/// Multiplies stacks of matrices whose batch axes already agree.
+fn batched<T: MatMulElem>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>, c: ArrayViewMutD<'_, T>) -> Result<()> {
+    if c.ndim() <= 2 {
+        let dim_err = |e: ndarray::ShapeError| Error::Op(format!("internal: matmul block is not 2-D: {e}"));
+        let a = a.into_dimensionality::<Ix2>().map_err(dim_err)?;
+        let b = b.into_dimensionality::<Ix2>().map_err(dim_err)?;
+        let mut c = c.into_dimensionality::<Ix2>().map_err(dim_err)?;
+        let ((n, k), (k2, m)) = (a.dim(), b.dim());
+        if k != k2 || c.dim() != (n, m) {
+            return op_err(format!(
+                "internal: matmul blocks {:?} · {:?} into {:?}",
+                a.shape(),
+                b.shape(),
+                c.shape()
+            ));
+        }
+        T::gemm(&a, &b, &mut c);
+        return Ok(());
+    }
+    let mut c = c;
+    for ((ai, bi), ci) in a.outer_iter().zip(b.outer_iter()).zip(c.outer_iter_mut()) {
+        batched(ai, bi, ci)?;
+    }
+    Ok(())
+}
+
+/// Shapes of a matmul: the batch shape, the promoted operand shapes and the
+/// output shape.
+struct Plan {
+    a: Vec<usize>,
+    b: Vec<usize>,
+    out: Vec<usize>,
+}
+
+fn plan(sa: &[usize], sb: &[usize]) -> Result<Plan> {
+    for (i, s) in [sa, sb].into_iter().enumerate() {
+        if s.is_empty() {
+            return op_err(format!(
+                "op 'matmul': input {i} is 0-d; matmul needs at least 1 dimension (shapes {sa:?} and {sb:?})"
+            ));
+        }
+    }
+    let a2: Vec<usize> = if sa.len() == 1 {
+        vec![1, sa[0]]
+    } else {
+        sa.to_vec()
+    };
+    let b2: Vec<usize> = if sb.len() == 1 {
+        vec![sb[0], 1]
+    } else {
+        sb.to_vec()
+    };
+    let (ra, rb) = (a2.len(), b2.len());
+    let (n, ka, kb, m) = (a2[ra - 2], a2[ra - 1], b2[rb - 2], b2[rb - 1]);
+    if ka != kb {
+        return op_err(format!(
+            "op 'matmul': shapes {sa:?} and {sb:?} do not match: contracted dims {ka} and {kb} differ"
+        ));
+    }
+    let batch = broadcast_concrete(&a2[..ra - 2], &b2[..rb - 2]).map_err(|_| {
+        Error::Op(format!(
+            "op 'matmul': batch dims of shapes {sa:?} and {sb:?} do not broadcast"
+        ))
+    })?;
+    let with = |tail: &[usize]| batch.iter().chain(tail).copied().collect::<Vec<usize>>();
+    let mut out = batch.clone();
+    if sa.len() > 1 {
+        out.push(n);
+    }
+    if sb.len() > 1 {
+        out.push(m);
+    }
+    Ok(Plan {
+        a: with(&[n, ka]),
+        b: with(&[kb, m]),
+        out,
+    })
+}
+
+fn run_matmul<T: MatMulElem>(a: &Tensor, b: &Tensor, a_1d: bool, b_1d: bool, out: &Tensor) -> Result<()> {
+    a.read(|av: ArrayViewD<'_, T>| {
+        b.read(|bv: ArrayViewD<'_, T>| {
+            out.write(|ov: ArrayViewMutD<'_, T>| {
+                // Re-insert the axes that 1-D promotion removed from `out`.
+                let nb = av.ndim() - 2;
+                let mut ov = ov;
+                if a_1d {
+                    ov = ov.insert_axis(Axis(nb));
+                }
+                if b_1d {
+                    ov = ov.insert_axis(Axis(nb + 1));
+                }
+                batched(av, bv, ov)
+            })
+        })
+    })????;
+    Ok(())
+}
+
+/// `matmul(a, b)`: numpy's matrix product.
+#[derive(Clone, Debug)]
+pub struct MatMul;
+
+fn check_dtypes(a: DType, b: DType) -> Result<()> {
+    if a != b {
+        return op_err(format!(
+            "op 'matmul' needs inputs of one dtype, got {a} and {b} (insert a cast)"
+        ));
+    }
+    if a == DType::Bool {
+        return op_err("op 'matmul' does not take bool inputs");
+    }
+    Ok(())
+}
+
+impl Op for MatMul {
+    fn name(&self) -> &str {
+        "matmul"
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(2)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        let (a, b) = (&inputs[0], &inputs[1]);
+        check_dtypes(a.dtype, b.dtype)?;
+        let (Some(sa), Some(sb)) = (&a.shape, &b.shape) else {
+            return Ok(vec![TypeInfo::unknown(a.dtype)]);
+        };
+        let (da, db) = (a.shape_string(), b.shape_string());
+        if sa.is_empty() || sb.is_empty() {
+            return op_err(format!(
+                "op 'matmul': 0-d input; matmul needs at least 1 dimension (shapes {da} and {db})"
+            ));
+        }
+        let a2: Vec<i64> = if sa.len() == 1 { vec![1, sa[0]] } else { sa.clone() };
+        let b2: Vec<i64> = if sb.len() == 1 { vec![sb[0], 1] } else { sb.clone() };
+        let (ra, rb) = (a2.len(), b2.len());
+        let (n, ka, kb, m) = (a2[ra - 2], a2[ra - 1], b2[rb - 2], b2[rb - 1]);
+        if ka >= 0 && kb >= 0 && ka != kb {
+            return op_err(format!(
+                "op 'matmul': shapes {da} and {db} do not match: contracted dims {ka} and {kb} differ"
+            ));
+        }
+        let batch = broadcast_shapes(&Some(a2[..ra - 2].to_vec()), &Some(b2[..rb - 2].to_vec()))
+            .map_err(|_| {
+                Error::Op(format!(
+                    "op 'matmul': batch dims of shapes {da} and {db} do not broadcast"
+                ))
+            })?
+            .unwrap_or_default();
+        let mut out = batch;
+        if sa.len() > 1 {
+            out.push(n);
+        }
+        if sb.len() > 1 {
+            out.push(m);
+        }
+        Ok(vec![TypeInfo::new(a.dtype, Some(out))])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        check_arity(self, inputs.len())?;
+        let (a, b) = (&inputs[0], &inputs[1]);
+        let dtype = a.dtype();
+        check_dtypes(dtype, b.dtype())?;
+        let p = plan(a.shape(), b.shape())?;
+        let (a_1d, b_1d) = (a.ndim() == 1, b.ndim() == 1);
+        // Promote 1-D operands and broadcast the batch axes, all as views.
+        let a = if a_1d { a.expand_dims(0)? } else { a.clone() };
+        let b = if b_1d { b.expand_dims(1)? } else { b.clone() };
+        let (a, b) = (a.broadcast_to(&p.a)?, b.broadcast_to(&p.b)?);
+        let out = ctx.output(0, dtype, &p.out)?;
+        crate::dispatch_num!(dtype, T => run_matmul::<T>(&a, &b, a_1d, b_1d, &out)?,
+            return op_err("op 'matmul' does not take bool inputs"));
+        Ok(vec![out])
+    }
+}
+
+pub fn register(r: &mut OpRegistry) {
+    r.register_op(Arc::new(MatMul));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Element;
+    use crate::tensor::IndexSpec;
+
+    fn t<T: Element>(shape: &[usize], data: Vec<T>) -> Tensor {
+        Tensor::from_vec(shape, data).unwrap()
+    }
+
+    fn rev0(x: &Tensor) -> Tensor {
+        x.slice(&[IndexSpec::range(-1, i64::MIN, -1)]).unwrap()
+    }
+
+    fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        Ok(MatMul
+            .compute(&[a.clone(), b.clone()], &mut OpCtx::new("n"))?
+            .remove(0))
+    }
+
+    fn vals<T: Element>(x: &Tensor) -> (Vec<usize>, Vec<T>) {
+        (
+            x.shape().to_vec(),
+            x.to_array::<T>().unwrap().iter().copied().collect(),
+        )
+    }
+
+    /// `[[1, 2, 3], [4, 5, 6]]`
+    fn a23() -> Tensor {
+        t(&[2, 3], vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0])
+    }
+
+    /// `[[7, 8], [9, 10], [11, 12]]`
+    fn b32() -> Tensor {
+        t(&[3, 2], vec![7.0f64, 8.0, 9.0, 10.0, 11.0, 12.0])
+    }
+
+    #[test]
+    fn matrix_product_contiguous() {
+        assert_eq!(
+            vals::<f64>(&mm(&a23(), &b32()).unwrap()),
+            (vec![2, 2], vec![58.0, 64.0, 139.0, 154.0])
+        );
+        // f32 and integer dtypes give the same numbers.
+        let a = t(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let b = t(&[3, 2], vec![7.0f32, 8.0, 9.0, 10.0, 11.0, 12.0]);
+        assert_eq!(
+            vals::<f32>(&mm(&a, &b).unwrap()).1,
+            vec![58.0, 64.0, 139.0, 154.0]
+        );
+        let a = t(&[2, 3], vec![1i64, 2, 3, 4, 5, 6]);
+        let b = t(&[3, 2], vec![7i64, 8, 9, 10, 11, 12]);
+        let out = mm(&a, &b).unwrap();
+        assert_eq!(out.dtype(), DType::I64);
+        assert_eq!(vals::<i64>(&out).1, vec![58, 64, 139, 154]);
+    }
+
+    #[test]
+    fn transposed_operands() {
+        // A^T A = [[17, 22, 27], [22, 29, 36], [27, 36, 45]]
+        let a = a23();
+        let out = mm(&a.t(None).unwrap(), &a).unwrap();
+        assert_eq!(
+            vals::<f64>(&out),
+            (
+                vec![3, 3],
+                vec![17.0, 22.0, 27.0, 22.0, 29.0, 36.0, 27.0, 36.0, 45.0]
+            )
+        );
+        // A A^T = [[14, 32], [32, 77]], also for integers.
+        assert_eq!(
+            vals::<f64>(&mm(&a, &a.t(None).unwrap()).unwrap()).1,
+            vec![14.0, 32.0, 32.0, 77.0]
+        );
+        let ai = t(&[2, 3], vec![1i32, 2, 3, 4, 5, 6]);
+        assert_eq!(
+            vals::<i32>(&mm(&ai, &ai.t(None).unwrap()).unwrap()).1,
+            vec![14, 32, 32, 77]
+        );
+        // B^T A^T = (A B)^T = [[58, 139], [64, 154]]
+        let out = mm(&b32().t(None).unwrap(), &a.t(None).unwrap()).unwrap();
+        assert_eq!(vals::<f64>(&out).1, vec![58.0, 139.0, 64.0, 154.0]);
+    }
+
+    #[test]
+    fn negative_stride_operands() {
+        // A[::-1] = [[4, 5, 6], [1, 2, 3]]
+        let r = rev0(&a23());
+        assert_eq!(
+            vals::<f64>(&mm(&r, &b32()).unwrap()).1,
+            vec![139.0, 154.0, 58.0, 64.0]
+        );
+        // B[::-1] = [[11, 12], [9, 10], [7, 8]]: A · B[::-1] = [[50, 56], [131, 146]]
+        assert_eq!(
+            vals::<f64>(&mm(&a23(), &rev0(&b32())).unwrap()).1,
+            vec![50.0, 56.0, 131.0, 146.0]
+        );
+        let ri = rev0(&t(&[2, 3], vec![1i64, 2, 3, 4, 5, 6]));
+        let bi = t(&[3, 2], vec![7i64, 8, 9, 10, 11, 12]);
+        assert_eq!(vals::<i64>(&mm(&ri, &bi).unwrap()).1, vec![139, 154, 58, 64]);
+        // Reversed vector: [3, 2, 1] · B = [21+18+11, 24+20+12]
+        let v = rev0(&t(&[3], vec![1.0f64, 2.0, 3.0]));
+        assert_eq!(vals::<f64>(&mm(&v, &b32()).unwrap()), (vec![2], vec![50.0, 56.0]));
+    }
+
+    #[test]
+    fn broadcast_zero_stride_operands() {
+        // Every row of b is [1, 2]: A · b = [[6, 12], [15, 30]]
+        let b = t(&[2], vec![1.0f64, 2.0]).broadcast_to(&[3, 2]).unwrap();
+        assert_eq!(b.strides(), &[0, 1]);
+        assert_eq!(
+            vals::<f64>(&mm(&a23(), &b).unwrap()).1,
+            vec![6.0, 12.0, 15.0, 30.0]
+        );
+        // A column broadcast along axis 1: every column of c is [1, 0, 2].
+        let c = t(&[3, 1], vec![1i32, 0, 2]).broadcast_to(&[3, 2]).unwrap();
+        let ai = t(&[2, 3], vec![1i32, 2, 3, 4, 5, 6]);
+        assert_eq!(vals::<i32>(&mm(&ai, &c).unwrap()).1, vec![7, 7, 16, 16]);
+        // A stack broadcast along a batch axis of stride 0.
+        let s = a23().broadcast_to(&[2, 2, 3]).unwrap();
+        assert_eq!(
+            vals::<f64>(&mm(&s, &b32()).unwrap()),
+            (
+                vec![2, 2, 2],
+                vec![58.0, 64.0, 139.0, 154.0, 58.0, 64.0, 139.0, 154.0]
+            )
+        );
+    }
+
+    #[test]
+    fn vector_promotions() {
+        let v = t(&[3], vec![1.0f64, 2.0, 3.0]);
+        assert_eq!(vals::<f64>(&mm(&v, &b32()).unwrap()), (vec![2], vec![58.0, 64.0]));
+        assert_eq!(vals::<f64>(&mm(&a23(), &v).unwrap()), (vec![2], vec![14.0, 32.0]));
+        assert_eq!(vals::<f64>(&mm(&v, &v).unwrap()), (vec![], vec![14.0]));
+        // Vector against a stack: [3] · [2, 3, 2] -> [2, 2]
+        let stack = t(&[2, 3, 2], (1..=12).map(|i| i as f64).collect());
+        // stack[0] = [[1,2],[3,4],[5,6]], stack[1] = [[7,8],[9,10],[11,12]]
+        assert_eq!(
+            vals::<f64>(&mm(&v, &stack).unwrap()),
+            (vec![2, 2], vec![22.0, 28.0, 58.0, 64.0])
+        );
+        // Stack against a vector: [2, 3, 2] · [2] -> [2, 3]
+        let w = t(&[2], vec![1.0f64, -1.0]);
+        assert_eq!(vals::<f64>(&mm(&stack, &w).unwrap()), (vec![2, 3], vec![-1.0; 6]));
+    }
+
+    #[test]
+    fn batched_with_broadcast_batch_dims() {
+        // a[0] = I, a[1] = [[0, 1], [1, 0]]; b = [[1, 2], [3, 4]]
+        let a = t(&[2, 2, 2], vec![1.0f32, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]);
+        let b = t(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0]);
+        assert_eq!(
+            vals::<f32>(&mm(&a, &b).unwrap()),
+            (vec![2, 2, 2], vec![1.0, 2.0, 3.0, 4.0, 3.0, 4.0, 1.0, 2.0])
+        );
+        // b · a swaps columns in the second block: [[2, 1], [4, 3]].
+        assert_eq!(
+            vals::<f32>(&mm(&b, &a).unwrap()).1,
+            vec![1.0, 2.0, 3.0, 4.0, 2.0, 1.0, 4.0, 3.0]
+        );
+        // [2, 1, 2, 2] · [3, 2, 2] -> [2, 3, 2, 2]; blocks (i, j) = a[i] · c[j]
+        // with c[j] = (j + 1) * I, so block (i, j) = (j + 1) * a[i].
+        let a4 = a.reshape(&[2, 1, 2, 2]).unwrap();
+        let c = t(
+            &[3, 2, 2],
+            vec![1.0f32, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 2.0, 3.0, 0.0, 0.0, 3.0],
+        );
+        let (shape, got) = vals::<f32>(&mm(&a4, &c).unwrap());
+        assert_eq!(shape, vec![2, 3, 2, 2]);
+        let mut want = Vec::new();
+        for blk in [[1.0f32, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]] {
+            for j in 1..=3 {
+                want.extend(blk.iter().map(|x| x * j as f32));
+            }
+        }
+        assert_eq!(got, want);
+        // Batched with transposed inner matrices: a.transpose(0, 2, 1).
+        let at = a.t(Some(&[0, 2, 1])).unwrap();
+        // a[1]^T = a[1] (symmetric), I^T = I: same as a · b.
+        assert_eq!(
+            vals::<f32>(&mm(&at, &b).unwrap()).1,
+            vec![1.0, 2.0, 3.0, 4.0, 3.0, 4.0, 1.0, 2.0]
+        );
+    }
+
+    #[test]
+    fn integer_products_wrap() {
+        let a = t(&[1, 1], vec![i32::MAX]);
+        let b = t(&[1, 1], vec![2i32]);
+        assert_eq!(vals::<i32>(&mm(&a, &b).unwrap()).1, vec![-2]);
+        let a = t(&[1, 2], vec![i64::MAX, 1]);
+        let b = t(&[2], vec![1i64, 1]);
+        assert_eq!(vals::<i64>(&mm(&a, &b).unwrap()), (vec![1], vec![i64::MIN]));
+    }
+
+    #[test]
+    fn empty_operands_and_garbage_outputs() {
+        // [0, 3] · [3, 2] -> [0, 2]
+        let e = t::<f64>(&[0, 3], vec![]);
+        assert_eq!(vals::<f64>(&mm(&e, &b32()).unwrap()), (vec![0, 2], vec![]));
+        // [2, 0] · [0, 3] -> zeros [2, 3], written over a NaN-filled
+        // transposed pre-allocated buffer.
+        let (x, y) = (t::<f64>(&[2, 0], vec![]), t::<f64>(&[0, 3], vec![]));
+        let g = t(&[3, 2], vec![f64::NAN; 6]).t(None).unwrap();
+        let mut ctx = OpCtx::with_prealloc("n", vec![Some(g.clone())]);
+        let out = MatMul.compute(&[x, y], &mut ctx).unwrap().remove(0);
+        assert!(out.same_buffer(&g));
+        assert_eq!(vals::<f64>(&out), (vec![2, 3], vec![0.0; 6]));
+        let (x, y) = (t::<i32>(&[2, 0], vec![]), t::<i32>(&[0, 2], vec![]));
+        let g = t(&[2, 2], vec![77i32; 4]);
+        let mut ctx = OpCtx::with_prealloc("n", vec![Some(g)]);
+        let out = MatMul.compute(&[x, y], &mut ctx).unwrap().remove(0);
+        assert_eq!(vals::<i32>(&out).1, vec![0; 4]);
+        // Empty vectors: [0] · [0] = 0.
+        let v = t::<f32>(&[0], vec![]);
+        assert_eq!(vals::<f32>(&mm(&v, &v).unwrap()), (vec![], vec![0.0]));
+        // Empty batch.
+        let s = t::<f64>(&[0, 2, 3], vec![]);
+        assert_eq!(vals::<f64>(&mm(&s, &b32()).unwrap()), (vec![0, 2, 2], vec![]));
+        // Non-empty output into a reversed garbage buffer.
+        let g = rev0(&t(&[2, 2], vec![f64::NAN; 4]));
+        let mut ctx = OpCtx::with_prealloc("n", vec![Some(g)]);
+        let out = MatMul.compute(&[a23(), b32()], &mut ctx).unwrap().remove(0);
+        assert_eq!(vals::<f64>(&out).1, vec![58.0, 64.0, 139.0, 154.0]);
+    }
+
+    #[test]
+    fn strided_float_blocks_match_a_naive_product() {
+        // Every-other-column view of a [5, 8] matrix times a reversed,
+        // transposed [4, 3] view, against the textbook triple loop.
+        let big = t(&[5, 8], (0..40).map(|i| ((i * 7) % 11) as f64 - 5.0).collect());
+        let a = big.slice(&[IndexSpec::All, IndexSpec::range(0, 8, 2)]).unwrap(); // [5, 4]
+        let other = t(&[3, 4], (0..12).map(|i| ((i * 5) % 7) as f64 - 3.0).collect());
+        let b = rev0(&other).t(None).unwrap(); // [4, 3], strides (1, -4)
+        let (av, bv) = (a.to_array::<f64>().unwrap(), b.to_array::<f64>().unwrap());
+        let mut want = vec![0.0; 15];
+        for i in 0..5 {
+            for j in 0..3 {
+                for k in 0..4 {
+                    want[i * 3 + j] += av[[i, k]] * bv[[k, j]];
+                }
+            }
+        }
+        assert_eq!(vals::<f64>(&mm(&a, &b).unwrap()), (vec![5, 3], want));
+    }
+
+    #[test]
+    fn errors_name_shapes_and_dtypes() {
+        let err = mm(&a23(), &a23()).unwrap_err().to_string();
+        assert!(err.contains("[2, 3]") && err.contains("3 and 2"), "{err}");
+        let b42 = t(&[4, 2], vec![0.0f64; 8]);
+        let err = mm(&a23(), &b42).unwrap_err().to_string();
+        assert!(err.contains("[2, 3]") && err.contains("[4, 2]"), "{err}");
+        let err = mm(&t(&[2, 2, 3], vec![0.0f64; 12]), &t(&[3, 3, 4], vec![0.0f64; 36])).unwrap_err();
+        assert!(
+            err.to_string().contains("batch") && err.to_string().contains("[3, 3, 4]"),
+            "{err}"
+        );
+        let s = t(&[], vec![1.0f64]);
+        let err = mm(&s, &a23()).unwrap_err().to_string();
+        assert!(err.contains("0-d"), "{err}");
+        assert!(mm(&a23(), &s).is_err());
+        let err = mm(&a23(), &t(&[3, 2], vec![1i64; 6])).unwrap_err().to_string();
+        assert!(err.contains("f64") && err.contains("i64"), "{err}");
+        let bb = t(&[2, 2], vec![true; 4]);
+        assert!(mm(&bb, &bb).unwrap_err().to_string().contains("bool"));
+        assert!(MatMul.compute(&[a23()], &mut OpCtx::new("n")).is_err());
+        // Vector mismatch.
+        let err = mm(&t(&[2], vec![1.0f64, 2.0]), &t(&[3], vec![1.0f64; 3]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[2]") && err.contains("[3]"), "{err}");
+    }
+
+    #[test]
+    fn infer_shapes() {
+        let ti = |s: Vec<i64>| TypeInfo::new(DType::F32, Some(s));
+        let inf = |a: Vec<i64>, b: Vec<i64>| MatMul.infer(&[ti(a), ti(b)]);
+        assert_eq!(inf(vec![-1, 3], vec![3, 4]).unwrap(), vec![ti(vec![-1, 4])]);
+        assert_eq!(inf(vec![5], vec![2, 5, 4]).unwrap(), vec![ti(vec![2, 4])]);
+        assert_eq!(inf(vec![2, 5, 4], vec![4]).unwrap(), vec![ti(vec![2, 5])]);
+        assert_eq!(inf(vec![4], vec![4]).unwrap(), vec![ti(vec![])]);
+        assert_eq!(
+            inf(vec![2, 1, 3, -1], vec![5, 4, 6]).unwrap(),
+            vec![ti(vec![2, 5, 3, 6])]
+        );
+        assert_eq!(inf(vec![-1, 2, 3], vec![3, 2]).unwrap(), vec![ti(vec![-1, 2, 2])]);
+        let err = inf(vec![2, 3], vec![4, 5]).unwrap_err().to_string();
+        assert!(err.contains("[2, 3]") && err.contains("[4, 5]"), "{err}");
+        assert!(inf(vec![2, 2, 3], vec![3, 3, 4]).is_err());
+        assert!(inf(vec![], vec![3]).is_err());
+        let unk = MatMul.infer(&[TypeInfo::unknown(DType::F64), TypeInfo::known(DType::F64, &[2])]);
+        assert_eq!(unk.unwrap(), vec![TypeInfo::unknown(DType::F64)]);
+        assert!(MatMul
+            .infer(&[ti(vec![2, 2]), TypeInfo::known(DType::F64, &[2, 2])])
+            .is_err());
+        assert!(MatMul
+            .infer(&[
+                TypeInfo::known(DType::Bool, &[2, 2]),
+                TypeInfo::known(DType::Bool, &[2, 2])
+            ])
+            .is_err());
+        assert!(OpRegistry::builtin()
+            .make("matmul", &crate::ops::Attrs::new().with("x", 1))
+            .is_err());
+        assert_eq!(
+            OpRegistry::builtin()
+                .make("matmul", &crate::ops::Attrs::new())
+                .unwrap()
+                .name(),
+            "matmul"
+        );
+    }
+}

@@ -71,12 +71,31 @@ pub enum ViewKind {
 }
 
 /// One way to run a pure op in place: `op` takes the pure op's inputs in
-/// the order `inputs` (`op`'s input `k` is the pure op's input `inputs[k]`)
-/// and destroys what its destroy_map says.
+/// the order `inputs` (`op`'s input `k` is the pure op's input `inputs[k]`),
+/// followed by the pure op's remaining inputs unchanged (so variadic ops list
+/// only what they reorder), and destroys what its destroy_map says.
 #[derive(Clone)]
 pub struct InplaceVariant {
     pub op: Arc<dyn Op>,
     pub inputs: Vec<usize>,
+}
+
+impl InplaceVariant {
+    /// The variant's input order for a node with `n` inputs, or `None` when
+    /// `inputs` is not a permutation of a prefix of `0..n`.
+    pub fn order(&self, n: usize) -> Option<Vec<usize>> {
+        let k = self.inputs.len();
+        let mut seen = vec![false; k];
+        if k > n
+            || self
+                .inputs
+                .iter()
+                .any(|&i| i >= k || std::mem::replace(&mut seen[i], true))
+        {
+            return None;
+        }
+        Some(self.inputs.iter().copied().chain(k..n).collect())
+    }
 }
 
 /// A tensor operation. Implement it to test your own kernels, and register
@@ -153,10 +172,6 @@ pub fn check_arity(op: &dyn Op, n: usize) -> Result<()> {
     if op.arity().accepts(n) {
         Ok(())
     } else {
-        crate::error::op_err(format!(
-            "op '{}' takes {} inputs, got {n}",
-            op.name(),
-            op.arity()
-        ))
+        crate::error::op_err(format!("op '{}' takes {} inputs, got {n}", op.name(), op.arity()))
     }
 }

@@ -45,10 +45,7 @@ impl TypeInfo {
     pub fn admits(&self, shape: &[usize]) -> bool {
         match &self.shape {
             None => true,
-            Some(s) => {
-                s.len() == shape.len()
-                    && s.iter().zip(shape).all(|(&d, &x)| d < 0 || d as usize == x)
-            }
+            Some(s) => s.len() == shape.len() && s.iter().zip(shape).all(|(&d, &x)| d < 0 || d as usize == x),
         }
     }
 

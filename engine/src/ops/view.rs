@@ -99,8 +99,14 @@ impl Op for Transpose {
             (Some(s), None) => Some(s.iter().rev().copied().collect()),
             (Some(s), Some(p)) => {
                 let mut seen = vec![false; s.len()];
-                if p.len() != s.len() || p.iter().any(|&i| i >= s.len() || std::mem::replace(&mut seen[i], true)) {
-                    return op_err(format!("attr 'perm': {p:?} is not a permutation of {} axes", s.len()));
+                if p.len() != s.len()
+                    || p.iter()
+                        .any(|&i| i >= s.len() || std::mem::replace(&mut seen[i], true))
+                {
+                    return op_err(format!(
+                        "attr 'perm': {p:?} is not a permutation of {} axes",
+                        s.len()
+                    ));
                 }
                 Some(p.iter().map(|&i| s[i]).collect())
             }
@@ -139,7 +145,10 @@ impl Op for Reshape {
         check_arity(self, inputs.len())?;
         let a = &inputs[0];
         let shape = match a.static_shape() {
-            Some(s) => resolve_reshape(&s, &self.shape)?.iter().map(|&d| d as i64).collect(),
+            Some(s) => resolve_reshape(&s, &self.shape)?
+                .iter()
+                .map(|&d| d as i64)
+                .collect(),
             None => self.shape.clone(),
         };
         Ok(vec![TypeInfo::new(a.dtype, Some(shape))])
@@ -231,9 +240,17 @@ impl Op for Squeeze {
                     }
                     drop[i] = true;
                 }
-                Some(s.iter().enumerate().filter(|(i, _)| !drop[*i]).map(|(_, &d)| d).collect())
+                Some(
+                    s.iter()
+                        .enumerate()
+                        .filter(|(i, _)| !drop[*i])
+                        .map(|(_, &d)| d)
+                        .collect(),
+                )
             }
-            (Some(s), None) if s.iter().all(|&d| d >= 0) => Some(s.iter().copied().filter(|&d| d != 1).collect()),
+            (Some(s), None) if s.iter().all(|&d| d >= 0) => {
+                Some(s.iter().copied().filter(|&d| d != 1).collect())
+            }
             _ => None,
         };
         Ok(vec![TypeInfo::new(a.dtype, shape)])
@@ -272,7 +289,11 @@ impl Op for BroadcastTo {
             let target: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
             let b = crate::ops::typeinfo::broadcast_shapes(&Some(s.clone()), &Some(target.clone()))?;
             if b != Some(target) {
-                return op_err(format!("cannot broadcast {} to {:?}", a.shape_string(), self.shape));
+                return op_err(format!(
+                    "cannot broadcast {} to {:?}",
+                    a.shape_string(),
+                    self.shape
+                ));
             }
         }
         Ok(vec![TypeInfo::known(a.dtype, &self.shape)])
@@ -296,22 +317,32 @@ pub fn register(r: &mut OpRegistry) {
     r.register_op(Arc::new(CreateView));
     r.register("transpose", |a: &Attrs| {
         a.only("transpose", &["perm"])?;
-        Ok(Arc::new(Transpose { perm: a.usize_list("perm")? }) as Arc<dyn Op>)
+        Ok(Arc::new(Transpose {
+            perm: a.usize_list("perm")?,
+        }) as Arc<dyn Op>)
     });
     r.register("reshape", |a: &Attrs| {
         a.only("reshape", &["shape"])?;
-        Ok(Arc::new(Reshape { shape: need("reshape", "shape", a.i64_list("shape")?)? }) as Arc<dyn Op>)
+        Ok(Arc::new(Reshape {
+            shape: need("reshape", "shape", a.i64_list("shape")?)?,
+        }) as Arc<dyn Op>)
     });
     r.register("expand_dims", |a: &Attrs| {
         a.only("expand_dims", &["axis"])?;
-        Ok(Arc::new(ExpandDims { axis: need("expand_dims", "axis", a.i64("axis")?)? }) as Arc<dyn Op>)
+        Ok(Arc::new(ExpandDims {
+            axis: need("expand_dims", "axis", a.i64("axis")?)?,
+        }) as Arc<dyn Op>)
     });
     r.register("squeeze", |a: &Attrs| {
         a.only("squeeze", &["axes"])?;
-        Ok(Arc::new(Squeeze { axes: a.i64_list("axes")? }) as Arc<dyn Op>)
+        Ok(Arc::new(Squeeze {
+            axes: a.i64_list("axes")?,
+        }) as Arc<dyn Op>)
     });
     r.register("broadcast_to", |a: &Attrs| {
         a.only("broadcast_to", &["shape"])?;
-        Ok(Arc::new(BroadcastTo { shape: need("broadcast_to", "shape", a.usize_list("shape")?)? }) as Arc<dyn Op>)
+        Ok(Arc::new(BroadcastTo {
+            shape: need("broadcast_to", "shape", a.usize_list("shape")?)?,
+        }) as Arc<dyn Op>)
     });
 }

@@ -215,9 +215,18 @@ mod tests {
 
     #[test]
     fn decode_reads_point_from_slot_three() {
-        assert_eq!(IndexSpec::decode(&[0, 1, 1, 7, 1], 0).unwrap(), IndexSpec::Point(7));
-        assert_eq!(IndexSpec::decode(&[3, 1, 1, 0, 1], 0).unwrap(), IndexSpec::NewAxis);
-        assert!(IndexSpec::decode(&[9, 0, 1, 1], 2).unwrap_err().to_string().contains("index 2"));
+        assert_eq!(
+            IndexSpec::decode(&[0, 1, 1, 7, 1], 0).unwrap(),
+            IndexSpec::Point(7)
+        );
+        assert_eq!(
+            IndexSpec::decode(&[3, 1, 1, 0, 1], 0).unwrap(),
+            IndexSpec::NewAxis
+        );
+        assert!(IndexSpec::decode(&[9, 0, 1, 1], 2)
+            .unwrap_err()
+            .to_string()
+            .contains("index 2"));
         assert!(IndexSpec::decode(&[0, 1, 1, 7], 0).is_err());
         assert!(IndexSpec::decode(&[1, 2, 1, 0, 3, 0, 0], 0).is_err());
     }
@@ -232,7 +241,10 @@ mod tests {
     fn reversed_interval_matches_numpy() {
         // numpy: np.arange(5)[::-1] -> shape (5,), strides (-1,), offset 4
         let l = view(&[5], &[IndexSpec::range(-1, i64::MIN / 2, -1)]);
-        assert_eq!((l.shape(), l.strides(), l.offset()), (&[5usize][..], &[-1isize][..], 4));
+        assert_eq!(
+            (l.shape(), l.strides(), l.offset()),
+            (&[5usize][..], &[-1isize][..], 4)
+        );
         // np.arange(10)[7:2:-2] -> [7, 5, 3]
         let l = view(&[10], &[IndexSpec::range(7, 2, -2)]);
         assert_eq!(l.offsets().collect::<Vec<_>>(), vec![7, 5, 3]);
@@ -243,7 +255,12 @@ mod tests {
         // x[1, None, :, ::2] on shape (3, 4, 6)
         let l = view(
             &[3, 4, 6],
-            &[IndexSpec::Point(-2), IndexSpec::NewAxis, IndexSpec::All, IndexSpec::range(0, 6, 2)],
+            &[
+                IndexSpec::Point(-2),
+                IndexSpec::NewAxis,
+                IndexSpec::All,
+                IndexSpec::range(0, 6, 2),
+            ],
         );
         assert_eq!(l.shape(), &[1, 4, 3]);
         assert_eq!(l.strides(), &[0, 6, 2]);
@@ -252,8 +269,15 @@ mod tests {
 
     #[test]
     fn errors_name_axis_value_and_dim() {
-        let e = apply(&Layout::contiguous(&[2, 3]), &[IndexSpec::All, IndexSpec::Point(3)]).unwrap_err();
-        assert_eq!(e.to_string(), "index 1: point 3 is out of range for axis 1 of length 3");
+        let e = apply(
+            &Layout::contiguous(&[2, 3]),
+            &[IndexSpec::All, IndexSpec::Point(3)],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "index 1: point 3 is out of range for axis 1 of length 3"
+        );
         assert!(apply(&Layout::contiguous(&[2]), &[IndexSpec::All, IndexSpec::All]).is_err());
     }
 

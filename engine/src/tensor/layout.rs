@@ -168,7 +168,11 @@ impl Layout {
     pub fn permute(&self, perm: &[usize]) -> Result<Layout> {
         let n = self.ndim();
         let mut seen = vec![false; n];
-        if perm.len() != n || perm.iter().any(|&p| p >= n || std::mem::replace(&mut seen[p], true)) {
+        if perm.len() != n
+            || perm
+                .iter()
+                .any(|&p| p >= n || std::mem::replace(&mut seen[p], true))
+        {
             return Err(Error::Op(format!(
                 "perm {perm:?} is not a permutation of {n} axes"
             )));

@@ -229,13 +229,8 @@ impl Tensor {
     // ----- typed access -------------------------------------------------
 
     fn buffer<T: Element>(&self) -> Result<&Rc<Buffer<T>>> {
-        T::buffer(&self.storage).ok_or_else(|| {
-            Error::Op(format!(
-                "expected a {} tensor, got {}",
-                T::DTYPE,
-                self.dtype()
-            ))
-        })
+        T::buffer(&self.storage)
+            .ok_or_else(|| Error::Op(format!("expected a {} tensor, got {}", T::DTYPE, self.dtype())))
     }
 
     /// Calls `f` with an ndarray view of the elements.
@@ -327,7 +322,11 @@ impl Tensor {
         if src.dtype() != self.dtype() {
             return op_err(format!("cannot assign {} into {}", src.dtype(), self.dtype()));
         }
-        let src = if self.same_buffer(src) { src.deep_copy()? } else { src.clone() };
+        let src = if self.same_buffer(src) {
+            src.deep_copy()?
+        } else {
+            src.clone()
+        };
         let src = src.broadcast_to(self.shape())?;
         crate::dispatch_all!(self.dtype(), T => src.read(|s: ArrayViewD<'_, T>| self.write(|mut d: ArrayViewMutD<'_, T>| d.assign(&s)))??);
         Ok(())
@@ -419,7 +418,11 @@ impl Tensor {
     /// Writes this tensor's elements, converted, into `out` (same shape).
     pub fn cast_into(&self, out: &Tensor) -> Result<()> {
         if out.shape() != self.shape() {
-            return op_err(format!("cast into shape {:?} from {:?}", out.shape(), self.shape()));
+            return op_err(format!(
+                "cast into shape {:?} from {:?}",
+                out.shape(),
+                self.shape()
+            ));
         }
         if out.dtype() == self.dtype() {
             return out.assign(self);
@@ -475,12 +478,14 @@ pub fn resolve_reshape(from: &[usize], shape: &[i64]) -> Result<Vec<usize>> {
     }
     let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = unknown {
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return op_err(format!("cannot reshape {from:?} into {shape:?}"));
         }
         out[i] = total / known;
     } else if known != total {
-        return op_err(format!("cannot reshape {from:?} ({total} elements) into {shape:?}"));
+        return op_err(format!(
+            "cannot reshape {from:?} ({total} elements) into {shape:?}"
+        ));
     }
     Ok(out)
 }
