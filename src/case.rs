@@ -23,13 +23,20 @@ impl CasePaths {
         let (graph, dir) = if path.is_dir() {
             (path.join("graph.json"), path.to_path_buf())
         } else {
-            (path.to_path_buf(), path.parent().map(Path::to_path_buf).unwrap_or_default())
+            (
+                path.to_path_buf(),
+                path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            )
         };
         if !graph.is_file() {
             bail!("{}: no such graph file", graph.display());
         }
         let sub = |name: &str| Some(dir.join(name)).filter(|p| p.is_dir());
-        Ok(CasePaths { graph, inputs: sub("inputs"), expected: sub("expected") })
+        Ok(CasePaths {
+            graph,
+            inputs: sub("inputs"),
+            expected: sub("expected"),
+        })
     }
 }
 
@@ -60,7 +67,8 @@ pub fn load_feeds(
             }
             _ => bail!(
                 "input '{name}' is not fed: give --input {name}=FILE.npy{}",
-                dir.map(|d| format!(" or put {name}.npy in {}", d.display())).unwrap_or_default()
+                dir.map(|d| format!(" or put {name}.npy in {}", d.display()))
+                    .unwrap_or_default()
             ),
         }
     }

@@ -66,10 +66,14 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     let graph = if a.no_inplace {
         graph
     } else {
-        vigil_engine::inplace::run(&graph).with_context(|| case.graph.display().to_string())?.graph
+        vigil_engine::inplace::run(&graph)
+            .with_context(|| case.graph.display().to_string())?
+            .graph
     };
     let exec = Executor::new(&graph).with_context(|| case.graph.display().to_string())?;
-    let out = exec.run(&feeds).with_context(|| case.graph.display().to_string())?;
+    let out = exec
+        .run(&feeds)
+        .with_context(|| case.graph.display().to_string())?;
 
     // Which source variable's buffer each output shares.
     let mut sources: HashMap<u64, String> = HashMap::new();
@@ -83,7 +87,18 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
             sources.entry(t.buffer_id()).or_insert_with(|| v.name.clone());
         }
     }
-    let mut manifest = Manifest { graph: graph.name().to_string(), outputs: BTreeMap::new() };
+    for (name, _) in &out.outputs {
+        if !is_file_stem(name) {
+            bail!(
+                "{}: output '{name}' cannot be a file name (use letters, digits, '_', '-', '.')",
+                case.graph.display()
+            );
+        }
+    }
+    let mut manifest = Manifest {
+        graph: graph.name().to_string(),
+        outputs: BTreeMap::new(),
+    };
     let mut dirw = OutputDir::create(&a.out)?;
     for (name, t) in &out.outputs {
         dirw.write(&format!("{name}.npy"), |p| Ok(t.write_npy(p)?))?;
@@ -104,4 +119,13 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     })?;
     dirw.commit();
     Ok(ExitCode::SUCCESS)
+}
+
+/// True for names that are safe as `<name>.npy` in the output directory.
+fn is_file_stem(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }

@@ -88,7 +88,9 @@ fn build(graph: &Graph) -> Result<Explain> {
             position,
             name: n.name.clone(),
             op: n.op.name().to_string(),
-            rewritten_from: decision.filter(|d| d.rewritten_to.is_some()).map(|d| d.op.clone()),
+            rewritten_from: decision
+                .filter(|d| d.rewritten_to.is_some())
+                .map(|d| d.op.clone()),
             inplace: !destroy_map.is_empty(),
             inputs: n.inputs.iter().map(|&v| g.var(v).name.clone()).collect(),
             view_map: n.op.view_map(),
@@ -122,8 +124,16 @@ fn build(graph: &Graph) -> Result<Explain> {
 
 fn table(e: &Explain) -> String {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(vec!["#", "node", "op", "maps", "in-place rewrite", "outputs → buffer"]);
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_header(vec![
+        "#",
+        "node",
+        "op",
+        "maps",
+        "in-place rewrite",
+        "outputs → buffer",
+    ]);
     for n in &e.nodes {
         let mut maps = Vec::new();
         if !n.view_map.is_empty() {
@@ -134,18 +144,31 @@ fn table(e: &Explain) -> String {
         }
         let mut rewrite: Vec<String> = Vec::new();
         if let Some(from) = &n.rewritten_from {
-            rewrite.push(format!("{from} → {} (destroys {})", n.op, n.inputs[n.destroy_map[0].1]));
+            rewrite.push(format!(
+                "{from} → {} (destroys {})",
+                n.op, n.inputs[n.destroy_map[0].1]
+            ));
         }
         for c in n.candidates.iter().filter(|c| !c.accepted) {
             if let Some(r) = &c.refused {
-                rewrite.push(format!("✗ {} on '{}': {} [{}]", c.op, c.var, r.message(), r.code()));
+                rewrite.push(format!(
+                    "✗ {} on '{}': {} [{}]",
+                    c.op,
+                    c.var,
+                    r.message(),
+                    r.code()
+                ));
             }
         }
         let outs: Vec<String> = n
             .outputs
             .iter()
             .map(|o| {
-                let shape = o.shape.as_ref().map(|s| format!("{s:?}")).unwrap_or_else(|| "?".into());
+                let shape = o
+                    .shape
+                    .as_ref()
+                    .map(|s| format!("{s:?}"))
+                    .unwrap_or_else(|| "?".into());
                 if o.buffer == o.name {
                     format!("{} {} {shape} (own)", o.name, o.dtype)
                 } else {
@@ -176,7 +199,10 @@ fn table(e: &Explain) -> String {
 }
 
 fn fmt_map(m: &[(usize, usize)]) -> String {
-    m.iter().map(|(o, i)| format!("out{o}←in{i}")).collect::<Vec<_>>().join(", ")
+    m.iter()
+        .map(|(o, i)| format!("out{o}←in{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn run(a: ExplainArgs) -> Result<ExitCode> {

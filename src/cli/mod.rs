@@ -10,7 +10,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "vigil", version, about = "Validation and debug-mode harness for tensor op graphs with views and in-place operations")]
+#[command(
+    name = "vigil",
+    version,
+    about = "Validation and debug-mode harness for tensor op graphs with views and in-place operations"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,10 +35,25 @@ pub fn main() -> ExitCode {
     init_tracing();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // clap's message spans several lines (what is wrong, usage, a
+            // tip); join what comes before the usage into one line.
+            let text = e.to_string();
+            let what: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!(
+                "vigil: error: {} (see --help)",
+                what.join(" ").trim_start_matches("error: ")
+            );
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
         }
     };
     // A panic is a bug in Vigil or in an op; report it in one line rather
@@ -46,7 +65,10 @@ pub fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        let loc = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let loc = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         eprintln!("vigil: internal error: {msg}{loc}");
     }));
     let result = std::panic::catch_unwind(|| match cli.command {
@@ -78,5 +100,8 @@ fn one_line(e: &anyhow::Error) -> String {
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

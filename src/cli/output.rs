@@ -16,8 +16,14 @@ pub struct OutputDir {
 impl OutputDir {
     pub fn create(dir: &Path) -> Result<OutputDir> {
         let created = !dir.exists();
-        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
-        Ok(OutputDir { dir: dir.to_path_buf(), created, written: Vec::new(), done: false })
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+        Ok(OutputDir {
+            dir: dir.to_path_buf(),
+            created,
+            written: Vec::new(),
+            done: false,
+        })
     }
 
     /// Writes `name` through `f`, via a temporary file renamed into place.

@@ -113,9 +113,11 @@ impl IndexSpec {
 }
 
 /// Start and length of an interval on an axis of length `d`, as numpy's
-/// `slice.indices` plus the inclusive flag.
+/// `slice.indices` plus the inclusive flag. Computed in i128, so extreme
+/// bounds and strides cannot overflow.
 pub fn resolve_interval(d: i64, start: i64, end: i64, stride: i64, inclusive: bool) -> (i64, i64) {
-    let (mut s, mut e) = (start, end);
+    let (d, stride) = (d as i128, stride as i128);
+    let (mut s, mut e) = (start as i128, end as i128);
     if s < 0 {
         s += d;
     }
@@ -132,14 +134,14 @@ pub fn resolve_interval(d: i64, start: i64, end: i64, stride: i64, inclusive: bo
         s = s.clamp(-1, d - 1);
         e = e.clamp(-1, d - 1);
     }
-    let span = e - s;
-    // ceil((e - s) / stride) for either sign of stride.
-    let len = if stride > 0 {
-        (span + stride - 1).div_euclid(stride)
+    let len = if stride > 0 && e > s {
+        (e - s - 1) / stride + 1
+    } else if stride < 0 && s > e {
+        (s - e - 1) / -stride + 1
     } else {
-        (span + stride + 1).div_euclid(stride)
+        0
     };
-    (s, len.max(0))
+    (s as i64, len as i64)
 }
 
 /// The layout that `indices` select from `l`. Missing trailing axes are All.
@@ -191,9 +193,17 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
                 let (s, len) = resolve_interval(d, start, end, stride, inclusive);
                 // numpy points an empty slice at the axis start with step 1.
                 let (s, step) = if len > 0 { (s, stride) } else { (0, 1) };
+                // numpy's stride is the axis stride times the step; on an
+                // axis of one element it never matters, so an overflowing
+                // product (a huge step) keeps the axis stride there.
+                let new_stride = match st.checked_mul(step) {
+                    Some(x) if isize::try_from(x).is_ok() => x,
+                    _ if len <= 1 => st,
+                    _ => return op_err(format!("index {pos}: stride {stride} overflows the layout")),
+                };
                 offset += s * st;
                 shape.push(len as usize);
-                strides.push((st * step) as isize);
+                strides.push(new_stride as isize);
                 axis += 1;
             }
         }
@@ -202,7 +212,10 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
         shape.push(l.shape()[ax]);
         strides.push(l.strides()[ax]);
     }
-    Ok(Layout::new(shape, strides, offset.max(0) as usize))
+    if offset < 0 {
+        return op_err(format!("view starts at element {offset}, before its buffer"));
+    }
+    Ok(Layout::new(shape, strides, offset as usize))
 }
 
 #[cfg(test)]
@@ -279,6 +292,16 @@ mod tests {
             "index 1: point 3 is out of range for axis 1 of length 3"
         );
         assert!(apply(&Layout::contiguous(&[2]), &[IndexSpec::All, IndexSpec::All]).is_err());
+    }
+
+    #[test]
+    fn negative_stride_lengths_match_numpy() {
+        // np.arange(10)[5:1:-2] -> [5, 3]; np.arange(4)[::-2] -> [3, 1]
+        assert_eq!(view(&[10], &[IndexSpec::range(5, 1, -2)]).offsets().collect::<Vec<_>>(), vec![5, 3]);
+        assert_eq!(view(&[4], &[IndexSpec::range(-1, i64::MIN, -2)]).offsets().collect::<Vec<_>>(), vec![3, 1]);
+        assert_eq!(resolve_interval(5, 0, i64::MAX, 1, true), (0, 5));
+        assert_eq!(resolve_interval(5, 0, 5, i64::MAX, false), (0, 1));
+        assert_eq!(resolve_interval(5, 4, i64::MIN, i64::MIN, false), (4, 1));
     }
 
     #[test]

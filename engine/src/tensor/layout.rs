@@ -96,19 +96,26 @@ impl Layout {
     /// The smallest and largest element offsets the view touches, or `None`
     /// for an empty view.
     pub fn span(&self) -> Option<(usize, usize)> {
+        let (lo, hi) = self.signed_span()?;
+        Some((lo.max(0) as usize, hi.max(0) as usize))
+    }
+
+    /// Like [`Layout::span`] in signed arithmetic, so a layout reaching
+    /// before its buffer shows a negative start.
+    pub fn signed_span(&self) -> Option<(i128, i128)> {
         if self.size() == 0 {
             return None;
         }
-        let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
+        let (mut lo, mut hi) = (self.offset as i128, self.offset as i128);
         for (&d, &s) in self.shape.iter().zip(&self.strides) {
-            let reach = (d as isize - 1) * s;
+            let reach = (d as i128 - 1) * s as i128;
             if reach < 0 {
                 lo += reach;
             } else {
                 hi += reach;
             }
         }
-        Some((lo as usize, hi as usize))
+        Some((lo, hi))
     }
 
     /// True when two indices reach the same element (a zero stride on an axis

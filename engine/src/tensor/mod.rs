@@ -149,10 +149,10 @@ impl Tensor {
 
     /// Another view of the same buffer. Fails when `layout` reaches outside it.
     pub fn with_layout(&self, layout: Layout) -> Result<Tensor> {
-        if let Some((_, hi)) = layout.span() {
-            if hi >= self.storage.len() {
+        if let Some((lo, hi)) = layout.signed_span() {
+            if lo < 0 || hi >= self.storage.len() as i128 {
                 return op_err(format!(
-                    "view reaches element {hi} of a buffer of {}",
+                    "view reaches elements {lo}..={hi} of a buffer of {}",
                     self.storage.len()
                 ));
             }
