@@ -7,3 +7,26 @@
 pub use vigil_engine as engine;
 
 pub mod case;
+pub mod runner;
+pub mod suite;
+
+/// An error chain on one line, outermost context first, repeats dropped.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string().replace('\n', " ");
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}
+
+/// A JSON number, or a string for NaN and infinities.
+pub fn json_num(x: f64) -> serde_json::Value {
+    if x.is_finite() {
+        serde_json::json!(x)
+    } else {
+        serde_json::json!(x.to_string())
+    }
+}

@@ -1,8 +1,12 @@
 //! Command-line parsing and the commands. Library errors get their context
 //! here; every failure is one line on stderr and exit code 2.
 
+mod compare;
 mod exec;
 mod explain;
+mod report;
+mod run;
+mod selftest;
 mod output;
 
 use std::process::ExitCode;
@@ -26,6 +30,22 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Show the execution order, declared maps, in-place decisions and buffers.
     Explain(explain::ExplainArgs),
+    /// Run graph suites with validation listeners and write a report.
+    Run(run::RunArgs),
+    /// Compare two recordings made by the RecordingListener.
+    Compare(compare::CompareArgs),
+    /// Reports: merge shards.
+    #[command(subcommand)]
+    Report(report::ReportCommand),
+    /// Prove the harness works here: every broken op caught with exactly its finding.
+    Selftest(selftest::SelftestArgs),
+}
+
+static QUIET_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// While set, panics (caught and reported per case) print nothing.
+pub fn quiet_panics(on: bool) {
+    QUIET_PANICS.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// Exit code for errors in the command's input (graph, .npy, flags, index values).
@@ -59,6 +79,9 @@ pub fn main() -> ExitCode {
     // A panic is a bug in Vigil or in an op; report it in one line rather
     // than with a backtrace.
     std::panic::set_hook(Box::new(|info| {
+        if QUIET_PANICS.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let msg = info
             .payload()
             .downcast_ref::<&str>()
@@ -74,27 +97,19 @@ pub fn main() -> ExitCode {
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Exec(a) => exec::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Compare(a) => compare::run(a),
+        Command::Report(c) => report::run(c),
+        Command::Selftest(a) => selftest::run(a),
     });
     match result {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            eprintln!("vigil: error: {}", one_line(&e));
+            eprintln!("vigil: error: {}", vigil::one_line(&e));
             ExitCode::from(EXIT_BAD_INPUT)
         }
         Err(_) => ExitCode::from(70),
     }
-}
-
-/// The error chain on one line, outermost context first.
-fn one_line(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let s = cause.to_string().replace('\n', " ");
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    parts.join(": ")
 }
 
 fn init_tracing() {

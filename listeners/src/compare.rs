@@ -1,0 +1,152 @@
+//! Comparing two recordings: per variable, the largest absolute and
+//! relative difference, and the first variable in execution order that
+//! diverges beyond `atol + rtol * |b|` (numpy's `allclose`, NaN equal to NaN).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use vigil_engine::Tensor;
+
+use crate::record::{Index, INDEX};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{path}: {msg}")]
+    File { path: PathBuf, msg: String },
+}
+
+fn file_err(path: &Path, msg: impl ToString) -> CompareError {
+    CompareError::File {
+        path: path.to_path_buf(),
+        msg: msg.to_string(),
+    }
+}
+
+/// How one variable compares.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct VarDiff {
+    pub var: String,
+    /// Occurrence of this variable (0 for the first run that recorded it).
+    pub occurrence: usize,
+    pub step_a: u64,
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// Elements outside the tolerance.
+    pub mismatched: usize,
+    pub elements: usize,
+    /// Set when dtypes or shapes differ (then the numbers are not computed).
+    pub incompatible: Option<String>,
+}
+
+impl VarDiff {
+    pub fn diverges(&self) -> bool {
+        self.mismatched > 0 || self.incompatible.is_some()
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub rtol: f64,
+    pub atol: f64,
+    /// In A's execution order.
+    pub vars: Vec<VarDiff>,
+    /// Variables recorded in only one of the two.
+    pub only_in_a: Vec<String>,
+    pub only_in_b: Vec<String>,
+    /// The first divergent variable in execution order.
+    pub first_divergent: Option<String>,
+}
+
+fn read_index(dir: &Path) -> Result<Index, CompareError> {
+    let path = dir.join(INDEX);
+    let text = std::fs::read_to_string(&path).map_err(|e| file_err(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| file_err(&path, e))
+}
+
+fn diff(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<(f64, f64, usize), String> {
+    if a.dtype() != b.dtype() || a.shape() != b.shape() {
+        return Err(format!(
+            "{} {:?} vs {} {:?}",
+            a.dtype(),
+            a.shape(),
+            b.dtype(),
+            b.shape()
+        ));
+    }
+    let (x, y) = (
+        a.to_f64_vec().map_err(|e| e.to_string())?,
+        b.to_f64_vec().map_err(|e| e.to_string())?,
+    );
+    let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+    for (&p, &q) in x.iter().zip(&y) {
+        if p.is_nan() && q.is_nan() || p == q {
+            continue;
+        }
+        let d = (p - q).abs();
+        let d = if d.is_nan() { f64::INFINITY } else { d };
+        max_abs = max_abs.max(d);
+        max_rel = max_rel.max(if q != 0.0 { d / q.abs() } else { f64::INFINITY });
+        if d > atol + rtol * q.abs() {
+            bad += 1;
+        }
+    }
+    Ok((max_abs, max_rel, bad))
+}
+
+/// Compares recording `a` against recording `b` (the reference).
+pub fn compare_recordings(a: &Path, b: &Path, rtol: f64, atol: f64) -> Result<Comparison, CompareError> {
+    let (ia, ib) = (read_index(a)?, read_index(b)?);
+    // The k-th recording of a variable in A pairs with the k-th in B.
+    let mut in_b: HashMap<(&str, usize), &crate::record::Entry> = HashMap::new();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for e in &ib.entries {
+        let k = seen.entry(&e.var).or_default();
+        in_b.insert((&e.var, *k), e);
+        *k += 1;
+    }
+    let mut seen_a: HashMap<&str, usize> = HashMap::new();
+    let mut out = Comparison {
+        rtol,
+        atol,
+        vars: Vec::new(),
+        only_in_a: Vec::new(),
+        only_in_b: Vec::new(),
+        first_divergent: None,
+    };
+    for e in &ia.entries {
+        let k = seen_a.entry(&e.var).or_default();
+        let occurrence = *k;
+        *k += 1;
+        let Some(eb) = in_b.remove(&(e.var.as_str(), occurrence)) else {
+            out.only_in_a.push(e.var.clone());
+            continue;
+        };
+        let pa = a.join(&e.file);
+        let pb = b.join(&eb.file);
+        let ta = Tensor::read_npy(&pa).map_err(|x| file_err(&pa, x))?;
+        let tb = Tensor::read_npy(&pb).map_err(|x| file_err(&pb, x))?;
+        let mut d = VarDiff {
+            var: e.var.clone(),
+            occurrence,
+            step_a: e.step,
+            max_abs: 0.0,
+            max_rel: 0.0,
+            mismatched: 0,
+            elements: ta.size(),
+            incompatible: None,
+        };
+        match diff(&ta, &tb, rtol, atol) {
+            Ok((m, r, bad)) => (d.max_abs, d.max_rel, d.mismatched) = (m, r, bad),
+            Err(why) => d.incompatible = Some(why),
+        }
+        if d.diverges() && out.first_divergent.is_none() {
+            out.first_divergent = Some(d.var.clone());
+        }
+        out.vars.push(d);
+    }
+    let mut rest: Vec<_> = in_b.into_values().collect();
+    rest.sort_by_key(|e| e.step);
+    out.only_in_b = rest.into_iter().map(|e| e.var.clone()).collect();
+    Ok(out)
+}

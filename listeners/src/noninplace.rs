@@ -1,0 +1,586 @@
+//! The non-in-place validation listener: an op may change only the inputs
+//! its destroy_map declares, and only their own elements.
+//!
+//! Before each op every input is hashed twice with xxh3: over the view's own
+//! elements (logical order) and over the rest of its buffer (the *outside*:
+//! the elements the view does not reach). After the op both are hashed
+//! again. The two parts partition the buffer, so a whole-buffer hash is never
+//! needed and nothing is ambiguous: a changed view hash means the input was
+//! changed (`destroyed_input` unless declared), a changed outside hash means
+//! something wrote past the view (`out_of_view_write`, reported even for
+//! declared destroyers), whatever the other hash did.
+//!
+//! # Cost
+//!
+//! The view hash costs the view's size. The outside hash costs the buffer's
+//! size, which for a small view of a huge buffer would dwarf it; so the
+//! outside is hashed only when the buffer holds at most
+//! [`NonInplaceConfig::outside_factor`] (K, default 4) times the view's
+//! distinct elements. Per input the work is thus at most about K times the
+//! view. [`NonInplaceConfig::thorough`] hashes the outside always.
+//!
+//! # Reuse
+//!
+//! Every write through `Tensor::write`/`set_at` bumps the buffer's version.
+//! A hash taken at (buffer id, version, layout) is reused while the three
+//! stay the same: after an op that did not write, and by the next op reading
+//! the same value. A kernel that writes through `Buffer::borrow_mut`
+//! directly bypasses the version; turn [`NonInplaceConfig::reuse`] off to
+//! hash every time.
+//!
+//! # Modes
+//!
+//! [`Mode::Hash`] keeps no copies. [`Mode::Copy`] keeps copies of the inputs
+//! and reports the first differing elements with old and new values. A
+//! Hash-mode run can get the same details by replay: see
+//! [`NonInplaceValidationListener::replay_from`] and
+//! [`crate::replay_in_copy_mode`].
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::graph::Graph;
+use vigil_engine::Tensor;
+
+use crate::diff::Diff;
+use crate::finding::{hex, Finding, FindingKind, Validator};
+use crate::hash::{outside_bytes, outside_hash, view_bytes, view_hash, HashCache, Hashed, Part};
+use crate::overlap::tensors_share_memory;
+use crate::region::Region;
+use crate::replay::{replay_in_copy_mode, Snapshot};
+
+/// How inputs are remembered across an op.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// xxh3 hashes; no copies.
+    #[default]
+    Hash,
+    /// Copies of the inputs; findings list the changed elements.
+    Copy,
+}
+
+#[derive(Clone, Debug)]
+pub struct NonInplaceConfig {
+    pub mode: Mode,
+    /// Check the outside of every input, however large its buffer.
+    pub thorough: bool,
+    /// K: check the outside when the buffer has at most K times the view's
+    /// distinct elements.
+    pub outside_factor: usize,
+    /// Reuse hashes while buffer id, version and layout are unchanged.
+    pub reuse: bool,
+    /// Ops not checked, besides those exempt by design (`create_view`).
+    pub exempt_ops: BTreeSet<String>,
+}
+
+impl Default for NonInplaceConfig {
+    fn default() -> Self {
+        NonInplaceConfig {
+            mode: Mode::Hash,
+            thorough: false,
+            outside_factor: 4,
+            reuse: true,
+            exempt_ops: BTreeSet::new(),
+        }
+    }
+}
+
+/// What the listener did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NonInplaceStats {
+    pub ops_checked: usize,
+    pub ops_exempt: usize,
+    /// Checked ops with no error finding.
+    pub passed: usize,
+    /// Checked ops with at least one error finding.
+    pub failed: usize,
+    pub inputs_checked: usize,
+    /// Inputs whose outside was checked / skipped by the cost rule.
+    pub outside_checked: usize,
+    pub outside_skipped: usize,
+    pub hashes_computed: usize,
+    pub bytes_hashed: u64,
+    /// Hashes (or copies) taken over instead of recomputed.
+    pub hashes_reused: usize,
+    pub bytes_not_rehashed: u64,
+    pub bytes_copied: u64,
+    /// Inputs that could not be read (left unchecked).
+    pub errors: usize,
+}
+
+/// An input as remembered before the op.
+enum Snap {
+    Hash(Hashed),
+    /// View elements in walk order, or outside elements in offset order.
+    Copy(Vec<u8>),
+}
+
+impl Snap {
+    fn bytes(&self) -> usize {
+        match self {
+            Snap::Hash(h) => h.bytes,
+            Snap::Copy(v) => v.len(),
+        }
+    }
+
+    fn same(&self, other: &Snap) -> bool {
+        match (self, other) {
+            (Snap::Hash(a), Snap::Hash(b)) => a.hash == b.hash,
+            (Snap::Copy(a), Snap::Copy(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+struct Before {
+    index: usize,
+    /// In the destroy_map.
+    declared: bool,
+    /// Declared, or shares memory with a declared input, so its elements
+    /// may change.
+    may_change: bool,
+    version: u64,
+    view: Snap,
+    /// `None` when not checked, or when the view covers the whole buffer.
+    outside: Option<Snap>,
+    /// The view reaches every element of its buffer: nothing outside.
+    covers_buffer: bool,
+}
+
+/// The op between `pre_op` and `post_op`.
+struct Pending {
+    node_id: usize,
+    inputs: Vec<Before>,
+}
+
+/// Checks that ops change only what their destroy_map declares. See the
+/// module documentation for the scheme.
+pub struct NonInplaceValidationListener {
+    config: NonInplaceConfig,
+    stats: NonInplaceStats,
+    findings: Vec<Finding>,
+    cache: HashCache,
+    pending: Option<Pending>,
+    snapshot: Option<Snapshot>,
+    /// (finding index, position in the order) to replay at operation end.
+    to_replay: Vec<(usize, usize)>,
+}
+
+impl Default for NonInplaceValidationListener {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl NonInplaceValidationListener {
+    /// Hash mode, K = 4, reuse on.
+    pub fn new() -> Self {
+        Self::with_config(NonInplaceConfig::default())
+    }
+
+    pub fn with_config(config: NonInplaceConfig) -> Self {
+        NonInplaceValidationListener {
+            config,
+            stats: NonInplaceStats::default(),
+            findings: Vec::new(),
+            cache: HashCache::default(),
+            pending: None,
+            snapshot: None,
+            to_replay: Vec::new(),
+        }
+    }
+
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.config.mode = mode;
+        self
+    }
+
+    pub fn thorough(mut self, on: bool) -> Self {
+        self.config.thorough = on;
+        self
+    }
+
+    pub fn outside_factor(mut self, k: usize) -> Self {
+        self.config.outside_factor = k;
+        self
+    }
+
+    pub fn reuse(mut self, on: bool) -> Self {
+        self.config.reuse = on;
+        self
+    }
+
+    pub fn exempt_op(mut self, name: &str) -> Self {
+        self.config.exempt_ops.insert(name.to_string());
+        self
+    }
+
+    pub fn config(&self) -> &NonInplaceConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> &NonInplaceStats {
+        &self.stats
+    }
+
+    /// Snapshots `graph`'s values and `feeds` (deep copies) for the run
+    /// that follows. When that run ends, every Hash-mode `destroyed_input`
+    /// or `out_of_view_write` is replayed in Copy mode on the snapshot and
+    /// the element diff lands in the finding's `details.replay`. Call
+    /// before each run that should have replays; the snapshot is used once.
+    pub fn replay_from(
+        &mut self,
+        graph: &Graph,
+        feeds: &HashMap<String, Tensor>,
+    ) -> vigil_engine::Result<()> {
+        self.snapshot = Some(Snapshot::take(graph, feeds)?);
+        Ok(())
+    }
+
+    fn exempt(&self, ev: &OpEvent) -> bool {
+        ev.node.op.exempt_from_inplace_check() || self.config.exempt_ops.contains(ev.op_name())
+    }
+
+    fn reused(&mut self, bytes: usize) {
+        self.stats.hashes_reused += 1;
+        self.stats.bytes_not_rehashed += bytes as u64;
+    }
+
+    fn take(&mut self, t: &Tensor, part: Part, use_cache: bool) -> vigil_engine::Result<Snap> {
+        match self.config.mode {
+            Mode::Hash => {
+                if use_cache {
+                    if let Some(h) = self.cache.get(t, part) {
+                        self.reused(h.bytes);
+                        return Ok(Snap::Hash(h));
+                    }
+                }
+                let h = match part {
+                    Part::View => view_hash(t)?,
+                    Part::Outside => outside_hash(t)?,
+                };
+                self.stats.hashes_computed += 1;
+                self.stats.bytes_hashed += h.bytes as u64;
+                if self.config.reuse {
+                    self.cache.put(t, part, h);
+                }
+                Ok(Snap::Hash(h))
+            }
+            Mode::Copy => {
+                let v = match part {
+                    Part::View => view_bytes(t)?,
+                    Part::Outside => outside_bytes(t)?,
+                };
+                self.stats.bytes_copied += v.len() as u64;
+                Ok(Snap::Copy(v))
+            }
+        }
+    }
+
+    /// Whether the outside of `t` is checked under the cost rule.
+    fn check_outside(&self, t: &Tensor, distinct: usize) -> bool {
+        self.config.thorough || t.data_size() <= distinct.saturating_mul(self.config.outside_factor)
+    }
+
+    fn before(&mut self, ev: &OpEvent, i: usize, destroyed: &[usize]) -> vigil_engine::Result<Before> {
+        let t = &ev.inputs[i];
+        let declared = destroyed.contains(&i);
+        let may_change = declared
+            || destroyed.iter().any(|&d| {
+                ev.inputs
+                    .get(d)
+                    .is_some_and(|x| tensors_share_memory(t, x).shares())
+            });
+        // Another declared destroyer of a different region of this buffer
+        // changes our outside legitimately; we cannot tell its writes apart.
+        let shared = destroyed.iter().any(|&d| {
+            d != i
+                && ev
+                    .inputs
+                    .get(d)
+                    .is_some_and(|x| x.same_buffer(t) && x.layout() != t.layout())
+        });
+        let view = self.take(t, Part::View, self.config.reuse)?;
+        // A dense view with as many elements as its buffer reaches all of it.
+        let region = Region::new(t.layout());
+        let distinct = region.len();
+        let covers_buffer = distinct == t.data_size() && region.is_dense();
+        let outside = if covers_buffer {
+            self.stats.outside_checked += 1;
+            None
+        } else if !shared && self.check_outside(t, distinct) {
+            self.stats.outside_checked += 1;
+            Some(self.take(t, Part::Outside, self.config.reuse)?)
+        } else {
+            self.stats.outside_skipped += 1;
+            None
+        };
+        Ok(Before {
+            index: i,
+            declared,
+            may_change,
+            version: t.version(),
+            view,
+            outside,
+            covers_buffer,
+        })
+    }
+
+    fn details(&self, ev: &OpEvent, b: &Before, t: &Tensor) -> serde_json::Map<String, Value> {
+        let var = ev
+            .node
+            .inputs
+            .get(b.index)
+            .map(|&v| ev.graph.var(v).name.clone())
+            .unwrap_or_default();
+        let mut m = serde_json::Map::new();
+        m.insert("mode".into(), json!(self.config.mode));
+        m.insert("input".into(), json!(b.index));
+        m.insert("var".into(), json!(var));
+        m.insert("buffer".into(), json!(t.buffer_id()));
+        m.insert("version_before".into(), json!(b.version));
+        m.insert("version_after".into(), json!(t.version()));
+        m.insert("dtype".into(), json!(t.dtype()));
+        m.insert("shape".into(), json!(t.shape()));
+        m.insert("strides".into(), json!(t.strides()));
+        m.insert("offset".into(), json!(t.offset()));
+        m.insert("buffer_elements".into(), json!(t.data_size()));
+        m.insert(
+            "outside_checked".into(),
+            json!(b.covers_buffer || b.outside.is_some()),
+        );
+        m
+    }
+
+    /// Compares one input before and after; returns its findings.
+    fn judge(&mut self, ev: &OpEvent, b: Before) -> vigil_engine::Result<Vec<Finding>> {
+        let t = &ev.inputs[b.index];
+        let unchanged_version = t.version() == b.version;
+        let trust = self.config.reuse && unchanged_version;
+        let view_changed = if trust {
+            self.reused(b.view.bytes());
+            false
+        } else {
+            !b.view.same(&self.take(t, Part::View, self.config.reuse)?)
+        };
+        let outside_changed = match &b.outside {
+            Some(o) if trust => {
+                self.reused(o.bytes());
+                false
+            }
+            Some(o) => !o.same(&self.take(t, Part::Outside, self.config.reuse)?),
+            None => false,
+        };
+        let var = ev
+            .node
+            .inputs
+            .get(b.index)
+            .map(|&v| ev.graph.var(v).name.as_str())
+            .unwrap_or("?");
+        let mut out = Vec::new();
+        if view_changed && !b.may_change {
+            let mut d = self.details(ev, &b, t);
+            self.describe(&mut d, t, &b.view, Part::View, "view")?;
+            out.push(
+                Finding::at_op(
+                    FindingKind::DestroyedInput,
+                    ev,
+                    format!(
+                        "input {} ('{var}') changed, but the op's destroy_map does not declare it",
+                        b.index
+                    ),
+                )
+                .with_input(b.index)
+                .with_details(Value::Object(d)),
+            );
+        }
+        if outside_changed {
+            let mut d = self.details(ev, &b, t);
+            if let Some(o) = &b.outside {
+                self.describe(&mut d, t, o, Part::Outside, "outside")?;
+            }
+            d.insert("view_changed".into(), json!(view_changed));
+            out.push(
+                Finding::at_op(
+                    FindingKind::OutOfViewWrite,
+                    ev,
+                    format!(
+                        "the op wrote into the buffer of input {} ('{var}') outside the input's own elements",
+                        b.index
+                    ),
+                )
+                .with_input(b.index)
+                .with_details(Value::Object(d)),
+            );
+        }
+        if b.declared && unchanged_version && !view_changed && !outside_changed {
+            let d = self.details(ev, &b, t);
+            out.push(
+                Finding::at_op(
+                    FindingKind::DeclaredDestroyUnused,
+                    ev,
+                    format!(
+                        "the op declares it destroys input {} ('{var}') but never wrote it",
+                        b.index
+                    ),
+                )
+                .with_input(b.index)
+                .with_details(Value::Object(d)),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Adds hashes (Hash mode) or the element diff (Copy mode) of `part`.
+    fn describe(
+        &self,
+        d: &mut serde_json::Map<String, Value>,
+        t: &Tensor,
+        before: &Snap,
+        part: Part,
+        label: &str,
+    ) -> vigil_engine::Result<()> {
+        match before {
+            Snap::Hash(h) => {
+                let after = match part {
+                    Part::View => view_hash(t)?,
+                    Part::Outside => outside_hash(t)?,
+                };
+                d.insert(format!("{label}_hash_before"), json!(hex(h.hash)));
+                d.insert(format!("{label}_hash_after"), json!(hex(after.hash)));
+                d.insert(format!("{label}_bytes"), json!(h.bytes));
+            }
+            Snap::Copy(old) => {
+                let es = t.dtype().size();
+                let region = Region::new(t.layout());
+                let mut diff = Diff::new(t.dtype());
+                match part {
+                    Part::View => {
+                        let new = view_bytes(t)?;
+                        let offsets = region.offsets();
+                        for (k, (o, n)) in old.chunks_exact(es).zip(new.chunks_exact(es)).enumerate() {
+                            diff.note(
+                                o,
+                                n,
+                                || json!({ "flat": region.flat_index(k), "offset": offsets[k] }),
+                            );
+                        }
+                    }
+                    Part::Outside => {
+                        let new = outside_bytes(t)?;
+                        let mask = region.mask();
+                        let offsets =
+                            (0..t.data_size()).filter(|&o| !mask.as_ref().is_some_and(|m| m.contains(o)));
+                        for (off, (o, n)) in offsets.zip(old.chunks_exact(es).zip(new.chunks_exact(es))) {
+                            diff.note(o, n, || json!({ "offset": off }));
+                        }
+                    }
+                }
+                d.insert(label.into(), diff.to_json());
+            }
+        }
+        Ok(())
+    }
+
+    /// Replays the recorded Hash-mode detections on the snapshot.
+    fn run_replays(&mut self) {
+        let Some(snap) = self.snapshot.take() else {
+            self.to_replay.clear();
+            return;
+        };
+        for (idx, pos) in std::mem::take(&mut self.to_replay) {
+            let Some(f) = self.findings.get(idx) else { continue };
+            let (kind, input) = (f.kind, f.input);
+            let replay = match replay_in_copy_mode(snap.graph(), snap.feeds(), pos, &self.config) {
+                Ok(found) => match found.into_iter().find(|r| r.kind == kind && r.input == input) {
+                    Some(r) => r.details,
+                    None => json!({ "error": "the replay did not reproduce the finding" }),
+                },
+                Err(e) => json!({ "error": e.to_string() }),
+            };
+            if let Some(Value::Object(m)) = self.findings.get_mut(idx).map(|f| &mut f.details) {
+                m.insert("replay".into(), replay);
+            }
+        }
+    }
+}
+
+impl Listener for NonInplaceValidationListener {
+    fn operation_end(&mut self, _at: &At, _graph: &Graph) {
+        if !self.to_replay.is_empty() || self.snapshot.is_some() {
+            self.run_replays();
+        }
+    }
+
+    fn pre_op(&mut self, _at: &At, ev: &OpEvent) {
+        self.pending = None;
+        if self.exempt(ev) {
+            self.stats.ops_exempt += 1;
+            return;
+        }
+        let destroyed = ev.destroyed_inputs();
+        let mut inputs = Vec::with_capacity(ev.inputs.len());
+        for i in 0..ev.inputs.len() {
+            match self.before(ev, i, &destroyed) {
+                Ok(b) => inputs.push(b),
+                Err(e) => {
+                    self.stats.errors += 1;
+                    tracing::warn!(node = %ev.node.name, input = i, "non-in-place check skipped: {e}");
+                }
+            }
+        }
+        self.pending = Some(Pending {
+            node_id: ev.node_id,
+            inputs,
+        });
+    }
+
+    fn post_op(&mut self, at: &At, ev: &OpEvent) {
+        let Some(p) = self.pending.take().filter(|p| p.node_id == ev.node_id) else {
+            return;
+        };
+        self.stats.ops_checked += 1;
+        let mut failed = false;
+        for b in p.inputs {
+            self.stats.inputs_checked += 1;
+            let index = b.index;
+            match self.judge(ev, b) {
+                Ok(found) => {
+                    for f in found {
+                        failed |= f.is_error();
+                        let replayable =
+                            matches!(f.kind, FindingKind::DestroyedInput | FindingKind::OutOfViewWrite);
+                        if replayable && self.config.mode == Mode::Hash && self.snapshot.is_some() {
+                            if let Some(pos) = at.node_index {
+                                self.to_replay.push((self.findings.len(), pos));
+                            }
+                        }
+                        self.findings.push(f);
+                    }
+                }
+                Err(e) => {
+                    self.stats.errors += 1;
+                    tracing::warn!(node = %ev.node.name, input = index, "non-in-place check skipped: {e}");
+                }
+            }
+        }
+        if failed {
+            self.stats.failed += 1;
+        } else {
+            self.stats.passed += 1;
+        }
+    }
+}
+
+impl Validator for NonInplaceValidationListener {
+    fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    fn take_findings(&mut self) -> Vec<Finding> {
+        std::mem::take(&mut self.findings)
+    }
+}

@@ -1,0 +1,239 @@
+//! The numerics listener: a health summary of every output (like
+//! TensorFlow's FULL_HEALTH debug mode), and a `non_finite` finding only for
+//! the op that *creates* NaN or Inf from all-finite inputs. Ops that merely
+//! pass non-finite values on are recorded (`propagated`), not blamed, so one
+//! bad op gives one finding however far its NaNs travel.
+
+use std::collections::{BTreeMap, HashMap};
+
+use ndarray::ArrayViewD;
+use serde::Serialize;
+use serde_json::json;
+use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::tensor::storage::BufferId;
+use vigil_engine::{DType, Element, Layout, Tensor};
+
+use crate::finding::{Finding, FindingKind, Validator};
+
+/// Counts and range of one tensor's elements. `negative`, `zero` and
+/// `positive` count finite elements; `min`, `max` and `mean` are over finite
+/// elements (`None` when there are none).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Health {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub elements: usize,
+    pub nan: usize,
+    pub neg_inf: usize,
+    pub pos_inf: usize,
+    pub negative: usize,
+    pub zero: usize,
+    pub positive: usize,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+}
+
+impl Health {
+    pub fn of(t: &Tensor) -> vigil_engine::Result<Health> {
+        let mut h = Health {
+            dtype: t.dtype(),
+            shape: t.shape().to_vec(),
+            elements: t.size(),
+            nan: 0,
+            neg_inf: 0,
+            pos_inf: 0,
+            negative: 0,
+            zero: 0,
+            positive: 0,
+            min: None,
+            max: None,
+            mean: None,
+        };
+        let (mut lo, mut hi, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+        vigil_engine::dispatch_all!(t.dtype(), T => t.read(|v: ArrayViewD<'_, T>| {
+            for &x in v.iter() {
+                let f = x.to_f64();
+                if f.is_nan() {
+                    h.nan += 1;
+                } else if f == f64::INFINITY {
+                    h.pos_inf += 1;
+                } else if f == f64::NEG_INFINITY {
+                    h.neg_inf += 1;
+                } else {
+                    if f < 0.0 {
+                        h.negative += 1;
+                    } else if f == 0.0 {
+                        h.zero += 1;
+                    } else {
+                        h.positive += 1;
+                    }
+                    lo = lo.min(f);
+                    hi = hi.max(f);
+                    sum += f;
+                }
+            }
+        })?);
+        let finite = h.negative + h.zero + h.positive;
+        if finite > 0 {
+            h.min = Some(lo);
+            h.max = Some(hi);
+            h.mean = Some(sum / finite as f64);
+        }
+        Ok(h)
+    }
+
+    pub fn non_finite(&self) -> usize {
+        self.nan + self.neg_inf + self.pos_inf
+    }
+}
+
+/// The health of one node's outputs in the latest run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeHealth {
+    pub node: String,
+    pub op: String,
+    pub position: Option<usize>,
+    pub outputs: Vec<Health>,
+    /// Every input was finite.
+    pub inputs_finite: bool,
+    /// Outputs are non-finite and the inputs were all finite: blamed.
+    pub created_non_finite: bool,
+    /// Outputs are non-finite because inputs were: recorded only.
+    pub propagated: bool,
+}
+
+/// Records output health per node and blames ops that create NaN/Inf.
+#[derive(Default)]
+pub struct NumericsListener {
+    findings: Vec<Finding>,
+    health: BTreeMap<String, NodeHealth>,
+    inputs_finite: Option<bool>,
+    /// All-finite answers by (buffer, version, layout).
+    finite_cache: HashMap<(BufferId, u64, Layout), bool>,
+}
+
+fn all_finite(t: &Tensor) -> vigil_engine::Result<bool> {
+    vigil_engine::dispatch_float!(t.dtype(), T => t.read(|v: ArrayViewD<'_, T>| v.iter().all(|x| x.is_finite())), Ok(true))
+}
+
+impl NumericsListener {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The latest health of `node`'s outputs.
+    pub fn health(&self, node: &str) -> Option<&NodeHealth> {
+        self.health.get(node)
+    }
+
+    /// Every node's latest health, by node name.
+    pub fn all_health(&self) -> &BTreeMap<String, NodeHealth> {
+        &self.health
+    }
+
+    fn finite(&mut self, t: &Tensor) -> bool {
+        if !t.dtype().is_float() {
+            return true;
+        }
+        let key = (t.buffer_id(), t.version(), t.layout().clone());
+        if let Some(&f) = self.finite_cache.get(&key) {
+            return f;
+        }
+        // An unreadable input cannot be shown finite; do not blame the op.
+        let f = all_finite(t).unwrap_or(false);
+        if self.finite_cache.len() > 4096 {
+            self.finite_cache.clear();
+        }
+        self.finite_cache.insert(key, f);
+        f
+    }
+}
+
+impl Listener for NumericsListener {
+    fn pre_op(&mut self, _at: &At, ev: &OpEvent) {
+        let mut ok = true;
+        for t in ev.inputs {
+            ok &= self.finite(t);
+        }
+        self.inputs_finite = Some(ok);
+    }
+
+    fn post_op(&mut self, at: &At, ev: &OpEvent) {
+        let inputs_finite = self.inputs_finite.take().unwrap_or(false);
+        let mut outputs = Vec::with_capacity(ev.outputs.len());
+        for (k, t) in ev.outputs.iter().enumerate() {
+            match Health::of(t) {
+                Ok(h) => outputs.push(h),
+                Err(e) => tracing::warn!(node = %ev.node.name, output = k, "health not computed: {e}"),
+            }
+        }
+        let bad = outputs.iter().any(|h| h.non_finite() > 0);
+        if bad && inputs_finite {
+            for (k, h) in outputs.iter().enumerate().filter(|(_, h)| h.non_finite() > 0) {
+                self.findings.push(
+                    Finding::at_op(
+                        FindingKind::NonFinite,
+                        ev,
+                        format!(
+                            "output {k} has {} NaN, {} -inf, {} +inf from all-finite inputs",
+                            h.nan, h.neg_inf, h.pos_inf
+                        ),
+                    )
+                    .with_output(k)
+                    .with_details(json!({ "health": h })),
+                );
+            }
+        }
+        // The outputs' finiteness is known now; later readers reuse it.
+        for (t, h) in ev.outputs.iter().zip(&outputs) {
+            self.finite_cache.insert(
+                (t.buffer_id(), t.version(), t.layout().clone()),
+                h.non_finite() == 0,
+            );
+        }
+        self.health.insert(
+            ev.node.name.clone(),
+            NodeHealth {
+                node: ev.node.name.clone(),
+                op: ev.op_name().to_string(),
+                position: at.node_index,
+                outputs,
+                inputs_finite,
+                created_non_finite: bad && inputs_finite,
+                propagated: bad && !inputs_finite,
+            },
+        );
+    }
+}
+
+impl Validator for NumericsListener {
+    fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    fn take_findings(&mut self) -> Vec<Finding> {
+        std::mem::take(&mut self.findings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_counts_like_full_health() {
+        let t = Tensor::from_vec(
+            &[6],
+            vec![f32::NAN, -1.0, 0.0, 2.0, f32::INFINITY, f32::NEG_INFINITY],
+        )
+        .unwrap();
+        let h = Health::of(&t).unwrap();
+        assert_eq!((h.nan, h.neg_inf, h.pos_inf), (1, 1, 1));
+        assert_eq!((h.negative, h.zero, h.positive), (1, 1, 1));
+        assert_eq!((h.min, h.max), (Some(-1.0), Some(2.0)));
+        assert!((h.mean.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        let i = Health::of(&Tensor::from_vec(&[2], vec![3i64, -3]).unwrap()).unwrap();
+        assert_eq!((i.non_finite(), i.mean), (0, Some(0.0)));
+    }
+}

@@ -1,0 +1,181 @@
+//! ListenerSet (panics, Stop, collection), the view-map and numerics
+//! listeners on graphs.
+
+mod common;
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use common::*;
+use vigil_engine::exec::{At, Executor, Flow, Listener, OpEvent, Operation, RunOptions};
+use vigil_engine::{DType, IndexSpec};
+use vigil_listeners::{FindingKind, ListenerSet, NumericsListener, Validator, ViewMapValidationListener};
+
+/// Panics in its `n`-th `post_op`.
+struct Bomb {
+    calls: usize,
+    n: usize,
+}
+
+impl Listener for Bomb {
+    fn post_op(&mut self, _at: &At, ev: &OpEvent) {
+        self.calls += 1;
+        if self.calls == self.n {
+            panic!("boom in {}", ev.node.name);
+        }
+    }
+}
+
+/// Counts hooks; shares its counter so the test can read it.
+struct Counter {
+    post_ops: Rc<Cell<usize>>,
+    stop_at_epoch: Option<usize>,
+}
+
+impl Listener for Counter {
+    fn post_op(&mut self, _at: &At, _ev: &OpEvent) {
+        self.post_ops.set(self.post_ops.get() + 1);
+    }
+    fn epoch_end(&mut self, at: &At) -> Flow {
+        if Some(at.epoch) == self.stop_at_epoch {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+fn three_ops() -> (vigil_engine::graph::Graph, Feeds) {
+    let g = builder("three");
+    let x = g.input("x", DType::F32, &[4]);
+    let y = x.exp().unwrap().neg().unwrap().tanh().unwrap();
+    (g.build(&[&y]).unwrap(), feeds(&[("x", ramp(&[4]))]))
+}
+
+#[test]
+fn a_panicking_listener_is_reported_disabled_and_the_run_goes_on() {
+    let (graph, f) = three_ops();
+    let count = Rc::new(Cell::new(0));
+    let mut set = standard_set()
+        .with_listener(Bomb { calls: 0, n: 2 })
+        .with_listener(Counter {
+            post_ops: count.clone(),
+            stop_at_epoch: None,
+        });
+    let exec = Executor::new(&graph).unwrap();
+    let out = exec.run_with(&f, &mut set, &RunOptions::default());
+    assert!(out.is_ok());
+    assert_eq!(count.get(), 3, "members after the bomb still got every hook");
+    assert_eq!(set.disabled(), vec!["Bomb"]);
+    let found = set.take_findings();
+    assert_eq!(kinds(&found), vec![FindingKind::ListenerPanic]);
+    let p = &found[0];
+    assert_eq!(p.node, "neg_2");
+    assert_eq!(p.op, "neg");
+    assert_eq!(p.details["hook"], "post_op");
+    assert_eq!(p.details["panic"], "boom in neg_2");
+    assert!(p.message.contains("Bomb") && p.message.contains("boom in neg_2"));
+
+    // The bomb stays off on the next run.
+    exec.run_with(&f, &mut set, &RunOptions::default()).unwrap();
+    assert_eq!(set.get::<Bomb>().map(|b| b.calls), Some(2));
+    assert_eq!(count.get(), 6);
+    assert!(set.take_findings().is_empty());
+}
+
+#[test]
+fn epoch_end_stops_when_any_member_says_stop() {
+    let count = Rc::new(Cell::new(0));
+    let mut set = ListenerSet::new()
+        .with_listener(Counter {
+            post_ops: count.clone(),
+            stop_at_epoch: None,
+        })
+        .with_listener(Counter {
+            post_ops: count.clone(),
+            stop_at_epoch: Some(2),
+        });
+    let mut epochs = 0;
+    for epoch in 0..10 {
+        epochs += 1;
+        if set.epoch_end(&At::new(Operation::Training).epoch(epoch)) == Flow::Stop {
+            break;
+        }
+    }
+    assert_eq!(epochs, 3);
+    assert_eq!(
+        set.validation_done(&At::new(Operation::TrainingValidation)),
+        Flow::Continue
+    );
+}
+
+#[test]
+fn findings_are_stamped_with_the_case() {
+    let g = builder("case");
+    let x = g.input("x", DType::F32, &[4]);
+    let y = x.op("broken_identity", &[], Default::default()).unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    let mut set = standard_set();
+    set.set_case(Some("my_case".into()));
+    let found = run_with(&graph, &feeds(&[("x", ramp(&[4]))]), &mut set);
+    assert_eq!(kinds(&found), vec![FindingKind::UndeclaredView]);
+    assert_eq!(found[0].case.as_deref(), Some("my_case"));
+}
+
+#[test]
+fn interleaved_column_views_returned_together_are_not_aliased() {
+    // broken_split's twin returns two disjoint halves of one buffer; a
+    // span test alone would call x[:, ::2] and x[:, 1::2] overlapping.
+    let g = builder("halves");
+    let x = g.input("x", DType::F32, &[4, 6]);
+    let even = x.view(&[IndexSpec::All, IndexSpec::range(0, 6, 2)]).unwrap();
+    let odd = x.view(&[IndexSpec::All, IndexSpec::range(1, 6, 2)]).unwrap();
+    let s = even.add(&odd).unwrap();
+    let graph = g.build(&[&s, &even, &odd]).unwrap();
+    let mut l = ViewMapValidationListener::new();
+    assert!(run_with(&graph, &feeds(&[("x", ramp(&[4, 6]))]), &mut l).is_empty());
+}
+
+#[test]
+fn an_overlap_search_that_gives_up_counts_as_sharing_and_says_inexact() {
+    let g = builder("inexact");
+    let x = g.input("x", DType::F32, &[4, 6]);
+    let y = x.op("broken_first_row", &[], Default::default()).unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    let f = feeds(&[("x", ramp(&[4, 6]))]);
+    let exact = run_with(&graph, &f, &mut ViewMapValidationListener::new());
+    assert_eq!(exact[0].details["exact"], true);
+    assert!(exact[0].details["shared_offset"].is_u64());
+    let bounded = run_with(&graph, &f, &mut ViewMapValidationListener::new().max_work(0));
+    assert_eq!(kinds(&bounded), vec![FindingKind::UndeclaredView]);
+    assert_eq!(bounded[0].details["exact"], false);
+    assert!(bounded[0].details["shared_offset"].is_null());
+}
+
+#[test]
+fn only_the_op_that_creates_nan_is_blamed() {
+    let g = builder("nan");
+    let a = g.input("a", DType::F32, &[4]);
+    let b = g.input("b", DType::F32, &[4]);
+    let q = a.op("broken_safe_div", &[&b], Default::default()).unwrap();
+    let y = q.exp().unwrap().add(&a).unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    let f = feeds(&[
+        ("a", f32s(&[4], &[0.0, 1.0, -1.0, 2.0])),
+        ("b", f32s(&[4], &[0.0, 0.0, 0.0, 1.0])),
+    ]);
+    let mut l = NumericsListener::new();
+    let found = run_with(&graph, &f, &mut l);
+    assert_eq!(kinds(&found), vec![FindingKind::NonFinite]);
+    assert_eq!(found[0].op, "broken_safe_div");
+    let h = l.health(&found[0].node).unwrap();
+    assert!(h.created_non_finite && !h.propagated);
+    let o = &h.outputs[0];
+    assert_eq!((o.nan, o.pos_inf, o.neg_inf, o.positive), (1, 1, 1, 1));
+    assert_eq!((o.min, o.max, o.mean), (Some(2.0), Some(2.0), Some(2.0)));
+    for node in ["exp_2", "add_3"] {
+        let h = l.health(node).unwrap();
+        assert!(h.propagated && !h.created_non_finite, "{node}");
+    }
+    assert!(l.health("add_3").unwrap().outputs[0].nan >= 1);
+}

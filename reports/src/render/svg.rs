@@ -1,0 +1,276 @@
+//! Small hand-written SVG plots for the HTML report: element-wise errors of
+//! an output and an op timeline. Plain rects and lines with axes and
+//! labels; no plotting crate, no scripts, no external fonts.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use super::{esc, fmt_num};
+use crate::{ErrorSample, OutputComparison, TimelineEntry};
+
+const WIDTH: f64 = 640.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 40.0;
+
+/// Most ops drawn in a timeline; the rest are counted in a note.
+pub(crate) const MAX_TIMELINE_ROWS: usize = 40;
+
+/// Bars of the sampled absolute errors over the flat index. Bars above
+/// `atol` (or every non-zero bar when there is none) are red; non-finite
+/// errors are drawn full height in dark red; `atol` is a dashed line.
+pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> String {
+    const HEIGHT: f64 = 220.0;
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let values = &sample.abs_err;
+    let finite_max = values.iter().copied().filter(|x| x.is_finite()).fold(0.0_f64, f64::max);
+    let atol = output.atol.filter(|a| a.is_finite() && *a >= 0.0);
+    let mut y_max = finite_max.max(atol.unwrap_or(0.0) * 1.25);
+    if y_max <= 0.0 {
+        y_max = 1.0;
+    }
+    let y_of = |v: f64| TOP + plot_h - (v / y_max).clamp(0.0, 1.0) * plot_h;
+
+    let mut s = svg_open(HEIGHT, &format!("Absolute error of output {}", output.name));
+    axes(&mut s, plot_w, plot_h);
+    for k in 0..=4 {
+        let v = y_max * f64::from(k) / 4.0;
+        let y = y_of(v);
+        if k > 0 {
+            let _ = write!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="grid"/>"##, LEFT + plot_w);
+        }
+        let _ = write!(s, r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"##, LEFT - 6.0, y + 4.0, fmt_num(v));
+    }
+
+    let n = values.len().max(1);
+    let slot = plot_w / n as f64;
+    let gap = if slot > 4.0 { 1.0 } else { 0.0 };
+    for (i, &v) in values.iter().enumerate() {
+        let x = LEFT + slot * i as f64 + gap / 2.0;
+        let (top, class) = if !v.is_finite() {
+            (TOP, "bar nonfinite")
+        } else if atol.map_or(v > 0.0, |a| v > a) {
+            (y_of(v), "bar bad")
+        } else {
+            (y_of(v), "bar ok")
+        };
+        let h = (TOP + plot_h - top).max(if v != 0.0 { 1.0 } else { 0.0 });
+        let _ = write!(
+            s,
+            r##"<rect x="{x:.2}" y="{:.2}" width="{:.2}" height="{h:.2}" class="{class}"><title>element {}: {}</title></rect>"##,
+            TOP + plot_h - h,
+            (slot - gap).max(0.5),
+            sample.index(i),
+            fmt_num(v),
+        );
+    }
+    if let Some(a) = atol {
+        let y = y_of(a);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="tol"/><text x="{:.1}" y="{:.1}" class="tick tol-label" text-anchor="end">atol {}</text>"##,
+            LEFT + plot_w,
+            LEFT + plot_w - 4.0,
+            y - 4.0,
+            fmt_num(a),
+        );
+    }
+
+    let mut ticks = vec![(0.0, sample.start.to_string())];
+    if values.len() > 2 {
+        let mid = values.len() / 2;
+        ticks.push(((mid as f64 + 0.5) / n as f64, sample.index(mid).to_string()));
+    }
+    if values.len() > 1 {
+        ticks.push((1.0, sample.index(values.len() - 1).to_string()));
+    }
+    x_ticks(&mut s, &ticks, plot_w, plot_h);
+    let title = if sample.step > 1 {
+        format!("flat element index (every {}th element)", sample.step)
+    } else {
+        "flat element index".to_string()
+    };
+    axis_titles(&mut s, &title, "|error|", plot_w, HEIGHT);
+    s.push_str("</svg>");
+    s
+}
+
+/// One bar per op on its own row, over time from the case's start. Ops
+/// named in `flagged` (they have findings) are red.
+pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>) -> String {
+    const ROW: f64 = 18.0;
+    const LABEL_W: f64 = 170.0;
+    let shown = &timeline[..timeline.len().min(MAX_TIMELINE_ROWS)];
+    let height = TOP + ROW * shown.len() as f64 + BOTTOM;
+    let plot_w = WIDTH - LABEL_W - RIGHT;
+    let plot_h = ROW * shown.len() as f64;
+    let end = shown.iter().map(|e| e.start_us.saturating_add(e.dur_us)).max().unwrap_or(0).max(1);
+    let x_of = |us: u64| LABEL_W + us as f64 / end as f64 * plot_w;
+
+    let mut s = svg_open(height, "Op timeline");
+    for k in 1..=4 {
+        let x = LABEL_W + plot_w * f64::from(k) / 4.0;
+        let _ = write!(s, r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" class="grid"/>"##, TOP + plot_h);
+    }
+    for (i, e) in shown.iter().enumerate() {
+        let y = TOP + ROW * i as f64;
+        let class = if flagged.contains(e.node.as_str()) { "span bad" } else { "span" };
+        let x = x_of(e.start_us);
+        let w = (x_of(e.start_us.saturating_add(e.dur_us)) - x).max(1.5);
+        let label = truncate(&format!("{} · {}", e.node, e.op), 26);
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><rect x="{x:.2}" y="{:.1}" width="{w:.2}" height="{:.1}" rx="2" class="{class}"><title>{} ({}): start {}, {}</title></rect>"##,
+            LABEL_W - 8.0,
+            y + ROW * 0.7,
+            esc(&label),
+            y + 3.0,
+            ROW - 6.0,
+            esc(&e.node),
+            esc(&e.op),
+            fmt_us(e.start_us),
+            fmt_us(e.dur_us),
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<line x1="{LABEL_W}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="axis"/><line x1="{LABEL_W}" y1="{TOP}" x2="{LABEL_W}" y2="{:.1}" class="axis"/>"##,
+        TOP + plot_h,
+        LABEL_W + plot_w,
+        TOP + plot_h,
+        TOP + plot_h,
+    );
+    for k in 0..=4 {
+        let us = end as f64 * f64::from(k) / 4.0;
+        let anchor = match k {
+            0 => "start",
+            4 => "end",
+            _ => "middle",
+        };
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{}</text>"##,
+            LABEL_W + plot_w * f64::from(k) / 4.0,
+            TOP + plot_h + 16.0,
+            fmt_us(us.round() as u64),
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" class="axis-title" text-anchor="middle">time since case start</text></svg>"##,
+        LABEL_W + plot_w / 2.0,
+        height - 6.0,
+    );
+    s
+}
+
+fn svg_open(height: f64, label: &str) -> String {
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="{}">"##,
+        esc(label)
+    )
+}
+
+fn axes(s: &mut String, plot_w: f64, plot_h: f64) {
+    let _ = write!(
+        s,
+        r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" class="axis"/><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="axis"/>"##,
+        TOP + plot_h,
+        TOP + plot_h,
+        LEFT + plot_w,
+        TOP + plot_h,
+    );
+}
+
+/// Labels under the x axis at fractions of the plot width.
+fn x_ticks(s: &mut String, ticks: &[(f64, String)], plot_w: f64, plot_h: f64) {
+    for (frac, label) in ticks {
+        let anchor = if *frac <= 0.0 {
+            "start"
+        } else if *frac >= 1.0 {
+            "end"
+        } else {
+            "middle"
+        };
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{}</text>"##,
+            LEFT + plot_w * frac,
+            TOP + plot_h + 16.0,
+            esc(label),
+        );
+    }
+}
+
+fn axis_titles(s: &mut String, x_title: &str, y_title: &str, plot_w: f64, height: f64) {
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" class="axis-title" text-anchor="middle">{}</text><text transform="translate(14 {:.1}) rotate(-90)" class="axis-title" text-anchor="middle">{}</text>"##,
+        LEFT + plot_w / 2.0,
+        height - 6.0,
+        esc(x_title),
+        TOP + (height - TOP - BOTTOM) / 2.0,
+        esc(y_title),
+    );
+}
+
+/// `850 µs`, `12.3 ms`, `1.50 s`.
+fn fmt_us(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us} µs")
+    } else if us < 1_000_000 {
+        format!("{:.1} ms", us as f64 / 1e3)
+    } else {
+        format!("{:.2} s", us as f64 / 1e6)
+    }
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_plot_draws_one_bar_per_value_and_the_tolerance() {
+        let mut o = OutputComparison::new("y<1>", 4);
+        o.atol = Some(0.1);
+        let sample = ErrorSample { start: 0, step: 1, abs_err: vec![0.0, 0.5, f64::NAN, 0.05] };
+        let svg = error_plot(&o, &sample);
+        assert_eq!(svg.matches("<rect").count(), 4);
+        assert_eq!(svg.matches("bar bad").count(), 1);
+        assert_eq!(svg.matches("bar nonfinite").count(), 1);
+        assert!(svg.contains("atol 0.1"));
+        assert!(svg.contains("aria-label=\"Absolute error of output y&lt;1&gt;\""));
+    }
+
+    #[test]
+    fn timeline_escapes_names_and_caps_rows() {
+        let tl: Vec<TimelineEntry> = (0..50)
+            .map(|i| TimelineEntry { node: format!("n<{i}>"), op: "add".into(), start_us: i * 10, dur_us: 8 })
+            .collect();
+        let flagged: BTreeSet<&str> = ["n<3>"].into_iter().collect();
+        let svg = timeline_plot(&tl, &flagged);
+        assert_eq!(svg.matches("<rect").count(), MAX_TIMELINE_ROWS);
+        assert_eq!(svg.matches("span bad").count(), 1);
+        assert!(svg.contains("n&lt;3&gt;") && !svg.contains("n<3>"));
+    }
+
+    #[test]
+    fn durations_and_truncation() {
+        assert_eq!(fmt_us(850), "850 µs");
+        assert_eq!(fmt_us(12_300), "12.3 ms");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+    }
+}

@@ -1,0 +1,129 @@
+//! Finding suite cases on disk, filtering them, and sharding them across
+//! CI machines.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Directories skipped when walking a parent directory: their cases are
+/// meant to fail (`vigil selftest` runs them). Naming one as a PATH runs it.
+pub const SKIPPED_DIRS: [&str; 1] = ["broken"];
+
+/// One case to run: the directory holding `graph.json` (or the graph file
+/// itself when it stands alone) and a display path.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CaseRef {
+    /// Path as the user will read it (relative to the current directory
+    /// when the case was found under a relative path).
+    pub path: String,
+    pub location: PathBuf,
+}
+
+impl CaseRef {
+    /// The case's name: its directory name (or the graph file's stem).
+    pub fn name(&self) -> String {
+        let p = Path::new(&self.path);
+        let p = if p.file_name().is_some_and(|f| f == "graph.json") { p.parent().unwrap_or(p) } else { p };
+        p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| self.path.clone())
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<CaseRef>) -> Result<()> {
+    if dir.join("graph.json").is_file() {
+        out.push(CaseRef { path: dir.display().to_string(), location: dir.to_path_buf() });
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    entries.sort();
+    for e in entries {
+        let name = e.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        if SKIPPED_DIRS.contains(&name.as_str()) || name.starts_with('.') {
+            continue;
+        }
+        walk(&e, out)?;
+    }
+    Ok(())
+}
+
+/// The cases under `paths`: case directories, suites (walked recursively)
+/// or graph files. Sorted by path, each once.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseRef>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_file() {
+            out.push(CaseRef { path: p.display().to_string(), location: p.clone() });
+        } else if p.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            bail!("{}: no such file or directory", p.display());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// `K/N`: this machine runs shard K (1-based) of N.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub k: u64,
+    pub n: u64,
+}
+
+impl std::str::FromStr for Partition {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Partition, String> {
+        let bad = || format!("'{s}' is not K/N with 1 <= K <= N");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (k, n): (u64, u64) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if k == 0 || n == 0 || k > n {
+            return Err(bad());
+        }
+        Ok(Partition { k, n })
+    }
+}
+
+impl Partition {
+    /// A stable hash of the case path (FNV-1a), so every machine of a CI
+    /// matrix agrees on the shards without talking to each other.
+    pub fn contains(&self, case: &CaseRef) -> bool {
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in case.path.replace('\\', "/").bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        h % self.n == self.k - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_cover_every_case_exactly_once() {
+        let cases: Vec<CaseRef> = (0..500)
+            .map(|i| CaseRef { path: format!("suites/x/case_{i}"), location: PathBuf::new() })
+            .collect();
+        let n = 4;
+        let mut counts = vec![0; n as usize];
+        for c in &cases {
+            let owners: Vec<u64> = (1..=n).filter(|&k| Partition { k, n }.contains(c)).collect();
+            assert_eq!(owners.len(), 1);
+            counts[(owners[0] - 1) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 80), "{counts:?}");
+    }
+
+    #[test]
+    fn partition_parses_and_rejects() {
+        assert_eq!("2/3".parse::<Partition>(), Ok(Partition { k: 2, n: 3 }));
+        for bad in ["0/3", "4/3", "1", "a/b", "1/0"] {
+            assert!(bad.parse::<Partition>().is_err(), "{bad}");
+        }
+    }
+}
