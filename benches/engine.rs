@@ -55,21 +55,29 @@ fn add_16m(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("vigil_add_op", |bch| {
         bch.iter(|| {
-            let out = op.compute(&[ta.clone(), tb.clone()], &mut OpCtx::new("add")).expect("add");
+            let out = op
+                .compute(&[ta.clone(), tb.clone()], &mut OpCtx::new("add"))
+                .expect("add");
             black_box(out)
         })
     });
     group.bench_function("ndarray_zip_alloc", |bch| {
         bch.iter(|| {
             let mut out = ArrayD::<f32>::zeros(IxDyn(&[N]));
-            Zip::from(&mut out).and(&a).and(&b).for_each(|o, &x, &y| *o = x + y);
+            Zip::from(&mut out)
+                .and(&a)
+                .and(&b)
+                .for_each(|o, &x, &y| *o = x + y);
             black_box(out)
         })
     });
     let mut out = ArrayD::<f32>::zeros(IxDyn(&[N]));
     group.bench_function("ndarray_zip_prealloc", |bch| {
         bch.iter(|| {
-            Zip::from(&mut out).and(&a).and(&b).for_each(|o, &x, &y| *o = x + y);
+            Zip::from(&mut out)
+                .and(&a)
+                .and(&b)
+                .for_each(|o, &x, &y| *o = x + y);
             black_box(&out);
         })
     });

@@ -42,7 +42,9 @@ fn chain_run(c: &mut Criterion) {
     let mut group = c.benchmark_group("chain16_8m_f32");
     group.sample_size(10);
     group.bench_function("pure", |b| b.iter(|| black_box(pure_exec.run(&feeds).unwrap())));
-    group.bench_function("inplace", |b| b.iter(|| black_box(inplace_exec.run(&feeds).unwrap())));
+    group.bench_function("inplace", |b| {
+        b.iter(|| black_box(inplace_exec.run(&feeds).unwrap()))
+    });
     group.finish();
 }
 
@@ -66,7 +68,11 @@ fn big_graph() -> Graph {
 
 fn pass_cost(c: &mut Criterion) {
     let g = big_graph();
-    eprintln!("big graph: {} nodes, {} rewritten", g.nodes().len(), inplace::run(&g).unwrap().accepted());
+    eprintln!(
+        "big graph: {} nodes, {} rewritten",
+        g.nodes().len(),
+        inplace::run(&g).unwrap().accepted()
+    );
     let mut group = c.benchmark_group("inplace_pass");
     group.sample_size(10);
     group.bench_function("10k_nodes", |b| b.iter(|| black_box(inplace::run(&g).unwrap())));

@@ -100,7 +100,9 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, mut out: Case) -> Result<Case> {
                 .with(NumericsListener::new())
                 .with_listener(ProfilingListener::new());
             set.set_case(Some(case.path.clone()));
-            let run = exec.run_with(&feeds, &mut set, &RunOptions::default()).with_context(ctx)?;
+            let run = exec
+                .run_with(&feeds, &mut set, &RunOptions::default())
+                .with_context(ctx)?;
             set.collect();
             for f in set.take_findings() {
                 out = out.with_finding(convert(f));
@@ -133,7 +135,9 @@ fn convert(f: vigil_listeners::Finding) -> Finding {
         vigil_listeners::Severity::Error => Severity::Error,
         vigil_listeners::Severity::Warning => Severity::Warning,
     };
-    let mut r = Finding::new(f.kind.name(), severity, f.message).at(f.node, f.op).with_details(f.details);
+    let mut r = Finding::new(f.kind.name(), severity, f.message)
+        .at(f.node, f.op)
+        .with_details(f.details);
     r.input = f.input;
     r.output = f.output;
     r
@@ -187,7 +191,9 @@ fn compare_outputs(
             errs.push(d);
             if !same {
                 cmp.max_abs_err = cmp.max_abs_err.max(d);
-                cmp.max_rel_err = cmp.max_rel_err.max(if y != 0.0 { d / y.abs() } else { f64::INFINITY });
+                cmp.max_rel_err = cmp
+                    .max_rel_err
+                    .max(if y != 0.0 { d / y.abs() } else { f64::INFINITY });
                 if !(d <= atol + rtol * y.abs()) {
                     cmp.mismatched += 1;
                     first_bad.get_or_insert((i, x, y));

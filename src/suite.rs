@@ -23,14 +23,23 @@ impl CaseRef {
     /// The case's name: its directory name (or the graph file's stem).
     pub fn name(&self) -> String {
         let p = Path::new(&self.path);
-        let p = if p.file_name().is_some_and(|f| f == "graph.json") { p.parent().unwrap_or(p) } else { p };
-        p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| self.path.clone())
+        let p = if p.file_name().is_some_and(|f| f == "graph.json") {
+            p.parent().unwrap_or(p)
+        } else {
+            p
+        };
+        p.file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.path.clone())
     }
 }
 
 fn walk(dir: &Path, out: &mut Vec<CaseRef>) -> Result<()> {
     if dir.join("graph.json").is_file() {
-        out.push(CaseRef { path: dir.display().to_string(), location: dir.to_path_buf() });
+        out.push(CaseRef {
+            path: dir.display().to_string(),
+            location: dir.to_path_buf(),
+        });
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -40,7 +49,10 @@ fn walk(dir: &Path, out: &mut Vec<CaseRef>) -> Result<()> {
         .collect();
     entries.sort();
     for e in entries {
-        let name = e.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = e
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if SKIPPED_DIRS.contains(&name.as_str()) || name.starts_with('.') {
             continue;
         }
@@ -55,7 +67,10 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseRef>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_file() {
-            out.push(CaseRef { path: p.display().to_string(), location: p.clone() });
+            out.push(CaseRef {
+                path: p.display().to_string(),
+                location: p.clone(),
+            });
         } else if p.is_dir() {
             walk(p, &mut out)?;
         } else {
@@ -79,7 +94,10 @@ impl std::str::FromStr for Partition {
     fn from_str(s: &str) -> Result<Partition, String> {
         let bad = || format!("'{s}' is not K/N with 1 <= K <= N");
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
-        let (k, n): (u64, u64) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        let (k, n): (u64, u64) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
         if k == 0 || n == 0 || k > n {
             return Err(bad());
         }
@@ -107,7 +125,10 @@ mod tests {
     #[test]
     fn partitions_cover_every_case_exactly_once() {
         let cases: Vec<CaseRef> = (0..500)
-            .map(|i| CaseRef { path: format!("suites/x/case_{i}"), location: PathBuf::new() })
+            .map(|i| CaseRef {
+                path: format!("suites/x/case_{i}"),
+                location: PathBuf::new(),
+            })
             .collect();
         let n = 4;
         let mut counts = vec![0; n as usize];

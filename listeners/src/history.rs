@@ -28,7 +28,7 @@ impl ScoreListener {
 impl Listener for ScoreListener {
     fn iteration_done(&mut self, at: &At, loss: Option<f64>) {
         if let Some(loss) = loss {
-            if at.iteration % self.every == 0 {
+            if at.iteration.is_multiple_of(self.every) {
                 tracing::info!(target: "vigil::score", epoch = at.epoch, iteration = at.iteration, loss, "score");
                 self.last = Some((at.iteration, loss));
             }

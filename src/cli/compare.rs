@@ -33,7 +33,14 @@ pub struct CompareArgs {
 fn table(c: &Comparison) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["step", "variable", "max abs", "max rel", "mismatched", "status"]);
+    t.set_header(vec![
+        "step",
+        "variable",
+        "max abs",
+        "max rel",
+        "mismatched",
+        "status",
+    ]);
     for v in &c.vars {
         let status = match (&v.incompatible, v.mismatched) {
             (Some(why), _) => format!("incompatible: {why}"),
@@ -57,8 +64,16 @@ fn table(c: &Comparison) -> String {
         s.push_str(&format!("only in B: {}\n", c.only_in_b.join(", ")));
     }
     match &c.first_divergent {
-        Some(v) => s.push_str(&format!("first divergent variable: {v} (rtol {}, atol {})\n", c.rtol, c.atol)),
-        None => s.push_str(&format!("{} variables agree (rtol {}, atol {})\n", c.vars.len(), c.rtol, c.atol)),
+        Some(v) => s.push_str(&format!(
+            "first divergent variable: {v} (rtol {}, atol {})\n",
+            c.rtol, c.atol
+        )),
+        None => s.push_str(&format!(
+            "{} variables agree (rtol {}, atol {})\n",
+            c.vars.len(),
+            c.rtol,
+            c.atol
+        )),
     }
     s
 }
@@ -73,5 +88,9 @@ pub fn run(a: CompareArgs) -> Result<ExitCode> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),
     }
     let differ = c.first_divergent.is_some() || !c.only_in_a.is_empty() || !c.only_in_b.is_empty();
-    Ok(if differ { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if differ {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -4,10 +4,10 @@
 mod compare;
 mod exec;
 mod explain;
+mod output;
 mod report;
 mod run;
 mod selftest;
-mod output;
 
 use std::process::ExitCode;
 

@@ -61,7 +61,9 @@ pub struct RunArgs {
 
 fn format_for(path: &std::path::Path) -> Option<Format> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Format::ALL.into_iter().find(|f| f.extension() == ext || (ext == "md" && *f == Format::Markdown))
+    Format::ALL
+        .into_iter()
+        .find(|f| f.extension() == ext || (ext == "md" && *f == Format::Markdown))
 }
 
 /// Progress on stderr: a bar on a terminal, plain lines otherwise.
@@ -84,7 +86,10 @@ impl Progress {
             bar.set_message("0 findings");
             Progress::Bar(bar)
         } else {
-            Progress::Lines { total, done: AtomicUsize::new(0) }
+            Progress::Lines {
+                total,
+                done: AtomicUsize::new(0),
+            }
         }
     }
 
@@ -96,7 +101,12 @@ impl Progress {
             }
             Progress::Lines { total, done } => {
                 let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-                eprintln!("[{k}/{total}] {} {} ({} ms)", case.status.name(), case.path, case.duration_ms);
+                eprintln!(
+                    "[{k}/{total}] {} {} ({} ms)",
+                    case.status.name(),
+                    case.path,
+                    case.duration_ms
+                );
             }
             Progress::Quiet => {}
         }
@@ -121,7 +131,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let format = match (&a.report, a.format) {
         (_, Some(f)) => f,
         (Some(p), None) => format_for(p).with_context(|| {
-            format!("--report {}: cannot tell the format from the extension; give --format", p.display())
+            format!(
+                "--report {}: cannot tell the format from the extension; give --format",
+                p.display()
+            )
         })?,
         (None, None) => Format::Table,
     };
@@ -132,7 +145,13 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     if let Some(p) = a.partition {
         cases.retain(|c| p.contains(c));
     }
-    let cfg = RunConfig { mode: a.mode, tolerance: Tolerance { rtol: a.rtol, atol: a.atol } };
+    let cfg = RunConfig {
+        mode: a.mode,
+        tolerance: Tolerance {
+            rtol: a.rtol,
+            atol: a.atol,
+        },
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -148,7 +167,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let progress = Progress::new(cases.len(), a.quiet);
     let findings = AtomicUsize::new(0);
     let started = Instant::now();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(a.jobs.unwrap_or(0)).build()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.jobs.unwrap_or(0))
+        .build()?;
     let results: Vec<Option<vigil_reports::Case>> = pool.install(|| {
         cases
             .par_iter()
@@ -168,7 +189,11 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let interrupted = stop.load(Ordering::Relaxed);
     let report = Report::new(cfg.mode.name(), results.into_iter().flatten().collect())
         .with_vigil_version(env!("CARGO_PKG_VERSION"));
-    tracing::info!(cases = report.cases().len(), elapsed_ms = started.elapsed().as_millis() as u64, "run finished");
+    tracing::info!(
+        cases = report.cases().len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "run finished"
+    );
 
     let color = std::io::stdout().is_terminal();
     match &a.report {
@@ -181,7 +206,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         None => print!("{}", render(&report, format, color)),
     }
     if interrupted {
-        eprintln!("vigil: interrupted; the report holds the {} cases that finished", report.cases().len());
+        eprintln!(
+            "vigil: interrupted; the report holds the {} cases that finished",
+            report.cases().len()
+        );
         return Ok(ExitCode::from(130));
     }
     let threshold = match a.fail_on {
@@ -189,7 +217,14 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         FailOn::Error => Severity::Error,
     };
     let failed = report.cases().iter().any(|c| {
-        c.status == Status::Error || c.findings.iter().any(|f| f.severity == Severity::Error || threshold == Severity::Warning)
+        c.status == Status::Error
+            || c.findings
+                .iter()
+                .any(|f| f.severity == Severity::Error || threshold == Severity::Warning)
     });
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -53,7 +53,11 @@ pub fn run(a: SelftestArgs) -> Result<ExitCode> {
                 t.add_row(vec![
                     r.case.clone(),
                     r.expected.map(|k| k.name()).unwrap_or("(none)").to_string(),
-                    if found.is_empty() { "(none)".to_string() } else { found.join(", ") },
+                    if found.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        found.join(", ")
+                    },
                     match (&r.error, r.pass) {
                         (Some(e), _) => format!("ERROR: {e}"),
                         (None, true) => "pass".into(),

@@ -207,6 +207,44 @@ impl<'g> Executor<'g> {
         if hooks {
             listener.operation_start(&opts.at, g);
         }
+        let ran = self.run_nodes(g, &mut live, &keep, listener, hooks, opts, &mut stats);
+        // Listeners finish their run (collect, replay) even when an op failed.
+        if hooks {
+            listener.operation_end(&opts.at, g);
+        }
+        ran?;
+        stats.peak_live_bytes = live.peak;
+        let mut outputs = Vec::with_capacity(g.outputs().len());
+        for &o in g.outputs() {
+            match &live.values[o] {
+                Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
+                None if opts.stop_after.is_some() => {}
+                None => {
+                    return Err(Error::Graph(format!(
+                        "output '{}' was not computed",
+                        g.var(o).name
+                    )))
+                }
+            }
+        }
+        let kept = required
+            .iter()
+            .filter_map(|n| Some((n.clone(), live.values[g.var_id(n)?].clone()?)))
+            .collect();
+        Ok(RunOutput { outputs, stats, kept })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_nodes(
+        &self,
+        g: &Graph,
+        live: &mut Live,
+        keep: &[bool],
+        listener: &mut dyn Listener,
+        hooks: bool,
+        opts: &RunOptions,
+        stats: &mut RunStats,
+    ) -> Result<()> {
         let n_run = opts.stop_after.unwrap_or(self.order.len()).min(self.order.len());
         for (pos, &nid) in self.order[..n_run].iter().enumerate() {
             let node = g.node(nid);
@@ -284,28 +322,7 @@ impl<'g> Executor<'g> {
                 }
             }
         }
-        if hooks {
-            listener.operation_end(&opts.at, g);
-        }
-        stats.peak_live_bytes = live.peak;
-        let mut outputs = Vec::with_capacity(g.outputs().len());
-        for &o in g.outputs() {
-            match &live.values[o] {
-                Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
-                None if opts.stop_after.is_some() => {}
-                None => {
-                    return Err(Error::Graph(format!(
-                        "output '{}' was not computed",
-                        g.var(o).name
-                    )))
-                }
-            }
-        }
-        let kept = required
-            .iter()
-            .filter_map(|n| Some((n.clone(), live.values[g.var_id(n)?].clone()?)))
-            .collect();
-        Ok(RunOutput { outputs, stats, kept })
+        Ok(())
     }
 
     /// An op whose outputs disagree with its own inferred types is buggy;

@@ -213,8 +213,8 @@ pub fn register(r: &mut OpRegistry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::Attrs;
     use crate::dtype::Scalar;
+    use crate::ops::Attrs;
     use crate::tensor::IndexSpec;
 
     fn f64s(shape: &[usize], v: &[f64]) -> Tensor {

@@ -297,8 +297,18 @@ mod tests {
     #[test]
     fn negative_stride_lengths_match_numpy() {
         // np.arange(10)[5:1:-2] -> [5, 3]; np.arange(4)[::-2] -> [3, 1]
-        assert_eq!(view(&[10], &[IndexSpec::range(5, 1, -2)]).offsets().collect::<Vec<_>>(), vec![5, 3]);
-        assert_eq!(view(&[4], &[IndexSpec::range(-1, i64::MIN, -2)]).offsets().collect::<Vec<_>>(), vec![3, 1]);
+        assert_eq!(
+            view(&[10], &[IndexSpec::range(5, 1, -2)])
+                .offsets()
+                .collect::<Vec<_>>(),
+            vec![5, 3]
+        );
+        assert_eq!(
+            view(&[4], &[IndexSpec::range(-1, i64::MIN, -2)])
+                .offsets()
+                .collect::<Vec<_>>(),
+            vec![3, 1]
+        );
         assert_eq!(resolve_interval(5, 0, i64::MAX, 1, true), (0, 5));
         assert_eq!(resolve_interval(5, 0, 5, i64::MAX, false), (0, 1));
         assert_eq!(resolve_interval(5, 4, i64::MIN, i64::MIN, false), (4, 1));

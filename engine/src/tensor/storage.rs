@@ -61,10 +61,15 @@ impl<T: Element> Buffer<T> {
             .map_err(|_| Error::Aliasing(format!("buffer {} is being written", self.id)))
     }
 
+    /// Mutable access; bumps the version, so every write is visible to
+    /// listeners that reuse hashes of unchanged buffers.
     pub fn borrow_mut(&self) -> Result<RefMut<'_, Vec<T>>> {
-        self.data
+        let r = self
+            .data
             .try_borrow_mut()
-            .map_err(|_| Error::Aliasing(format!("buffer {} is in use", self.id)))
+            .map_err(|_| Error::Aliasing(format!("buffer {} is in use", self.id)))?;
+        self.bump_version();
+        Ok(r)
     }
 }
 
@@ -137,7 +142,7 @@ impl Storage {
         on_buffer!(self, b => Rc::strong_count(b))
     }
 
-    /// Calls `f` with the whole buffer as little-endian bytes.
+    /// Calls `f` with the whole buffer as bytes (native byte order).
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         Ok(on_buffer!(self, b => f(bytemuck::cast_slice(&b.borrow()?))))
     }
