@@ -75,9 +75,16 @@ pub fn load_feeds(
     Ok(feeds)
 }
 
-/// Loads the graph of a case with the built-in ops.
+/// The ops graph files may use: the built-in library plus the broken-op
+/// corpus (`broken_*` and their `fixed_*` twins), so `suites/broken` loads.
+pub fn registry() -> &'static OpRegistry {
+    static REGISTRY: std::sync::OnceLock<OpRegistry> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(vigil_listeners::broken::registry)
+}
+
+/// Loads the graph of a case.
 pub fn load_graph(path: &Path) -> Result<Graph> {
-    Graph::load(path, &OpRegistry::builtin()).map_err(anyhow::Error::from)
+    Graph::load(path, registry()).map_err(anyhow::Error::from)
 }
 
 /// The `expected/*.npy` tensors of a case, by output name.

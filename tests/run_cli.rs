@@ -242,3 +242,25 @@ fn selftest_passes_and_lists_every_case() {
         }
     }
 }
+
+#[test]
+fn broken_suite_is_skipped_by_default_and_caught_when_named() {
+    let all = json_of(&vigil(&["run", "suites", "--format", "json", "-q"]));
+    let paths: Vec<&str> = all["cases"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    assert!(paths.iter().all(|p| !p.contains("broken")), "suites/broken must be skipped");
+
+    let o = vigil(&["run", "suites/broken", "--format", "json", "-q", "--fail-on", "warning"]);
+    assert_eq!(o.status.code(), Some(1));
+    let r = json_of(&o);
+    let cases = r["cases"].as_array().unwrap();
+    assert!(cases.len() >= 16);
+    for c in cases {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(c["path"].as_str().unwrap());
+        let expect: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expect.json")).unwrap()).unwrap();
+        let found: Vec<&str> = c["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+        match expect["finding"].as_str() {
+            Some(k) => assert_eq!(found, vec![k], "{}", c["path"]),
+            None => assert!(found.is_empty(), "{}: {found:?}", c["path"]),
+        }
+    }
+}

@@ -83,12 +83,14 @@ pub trait Element:
     fn to_f64(self) -> f64;
     fn from_f64(v: f64) -> Self;
     fn to_scalar(self) -> Scalar;
+    /// `v as Self`, as numpy's `astype` converts integers (wrapping).
+    fn from_i64_wrapping(v: i64) -> Self;
     /// Exact when `s` has this dtype, else converted through f64.
     fn from_scalar(s: Scalar) -> Self;
 }
 
 macro_rules! element {
-    ($t:ty, $variant:ident, $to:expr, $from:expr) => {
+    ($t:ty, $variant:ident, $to:expr, $from:expr, $wrap:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
             fn buffer(s: &Storage) -> Option<&Rc<Buffer<Self>>> {
@@ -120,6 +122,10 @@ macro_rules! element {
             fn to_scalar(self) -> Scalar {
                 Scalar::$variant(self)
             }
+            fn from_i64_wrapping(v: i64) -> Self {
+                #[allow(clippy::redundant_closure_call)]
+                ($wrap)(v)
+            }
             fn from_scalar(s: Scalar) -> Self {
                 match s {
                     Scalar::$variant(v) => v,
@@ -130,11 +136,11 @@ macro_rules! element {
     };
 }
 
-element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
-element!(f64, F64, |x: f64| x, |v: f64| v);
-element!(i64, I64, |x: i64| x as f64, |v: f64| v as i64);
-element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
-element!(bool, Bool, |x: bool| if x { 1.0 } else { 0.0 }, |v: f64| v != 0.0);
+element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32, |v: i64| v as f32);
+element!(f64, F64, |x: f64| x, |v: f64| v, |v: i64| v as f64);
+element!(i64, I64, |x: i64| x as f64, |v: f64| v as i64, |v: i64| v);
+element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32, |v: i64| v as i32);
+element!(bool, Bool, |x: bool| if x { 1.0 } else { 0.0 }, |v: f64| v != 0.0, |v: i64| v != 0);
 
 /// Numeric elements: everything but bool.
 pub trait Num:
@@ -157,6 +163,8 @@ pub trait Num:
     fn add_w(a: Self, b: Self) -> Self;
     fn sub_w(a: Self, b: Self) -> Self;
     fn mul_w(a: Self, b: Self) -> Self;
+    /// `-a`: wrapping for integers, sign-flipping for floats (`-0.0`).
+    fn neg_w(a: Self) -> Self;
 }
 
 macro_rules! num_int {
@@ -182,6 +190,9 @@ macro_rules! num_int {
             }
             fn mul_w(a: Self, b: Self) -> Self {
                 a.wrapping_mul(b)
+            }
+            fn neg_w(a: Self) -> Self {
+                a.wrapping_neg()
             }
             fn pow(a: Self, b: Self) -> Self {
                 // numpy errors on negative integer powers; we give 0 (or the
@@ -259,6 +270,9 @@ macro_rules! num_float {
             }
             fn mul_w(a: Self, b: Self) -> Self {
                 a * b
+            }
+            fn neg_w(a: Self) -> Self {
+                -a
             }
             fn abs(a: Self) -> Self {
                 a.abs()

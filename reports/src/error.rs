@@ -31,6 +31,9 @@ pub enum ReportError {
 
 impl ReportError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> ReportError {
-        ReportError::Io { path: path.into(), source }
+        ReportError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

@@ -16,10 +16,16 @@ pub fn merge(reports: impl IntoIterator<Item = Report>) -> Result<Report, Report
     let mut cases = first.into_cases();
     for r in reports {
         if r.mode() != mode {
-            return Err(ReportError::ModeMismatch { first: mode, other: r.mode().to_string() });
+            return Err(ReportError::ModeMismatch {
+                first: mode,
+                other: r.mode().to_string(),
+            });
         }
         if r.vigil_version() != version {
-            return Err(ReportError::VersionMismatch { first: version, other: r.vigil_version().to_string() });
+            return Err(ReportError::VersionMismatch {
+                first: version,
+                other: r.vigil_version().to_string(),
+            });
         }
         cases.extend(r.into_cases());
     }

@@ -145,8 +145,14 @@ impl Finding {
         self
     }
 
+    /// Sets the details; `null` becomes `{}` so readers always find an
+    /// object when there is nothing to say.
     pub fn with_details(mut self, details: Value) -> Finding {
-        self.details = details;
+        self.details = if details.is_null() {
+            empty_object()
+        } else {
+            details
+        };
         self
     }
 
@@ -170,7 +176,11 @@ impl ErrorSample {
     /// Takes every n-th error so that at most [`MAX_SAMPLE`] remain.
     pub fn from_errors(errors: &[f64]) -> ErrorSample {
         let step = errors.len().div_ceil(MAX_SAMPLE).max(1);
-        ErrorSample { start: 0, step: step as u64, abs_err: errors.iter().step_by(step).copied().collect() }
+        ErrorSample {
+            start: 0,
+            step: step as u64,
+            abs_err: errors.iter().step_by(step).copied().collect(),
+        }
     }
 
     /// The flat element index of the `i`-th value.
@@ -322,7 +332,10 @@ impl Case {
 
     /// The first output that diverged and has a sample to plot.
     pub fn first_divergent_sample(&self) -> Option<(&OutputComparison, &ErrorSample)> {
-        self.outputs.iter().filter(|o| o.diverged()).find_map(|o| o.sample.as_ref().map(|s| (o, s)))
+        self.outputs
+            .iter()
+            .filter(|o| o.diverged())
+            .find_map(|o| o.sample.as_ref().map(|s| (o, s)))
     }
 }
 
@@ -343,7 +356,10 @@ impl Summary {
     /// Counts `cases`. The summary is always computed, never stored, so it
     /// cannot drift from the cases it describes.
     pub fn of(cases: &[Case]) -> Summary {
-        let mut s = Summary { cases: cases.len(), ..Summary::default() };
+        let mut s = Summary {
+            cases: cases.len(),
+            ..Summary::default()
+        };
         for c in cases {
             match c.status {
                 Status::Pass => s.passed += 1,
@@ -368,12 +384,18 @@ impl Summary {
     /// `N cases: P passed, F failed, E errors`, a fixed form that scripts
     /// may match.
     pub fn line(&self) -> String {
-        format!("{} cases: {} passed, {} failed, {} errors", self.cases, self.passed, self.failed, self.errors)
+        format!(
+            "{} cases: {} passed, {} failed, {} errors",
+            self.cases, self.passed, self.failed, self.errors
+        )
     }
 }
 
-/// A whole run: its cases sorted by path, and how it ran.
-#[derive(Clone, Debug, PartialEq)]
+/// A whole run: its cases sorted by path, and how it ran. Serializes to
+/// the `vigil-report/1` JSON object (summary included); deserializing
+/// checks the format and re-sorts.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(try_from = "ReportFile")]
 pub struct Report {
     vigil_version: String,
     mode: String,
@@ -391,7 +413,11 @@ impl Report {
         // Sorted so that the order of execution (threads, shards) never
         // shows in the output.
         cases.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.name.cmp(&b.name)));
-        Report { vigil_version, mode, cases }
+        Report {
+            vigil_version,
+            mode,
+            cases,
+        }
     }
 
     /// Overrides the version stamp (a runner built separately, or tests
@@ -425,32 +451,44 @@ impl Report {
     /// Reads a report. The stored summary is ignored and recomputed.
     pub fn from_json(json: &str) -> Result<Report, ReportError> {
         let file: ReportFile = serde_json::from_str(json)?;
-        if file.format != FORMAT {
-            return Err(ReportError::UnsupportedFormat(file.format));
-        }
-        Ok(Report::build(file.vigil_version, file.mode, file.cases))
+        Report::try_from(file)
     }
 
     /// Pretty JSON, with a trailing newline.
     pub fn to_json(&self) -> String {
-        let out = ReportOut {
-            format: FORMAT,
-            vigil_version: &self.vigil_version,
-            mode: &self.mode,
-            summary: self.summary(),
-            cases: &self.cases,
-        };
-        match serde_json::to_string_pretty(&out) {
+        match serde_json::to_string_pretty(self) {
             Ok(mut s) => {
                 s.push('\n');
                 s
             }
             // Not reachable: every map key is a string and every float is
             // written by `float`. Still a valid JSON document, never a panic.
-            Err(e) => {
-                serde_json::json!({"format": FORMAT, "render_error": e.to_string()}).to_string() + "\n"
-            }
+            Err(e) => serde_json::json!({"format": FORMAT, "render_error": e.to_string()}).to_string() + "\n",
         }
+    }
+}
+
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ReportOut {
+            format: FORMAT,
+            vigil_version: &self.vigil_version,
+            mode: &self.mode,
+            summary: self.summary(),
+            cases: &self.cases,
+        }
+        .serialize(s)
+    }
+}
+
+impl TryFrom<ReportFile> for Report {
+    type Error = ReportError;
+
+    fn try_from(file: ReportFile) -> Result<Report, ReportError> {
+        if file.format != FORMAT {
+            return Err(ReportError::UnsupportedFormat(file.format));
+        }
+        Ok(Report::build(file.vigil_version, file.mode, file.cases))
     }
 }
 
@@ -464,10 +502,10 @@ struct ReportOut<'a> {
     cases: &'a [Case],
 }
 
-/// What [`Report::from_json`] reads; `summary` and unknown fields are
+/// What [`Report`] is read from; `summary` and unknown fields are
 /// skipped.
 #[derive(Deserialize)]
-struct ReportFile {
+pub(crate) struct ReportFile {
     format: String,
     #[serde(default)]
     vigil_version: String,
@@ -504,7 +542,11 @@ mod tests {
         let mut o = OutputComparison::new("y", 4);
         o.max_abs_err = f64::INFINITY;
         o.max_rel_err = f64::NAN;
-        o.sample = Some(ErrorSample { start: 0, step: 1, abs_err: vec![0.5, f64::NEG_INFINITY] });
+        o.sample = Some(ErrorSample {
+            start: 0,
+            step: 1,
+            abs_err: vec![0.5, f64::NEG_INFINITY],
+        });
         let j = serde_json::to_value(&o).unwrap();
         assert_eq!(j["max_abs_err"], "inf");
         assert_eq!(j["max_rel_err"], "NaN");
@@ -520,7 +562,9 @@ mod tests {
         assert_eq!(c.status, Status::Pass);
         let c = c.with_finding(Finding::error("destroyed_input", "changed"));
         assert_eq!(c.status, Status::Fail);
-        let c = Case::new("b", "s/b").errored("no graph").with_finding(Finding::error("non_finite", "nan"));
+        let c = Case::new("b", "s/b")
+            .errored("no graph")
+            .with_finding(Finding::error("non_finite", "nan"));
         assert_eq!(c.status, Status::Error);
     }
 
@@ -534,7 +578,10 @@ mod tests {
             Case::new("c", "s/c").errored("boom"),
         ];
         let s = Summary::of(&cases);
-        assert_eq!((s.cases, s.passed, s.failed, s.errors, s.warnings), (3, 1, 1, 1, 1));
+        assert_eq!(
+            (s.cases, s.passed, s.failed, s.errors, s.warnings),
+            (3, 1, 1, 1, 1)
+        );
         assert_eq!(s.findings_by_kind["destroyed_input"], 1);
         assert_eq!(s.line(), "3 cases: 1 passed, 1 failed, 1 errors");
         assert!(!s.ok());
@@ -555,14 +602,33 @@ mod tests {
     }
 
     #[test]
+    fn null_details_become_an_empty_object() {
+        let f = Finding::error("listener_panic", "m").with_details(Value::Null);
+        assert_eq!(
+            serde_json::to_value(&f).unwrap()["details"],
+            serde_json::json!({})
+        );
+    }
+
+    #[test]
     fn json_round_trips() {
         let r = Report::new(
             "validate",
             vec![Case::new("a", "s/a").with_finding(
-                Finding::error("destroyed_input", "m").at("n", "relu").with_input(0),
+                Finding::error("destroyed_input", "m")
+                    .at("n", "relu")
+                    .with_input(0),
             )],
         );
         let back = Report::from_json(&r.to_json()).unwrap();
         assert_eq!(back, r);
+        let value = serde_json::to_value(&r).unwrap();
+        assert_eq!(value["summary"]["failed"], 1);
+        assert_eq!(serde_json::from_value::<Report>(value).unwrap(), r);
+        let other = serde_json::json!({"format": "other/1", "mode": "m", "cases": []});
+        assert!(serde_json::from_value::<Report>(other)
+            .unwrap_err()
+            .to_string()
+            .contains("other/1"));
     }
 }

@@ -35,7 +35,10 @@ pub fn write_report(path: &Path, report: &Report, format: Format) -> Result<(), 
 fn temp_path(path: &Path) -> Result<PathBuf, ReportError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().ok_or_else(|| {
-        ReportError::io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))
+        ReportError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"),
+        )
     })?;
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp_name = format!(".{}.tmp-{}-{n}", name.to_string_lossy(), std::process::id());

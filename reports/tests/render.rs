@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use quick_xml::events::{BytesStart, Event};
-use quick_xml::Reader;
+use quick_xml::{Reader, XmlVersion};
 use vigil_reports::{render, Format, Report};
 
 use common::{report, NASTY};
@@ -27,7 +27,10 @@ fn table_lists_findings_and_error_cases_then_the_summary_line() {
         assert!(out.contains(needle), "table lacks {needle:?}:\n{out}");
     }
     let row = |case: &str, kind: &str| out.lines().any(|l| l.contains(case) && l.contains(kind));
-    assert!(row("suites/views/bad_graph", "case_error"), "error cases get a row");
+    assert!(
+        row("suites/views/bad_graph", "case_error"),
+        "error cases get a row"
+    );
     assert!(row("suites/views/relu_declared", "declared_destroy_unused"));
     assert!(row("suites/numerics/log_zero", "non_finite"));
     // Passing cases with no findings get no row.
@@ -46,7 +49,10 @@ fn table_colours_severity_only_when_asked() {
 #[test]
 fn table_of_a_clean_run_says_so() {
     let r = Report::new("validate", vec![vigil_reports::Case::new("a", "s/a")]);
-    assert_eq!(render(&r, Format::Table, false), "no findings\n1 cases: 1 passed, 0 failed, 0 errors\n");
+    assert_eq!(
+        render(&r, Format::Table, false),
+        "no findings\n1 cases: 1 passed, 0 failed, 0 errors\n"
+    );
 }
 
 #[test]
@@ -61,7 +67,12 @@ fn json_follows_the_schema() {
     assert_eq!((s["failed"].as_u64(), s["errors"].as_u64()), (Some(2), Some(1)));
     assert_eq!(s["findings_by_kind"]["destroyed_input"], 1);
     assert_eq!(s["findings_by_kind"]["declared_view_not_aliased"], 1);
-    let paths: Vec<&str> = v["cases"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
     let mut sorted = paths.clone();
     sorted.sort();
     assert_eq!(paths, sorted, "cases sorted by path");
@@ -71,13 +82,18 @@ fn json_follows_the_schema() {
     let t = &v["cases"][4];
     assert_eq!(t["status"], "fail");
     let f = &t["findings"][0];
-    for key in ["kind", "severity", "node", "op", "input", "output", "message", "details"] {
+    for key in [
+        "kind", "severity", "node", "op", "input", "output", "message", "details",
+    ] {
         assert!(f.get(key).is_some(), "finding lacks {key}");
     }
     assert_eq!(f["input"], 0);
     assert!(f["output"].is_null());
     assert_eq!(t["outputs"][0]["sample"]["step"], 16);
-    assert_eq!(t["outputs"][0]["sample"]["abs_err"].as_array().unwrap().len(), 256);
+    assert_eq!(
+        t["outputs"][0]["sample"]["abs_err"].as_array().unwrap().len(),
+        256
+    );
     assert_eq!(t["timeline"][1]["node"], "t1");
     assert!(out.ends_with("}\n"));
     assert_eq!(Report::from_json(&out).unwrap(), report());
@@ -92,18 +108,28 @@ fn markdown_has_summary_escaped_table_rows_and_details() {
     // 3 findings + 1 case error + 1 finding + 1 warning-only case.
     assert_eq!(rows.len(), 6, "{out}");
     let nasty = rows.iter().find(|r| r.contains("log\\_zero")).unwrap();
-    assert!(nasty.contains("\\<script\\>alert(1)\\</script\\> \\| x \\& y<br>second line"), "{nasty}");
+    assert!(
+        nasty.contains("\\<script\\>alert(1)\\</script\\> \\| x \\& y<br>second line"),
+        "{nasty}"
+    );
     // Every row has exactly the header's 9 unescaped pipes.
     for r in &rows {
         let unescaped = r.replace("\\|", "");
         assert_eq!(unescaped.matches('|').count(), 9, "{r}");
     }
     assert!(!out.contains("<script>"));
-    assert_eq!(out.matches("<details>").count(), 4, "one block per case with findings");
+    assert_eq!(
+        out.matches("<details>").count(),
+        4,
+        "one block per case with findings"
+    );
     assert_eq!(out.matches("</details>").count(), 4);
     assert!(out.contains("\"view_hash_before\": \"9f86d081884c7d65\""));
     assert!(out.contains("| `y` | 0.75 | 1.5 | 96/4096 |"));
-    assert!(!out.contains("add\\_two\\_views"), "clean passing cases are left out");
+    assert!(
+        !out.contains("add\\_two\\_views"),
+        "clean passing cases are left out"
+    );
 }
 
 /// One XML element as the test sees it.
@@ -124,11 +150,20 @@ fn elements(xml: &str) -> Vec<Element> {
             .map(|a| {
                 let a = a.expect("well-formed attribute");
                 let key = String::from_utf8(a.key.as_ref().to_vec()).unwrap();
-                (key, a.unescape_value().expect("valid escapes").into_owned())
+                (
+                    key,
+                    a.normalized_value(XmlVersion::default())
+                        .expect("valid escapes")
+                        .into_owned(),
+                )
             })
             .collect();
         let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
-        Element { name, attrs, parents: parents.to_vec() }
+        Element {
+            name,
+            attrs,
+            parents: parents.to_vec(),
+        }
     }
     let mut reader = Reader::from_str(xml);
     let mut stack: Vec<String> = Vec::new();
@@ -169,14 +204,23 @@ fn junit_is_well_formed_with_one_suite_per_directory() {
 
     let cases: Vec<&Element> = els.iter().filter(|e| e.name == "testcase").collect();
     assert_eq!(cases.len(), 5);
-    let t = cases.iter().find(|c| c.attrs["name"] == "transpose_inplace").unwrap();
+    let t = cases
+        .iter()
+        .find(|c| c.attrs["name"] == "transpose_inplace")
+        .unwrap();
     assert_eq!(t.attrs["classname"], "suites/views");
     assert_eq!(t.attrs["time"], "0.042");
 
     let failures: Vec<&Element> = els.iter().filter(|e| e.name == "failure").collect();
     assert_eq!(failures.len(), 2);
+    for f in &failures {
+        assert_eq!(f.parents, ["testsuites", "testsuite", "testcase"]);
+    }
     assert_eq!(failures[0].attrs["type"], "non_finite");
-    assert!(failures[0].attrs["message"].contains("<script>alert(1)</script>"), "unescaped back");
+    assert!(
+        failures[0].attrs["message"].contains("<script>alert(1)</script>"),
+        "unescaped back"
+    );
     assert_eq!(failures[1].attrs["type"], "destroyed_input");
     assert!(failures[1].attrs["message"].starts_with("2 findings; first: input 0 ('x') changed"));
 
@@ -190,7 +234,9 @@ fn junit_is_well_formed_with_one_suite_per_directory() {
     assert_eq!(outs.len(), 2);
     assert!(xml.contains("<system-out>warning[declared_destroy_unused] node "));
     assert!(!xml.contains("<script>"));
-    assert!(els.iter().any(|e| e.name == "property" && e.attrs["name"] == "vigil.mode"));
+    assert!(els
+        .iter()
+        .any(|e| e.name == "property" && e.attrs["name"] == "vigil.mode"));
 }
 
 #[test]
@@ -198,7 +244,10 @@ fn html_is_self_contained_escaped_and_sortable() {
     let html = render(&report(), Format::Html, false);
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("5 cases: 2 passed, 2 failed, 1 errors"));
-    assert!(!html.contains(NASTY) && !html.contains("<script>alert"), "report text must be escaped");
+    assert!(
+        !html.contains(NASTY) && !html.contains("<script>alert"),
+        "report text must be escaped"
+    );
     assert!(html.contains("log of &lt;script&gt;alert(1)&lt;/script&gt; | x &amp; y\nsecond line"));
     assert_eq!(html.matches("<script>").count(), 1, "only the sorting script");
     // Nothing fetched: no external URLs besides the SVG namespace name.
@@ -208,7 +257,13 @@ fn html_is_self_contained_escaped_and_sortable() {
     assert!(html.contains("<table class=\"sortable\" id=\"findings\">"));
     assert!(html.contains("th.addEventListener(\"click\", sort)"));
     // One findings row per finding, plus the error case's row.
-    let body = html.split("id=\"findings\"").nth(1).unwrap().split("</table>").next().unwrap();
+    let body = html
+        .split("id=\"findings\"")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
     assert_eq!(body.matches("<tr>").count() - 1, 6);
     // Plots only for cases with findings: the transpose case has an error
     // plot and a timeline; the clean case's timeline is not drawn.
@@ -216,7 +271,7 @@ fn html_is_self_contained_escaped_and_sortable() {
     assert!(html.contains("aria-label=\"Absolute error of output y\""));
     assert!(html.contains("aria-label=\"Op timeline\""));
     assert!(html.contains("id=\"case-4\"") && html.contains("href=\"#case-4\""));
-    assert!(html.contains("1 cases passed with no findings"));
+    assert!(html.contains("1 case passed with no findings"));
 }
 
 #[test]
@@ -235,7 +290,9 @@ fn every_format_renders_identically_twice_and_ignores_input_order() {
 /// look at; does nothing otherwise.
 #[test]
 fn dump_for_inspection() {
-    let Some(dir) = std::env::var_os("VIGIL_REPORT_DUMP") else { return };
+    let Some(dir) = std::env::var_os("VIGIL_REPORT_DUMP") else {
+        return;
+    };
     let dir = std::path::PathBuf::from(dir);
     for format in Format::ALL {
         let path = dir.join(format!("report.{}", format.extension()));

@@ -471,7 +471,7 @@ fn relu<T: Num>(x: T) -> T {
 
 fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
     match kind {
-        UnKind::Neg => map1(a, out, |x: T| T::sub_w(T::zero(), x)),
+        UnKind::Neg => map1(a, out, T::neg_w),
         UnKind::Abs => map1(a, out, T::abs),
         UnKind::Relu => map1(a, out, relu::<T>),
         _ => op_err(format!(

@@ -445,19 +445,12 @@ impl Tensor {
 }
 
 fn cast_one<S: Element, D: Element>(s: S) -> D {
-    match (S::DTYPE, D::DTYPE) {
-        // i64 -> i64 etc. handled by the dtype-equal path; exact integer
-        // conversions go through Scalar to keep i64 precision.
-        (DType::I64 | DType::I32, DType::I64 | DType::I32) => D::from_scalar(Scalar::I64(int_of(s))),
-        _ => D::from_f64(s.to_f64()),
-    }
-}
-
-fn int_of<S: Element>(s: S) -> i64 {
     match s.to_scalar() {
-        Scalar::I64(v) => v,
-        Scalar::I32(v) => v as i64,
-        other => other.to_f64() as i64,
+        // Integer sources convert exactly (i64 above 2^53 included) and
+        // wrap into narrower integers, as numpy's astype does.
+        Scalar::I64(v) => D::from_i64_wrapping(v),
+        Scalar::I32(v) => D::from_i64_wrapping(v as i64),
+        _ => D::from_f64(s.to_f64()),
     }
 }
 

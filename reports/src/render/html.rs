@@ -39,9 +39,9 @@ a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
 .kinds{display:flex;flex-wrap:wrap;gap:6px;margin-top:8px}
 .chip{background:var(--bg);border:1px solid var(--line);border-radius:999px;padding:1px 10px;font-size:12.5px}
 .chip b{font-weight:600;margin-left:4px}
-table{border-collapse:collapse;width:100%;background:var(--bg);border:1px solid var(--line);border-radius:8px;
-overflow:hidden}
-th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
+table{border-collapse:collapse;width:100%;background:var(--bg)}
+.frame{border:1px solid var(--line);border-radius:8px;overflow-x:auto;background:var(--bg)}
+th,td{text-align:left;padding:6px 9px;border-bottom:1px solid var(--line);vertical-align:baseline}
 th{background:var(--soft);font-weight:600;font-size:12.5px;white-space:nowrap;user-select:none}
 tbody tr:last-child td{border-bottom:0}tbody tr:hover td{background:#f6f8fa}
 table.sortable th{cursor:pointer}table.sortable th:hover{color:var(--accent)}
@@ -49,7 +49,7 @@ table.sortable th::after{content:"\2195";color:#b1b9c1;margin-left:4px;font-size
 table.sortable th[aria-sort=ascending]::after{content:"\25B2";color:var(--accent)}
 table.sortable th[aria-sort=descending]::after{content:"\25BC";color:var(--accent)}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.msg{max-width:420px;overflow-wrap:anywhere}
+td.msg{min-width:200px;white-space:pre-line;overflow-wrap:anywhere}
 .pill{display:inline-block;border-radius:999px;padding:0 8px;font-size:12px;font-weight:600;line-height:20px}
 .pill.pass{color:var(--pass);background:var(--pass-bg)}.pill.fail,.pill.sev-error{color:var(--fail);
 background:var(--fail-bg)}.pill.error{color:var(--err);background:var(--err-bg)}
@@ -62,13 +62,14 @@ white-space:pre-wrap;overflow-wrap:anywhere}
 .finding{border-left:3px solid var(--fail);padding:4px 0 4px 12px;margin:12px 0}
 .finding.sev-warning{border-left-color:var(--warn)}
 .finding .head{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
-.finding .msg{margin:2px 0}
+.finding .msg{margin:2px 0;white-space:pre-line;overflow-wrap:anywhere}
 details>summary{cursor:pointer;color:var(--accent);font-size:12.5px}
 pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:8px 10px;overflow:auto;
 max-height:320px;margin:6px 0}
-.outputs{margin-top:14px}.outputs table{width:auto;min-width:60%}
-figure{margin:14px 0 0}figcaption{color:var(--muted);font-size:12.5px;margin-bottom:4px}
-svg.plot{display:block;max-width:100%;height:auto;background:var(--bg);border:1px solid var(--line);
+.outputs{margin-top:14px;display:inline-block;max-width:100%}
+.plots{display:flex;flex-wrap:wrap;gap:16px;margin-top:14px}
+figure{margin:0;flex:1 1 440px;min-width:0}figcaption{color:var(--muted);font-size:12.5px;margin-bottom:4px}
+svg.plot{display:block;width:100%;height:auto;background:var(--bg);border:1px solid var(--line);
 border-radius:6px;font-family:inherit}
 svg .axis{stroke:#8c959f;stroke-width:1}svg .grid{stroke:#eaeef2;stroke-width:1}
 svg .tick{fill:#57606a;font-size:11px}svg .axis-title{fill:#57606a;font-size:11.5px}
@@ -127,11 +128,15 @@ pub fn render(report: &Report) -> String {
         esc(&summary.line())
     );
 
-    let (verdict_class, verdict) = if summary.ok() { ("ok", "PASSED") } else { ("bad", "FAILED") };
-    let _ = write!(
+    let (verdict_class, verdict) = if summary.ok() {
+        ("ok", "PASSED")
+    } else {
+        ("bad", "FAILED")
+    };
+    let _ = writeln!(
         h,
         "<header><div class=\"top\"><h1>Vigil report</h1><span class=\"verdict {verdict_class}\">{verdict}</span>\
-         </div><div class=\"meta\">mode <b>{}</b> · Vigil {} · {FORMAT}</div></header>\n",
+         </div><div class=\"meta\">mode <b>{}</b> · Vigil {} · {FORMAT}</div></header>",
         esc(report.mode()),
         esc(report.vigil_version()),
     );
@@ -143,14 +148,21 @@ pub fn render(report: &Report) -> String {
         ("error", summary.errors, "errors"),
         ("warn", summary.warnings, "warnings"),
     ] {
-        let _ = write!(h, "<div class=\"card {class}\"><div class=\"n\">{n}</div><div class=\"l\">{label}</div></div>");
+        let _ = write!(
+            h,
+            "<div class=\"card {class}\"><div class=\"n\">{n}</div><div class=\"l\">{label}</div></div>"
+        );
     }
     h.push_str("</section>\n");
     let _ = writeln!(h, "<p class=\"line\">{}</p>", esc(&summary.line()));
     if !summary.findings_by_kind.is_empty() {
         h.push_str("<div class=\"kinds\">");
         for (kind, n) in &summary.findings_by_kind {
-            let _ = write!(h, "<span class=\"chip\"><code>{}</code><b>{n}</b></span>", esc(kind));
+            let _ = write!(
+                h,
+                "<span class=\"chip\"><code>{}</code><b>{n}</b></span>",
+                esc(kind)
+            );
         }
         h.push_str("</div>\n");
     }
@@ -187,17 +199,22 @@ fn findings_table(h: &mut String, report: &Report) {
         return;
     }
     h.push_str(
-        "<table class=\"sortable\" id=\"findings\"><thead><tr><th>Case</th><th>Status</th><th>Node</th>\
+        "<div class=\"frame\"><table class=\"sortable\" id=\"findings\"><thead><tr><th>Case</th><th>Status</th><th>Node</th>\
          <th>Op</th><th>Kind</th><th>Severity</th><th>Detail</th><th>Message</th></tr></thead>\n<tbody>\n",
     );
-    for (index, r) in report.cases().iter().enumerate().flat_map(|(i, c)| case_rows(c).into_iter().map(move |r| (i, r))) {
+    for (index, r) in report
+        .cases()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| case_rows(c).into_iter().map(move |r| (i, r)))
+    {
         let _ = writeln!(
             h,
             "<tr><td><a href=\"#case-{}\">{}</a></td><td data-sort=\"{}\">{}</td><td class=\"mono\">{}</td>\
              <td class=\"mono\">{}</td><td class=\"mono\">{}</td><td data-sort=\"{}\">{}</td><td>{}</td>\
              <td class=\"msg\">{}</td></tr>",
             index,
-            esc(&r.case.path),
+            path_html(&r.case.path),
             status_rank(r.case.status),
             status_pill(r.case.status),
             esc(r.node),
@@ -209,14 +226,14 @@ fn findings_table(h: &mut String, report: &Report) {
             esc(r.message),
         );
     }
-    h.push_str("</tbody></table>\n<p class=\"hint\">Click a column header to sort.</p>\n");
+    h.push_str("</tbody></table></div>\n<p class=\"hint\">Click a column header to sort.</p>\n");
 }
 
 fn case_section(h: &mut String, index: usize, case: &Case) {
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<section class=\"case\" id=\"case-{index}\"><h3>{} <span class=\"mono\">{}</span>\
-         <span class=\"sub\">{} · {}</span></h3>\n",
+         <span class=\"sub\">{} · {}</span></h3>",
         status_pill(case.status),
         esc(&case.path),
         esc(&case.name),
@@ -227,7 +244,11 @@ fn case_section(h: &mut String, index: usize, case: &Case) {
         let at = if r.node.is_empty() {
             String::new()
         } else {
-            format!(" at <code>{}</code> <span class=\"sub\">({})</span>", esc(r.node), esc(r.op))
+            format!(
+                " at <code>{}</code> <span class=\"sub\">({})</span>",
+                esc(r.node),
+                esc(r.op)
+            )
         };
         let _ = write!(
             h,
@@ -246,19 +267,28 @@ fn case_section(h: &mut String, index: usize, case: &Case) {
                 }
                 if !(d.is_null() || d.as_object().is_some_and(|m| m.is_empty())) {
                     let json = serde_json::to_string_pretty(d).unwrap_or_default();
-                    let _ = write!(h, "<details><summary>details</summary><pre>{}</pre></details>", esc(&json));
+                    let _ = write!(
+                        h,
+                        "<details><summary>details</summary><pre>{}</pre></details>",
+                        esc(&json)
+                    );
                 }
             }
         }
         h.push_str("</div>\n");
     }
     outputs_table(h, case);
+    let mut plots = String::new();
     if let Some((output, sample)) = case.first_divergent_sample() {
-        let every = if sample.step > 1 { format!(", every {}th element", sample.step) } else { String::new() };
-        let _ = write!(
-            h,
+        let every = if sample.step > 1 {
+            format!(", 1 in {} elements", sample.step)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            plots,
             "<figure><figcaption>Absolute error of output <code>{}</code> (first divergent output{every})\
-             </figcaption>{}</figure>\n",
+             </figcaption>{}</figure>",
             esc(&output.name),
             error_plot(output, sample),
         );
@@ -266,12 +296,19 @@ fn case_section(h: &mut String, index: usize, case: &Case) {
     if !case.timeline.is_empty() {
         let nodes: BTreeSet<&str> = case.findings.iter().map(|f| f.node.as_str()).collect();
         let more = case.timeline.len().saturating_sub(MAX_TIMELINE_ROWS);
-        let note = if more > 0 { format!("; {more} later ops not shown") } else { String::new() };
-        let _ = write!(
-            h,
-            "<figure><figcaption>Op timeline (red: nodes with findings{note})</figcaption>{}</figure>\n",
+        let note = if more > 0 {
+            format!("; {more} later ops not shown")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            plots,
+            "<figure><figcaption>Op timeline (red: nodes with findings{note})</figcaption>{}</figure>",
             timeline_plot(&case.timeline, &nodes),
         );
+    }
+    if !plots.is_empty() {
+        let _ = writeln!(h, "<div class=\"plots\">{plots}</div>");
     }
     h.push_str("</section>\n");
 }
@@ -281,7 +318,7 @@ fn outputs_table(h: &mut String, case: &Case) {
         return;
     }
     h.push_str(
-        "<div class=\"outputs\"><table><thead><tr><th>Output</th><th>Max abs err</th><th>Max rel err</th>\
+        "<div class=\"outputs frame\"><table><thead><tr><th>Output</th><th>Max abs err</th><th>Max rel err</th>\
          <th>Mismatched</th><th>Tolerance</th></tr></thead><tbody>",
     );
     for o in &case.outputs {
@@ -293,7 +330,11 @@ fn outputs_table(h: &mut String, case: &Case) {
                 r.map_or("–".into(), fmt_num)
             ),
         };
-        let class = if o.diverged() { " style=\"color:var(--fail);font-weight:600\"" } else { "" };
+        let class = if o.diverged() {
+            " style=\"color:var(--fail);font-weight:600\""
+        } else {
+            ""
+        };
         let _ = write!(
             h,
             "<tr><td class=\"mono\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
@@ -310,22 +351,29 @@ fn outputs_table(h: &mut String, case: &Case) {
 }
 
 fn passed_table(h: &mut String, report: &Report) {
-    let passed: Vec<&Case> =
-        report.cases().iter().filter(|c| c.status == Status::Pass && c.findings.is_empty()).collect();
+    let passed: Vec<&Case> = report
+        .cases()
+        .iter()
+        .filter(|c| c.status == Status::Pass && c.findings.is_empty())
+        .collect();
     if passed.is_empty() {
         return;
     }
     let _ = write!(
         h,
-        "<h2>Passed cases</h2>\n<details><summary>{} cases passed with no findings</summary>\
-         <table class=\"sortable\"><thead><tr><th>Case</th><th>Name</th><th>Duration</th><th>Outputs</th>\
+        "<h2>Passed cases</h2>\n<details><summary>{} passed with no findings</summary>\
+         <div class=\"frame\"><table class=\"sortable\"><thead><tr><th>Case</th><th>Name</th><th>Duration</th><th>Outputs</th>\
          <th>Max abs err</th></tr></thead><tbody>\n",
-        passed.len()
+        plural(passed.len(), "case")
     );
     for c in passed {
-        let worst = c.outputs.iter().map(|o| o.max_abs_err).fold(None, |m: Option<f64>, x| {
-            Some(m.map_or(x, |m| if x.is_nan() || x > m { x } else { m }))
-        });
+        let worst = c
+            .outputs
+            .iter()
+            .map(|o| o.max_abs_err)
+            .fold(None, |m: Option<f64>, x| {
+                Some(m.map_or(x, |m| if x.is_nan() || x > m { x } else { m }))
+            });
         let _ = writeln!(
             h,
             "<tr><td class=\"mono\">{}</td><td>{}</td><td class=\"num\" data-sort=\"{}\">{}</td>\
@@ -338,7 +386,22 @@ fn passed_table(h: &mut String, report: &Report) {
             worst.map_or("–".into(), fmt_num),
         );
     }
-    h.push_str("</tbody></table></details>\n");
+    h.push_str("</tbody></table></div></details>\n");
+}
+
+/// An escaped path that may wrap after each `/`, so long paths do not
+/// widen the table.
+fn path_html(path: &str) -> String {
+    path.split('/').map(esc).collect::<Vec<_>>().join("/<wbr>")
+}
+
+/// `1 case`, `3 cases`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 fn status_pill(s: Status) -> String {

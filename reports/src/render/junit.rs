@@ -60,13 +60,17 @@ fn test_case(case: &Case) -> TestCase {
             if errors.is_empty() {
                 s.set_description(msg);
             } else {
-                s.set_description(format!("{msg}\n\nfindings before the error:\n{}", describe(&errors)));
+                s.set_description(format!(
+                    "{msg}\n\nfindings before the error:\n{}",
+                    describe(&errors)
+                ));
             }
             s
         }
     };
     let mut tc = TestCase::new(case.name.as_str(), status);
-    tc.set_classname(case.suite()).set_time(Duration::from_millis(case.duration_ms));
+    tc.set_classname(case.suite())
+        .set_time(Duration::from_millis(case.duration_ms));
     let warnings: Vec<&Finding> = case.warnings().collect();
     if !warnings.is_empty() {
         tc.set_system_out(describe(&warnings));
@@ -93,7 +97,10 @@ fn describe(findings: &[&Finding]) -> String {
 
 /// A minimal well-formed report carrying the serializer's error.
 fn fallback(message: &str) -> String {
-    let msg = message.replace('&', "&amp;").replace('<', "&lt;").replace('"', "&quot;");
+    let msg = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('"', "&quot;");
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"vigil\" tests=\"1\" errors=\"1\">\
          <testsuite name=\"vigil\" tests=\"1\" errors=\"1\"><testcase name=\"junit\">\

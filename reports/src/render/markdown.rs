@@ -32,13 +32,19 @@ pub fn render(report: &Report) -> String {
     }
     let _ = writeln!(out, " · Vigil {}\n", md_text(report.vigil_version()));
     if !summary.findings_by_kind.is_empty() {
-        let kinds: Vec<String> =
-            summary.findings_by_kind.iter().map(|(k, n)| format!("{} × {n}", code(k))).collect();
+        let kinds: Vec<String> = summary
+            .findings_by_kind
+            .iter()
+            .map(|(k, n)| format!("{} × {n}", code(k)))
+            .collect();
         let _ = writeln!(out, "Findings by kind: {}\n", kinds.join(", "));
     }
 
-    let shown: Vec<&Case> =
-        report.cases().iter().filter(|c| c.status != Status::Pass || !c.findings.is_empty()).collect();
+    let shown: Vec<&Case> = report
+        .cases()
+        .iter()
+        .filter(|c| c.status != Status::Pass || !c.findings.is_empty())
+        .collect();
     let rows: Vec<Row> = shown.iter().flat_map(|c| case_rows(c)).collect();
     if rows.is_empty() {
         return out;
@@ -60,13 +66,21 @@ pub fn render(report: &Report) -> String {
         );
     }
     if rows.len() > MAX_ROWS {
-        let _ = writeln!(out, "\n_{} more rows not shown; see the full report._", rows.len() - MAX_ROWS);
+        let _ = writeln!(
+            out,
+            "\n_{} more rows not shown; see the full report._",
+            rows.len() - MAX_ROWS
+        );
     }
     out.push('\n');
 
     for (i, case) in shown.iter().enumerate() {
         if out.len() > BUDGET_CHARS {
-            let _ = writeln!(out, "_Details of {} more cases not shown; see the full report._", shown.len() - i);
+            let _ = writeln!(
+                out,
+                "_Details of {} more cases not shown; see the full report._",
+                shown.len() - i
+            );
             break;
         }
         case_details(&mut out, case);
@@ -95,12 +109,21 @@ fn case_details(out: &mut String, case: &Case) {
         } else {
             format!(" at {} ({})", code(&f.node), code(&f.op))
         };
-        let _ = writeln!(out, "- **{}** {}{at}: {}", f.severity, code(&f.kind), md_text(&f.message));
+        let _ = writeln!(
+            out,
+            "- **{}** {}{at}: {}",
+            f.severity,
+            code(&f.kind),
+            md_text(&f.message)
+        );
         let has_details = !(f.details.is_null() || f.details.as_object().is_some_and(|m| m.is_empty()));
         if has_details {
             let mut json = serde_json::to_string_pretty(&f.details).unwrap_or_default();
             if json.len() > MAX_DETAILS_CHARS {
-                let cut = (0..=MAX_DETAILS_CHARS).rev().find(|&i| json.is_char_boundary(i)).unwrap_or(0);
+                let cut = (0..=MAX_DETAILS_CHARS)
+                    .rev()
+                    .find(|&i| json.is_char_boundary(i))
+                    .unwrap_or(0);
                 json.truncate(cut);
                 json.push_str("\n… (truncated)");
             }
@@ -167,7 +190,10 @@ fn code(s: &str) -> String {
 /// Text inside raw HTML (the `<summary>` line), where Markdown escapes do
 /// not apply.
 fn html_text(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace(['\n', '\r'], " ")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace(['\n', '\r'], " ")
 }
 
 /// A fenced code block whose fence is longer than any backtick run inside.

@@ -28,7 +28,13 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 5] = [Format::Table, Format::Json, Format::Markdown, Format::Html, Format::Junit];
+    pub const ALL: [Format; 5] = [
+        Format::Table,
+        Format::Json,
+        Format::Markdown,
+        Format::Html,
+        Format::Junit,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -71,7 +77,10 @@ impl FromStr for Format {
         match s {
             "md" => Ok(Format::Markdown),
             "xml" => Ok(Format::Junit),
-            _ => Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| UnknownFormat(s.to_string())),
+            _ => Format::ALL
+                .into_iter()
+                .find(|f| f.name() == s)
+                .ok_or_else(|| UnknownFormat(s.to_string())),
         }
     }
 }
@@ -165,6 +174,9 @@ pub(crate) fn key_detail(f: &Finding) -> String {
             Some(total) => parts.push(format!("{n}/{total} mismatched")),
             None => parts.push(format!("{n} mismatched")),
         }
+    }
+    if let Some(i) = d["first_index"].as_u64() {
+        parts.push(format!("first at index {i}"));
     }
     for part in ["view", "outside"] {
         let before = d[format!("{part}_hash_before")].as_str();
@@ -281,16 +293,24 @@ mod tests {
 
     #[test]
     fn key_detail_picks_index_errors_and_hashes() {
-        let f = Finding::error("destroyed_input", "m").with_input(1).with_details(json!({
-            "view_hash_before": "0123456789abcdef", "view_hash_after": "fedcba9876543210",
-        }));
+        let f = Finding::error("destroyed_input", "m")
+            .with_input(1)
+            .with_details(json!({
+                "view_hash_before": "0123456789abcdef", "view_hash_after": "fedcba9876543210",
+            }));
         assert_eq!(key_detail(&f), "input 1, view hash 01234567→fedcba98");
         let f = Finding::error("output_mismatch", "m")
             .with_output(0)
             .with_details(json!({"max_abs_err": 0.5, "max_rel_err": "inf", "mismatched": 3, "elements": 8}));
-        assert_eq!(key_detail(&f), "output 0, max abs err 0.5, max rel err inf, 3/8 mismatched");
+        assert_eq!(
+            key_detail(&f),
+            "output 0, max abs err 0.5, max rel err inf, 3/8 mismatched"
+        );
         let f = Finding::error("destroyed_input", "m").with_details(json!({"view": {"changed": 2}}));
         assert_eq!(key_detail(&f), "view: 2 changed");
-        assert_eq!(key_detail(&Finding::error("x", "m").with_details(Value::Null)), "");
+        assert_eq!(
+            key_detail(&Finding::error("x", "m").with_details(Value::Null)),
+            ""
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::{esc, fmt_num};
 use crate::{ErrorSample, OutputComparison, TimelineEntry};
 
-const WIDTH: f64 = 640.0;
+const WIDTH: f64 = 540.0;
 const LEFT: f64 = 64.0;
 const RIGHT: f64 = 16.0;
 const TOP: f64 = 12.0;
@@ -25,23 +25,35 @@ pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> Str
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let values = &sample.abs_err;
-    let finite_max = values.iter().copied().filter(|x| x.is_finite()).fold(0.0_f64, f64::max);
+    let finite_max = values
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .fold(0.0_f64, f64::max);
     let atol = output.atol.filter(|a| a.is_finite() && *a >= 0.0);
-    let mut y_max = finite_max.max(atol.unwrap_or(0.0) * 1.25);
-    if y_max <= 0.0 {
-        y_max = 1.0;
-    }
+    let (step, ticks) = nice_axis(finite_max.max(atol.unwrap_or(0.0) * 1.25));
+    let y_max = step * ticks as f64;
     let y_of = |v: f64| TOP + plot_h - (v / y_max).clamp(0.0, 1.0) * plot_h;
 
     let mut s = svg_open(HEIGHT, &format!("Absolute error of output {}", output.name));
     axes(&mut s, plot_w, plot_h);
-    for k in 0..=4 {
-        let v = y_max * f64::from(k) / 4.0;
+    for k in 0..=ticks {
+        let v = step * k as f64;
         let y = y_of(v);
         if k > 0 {
-            let _ = write!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="grid"/>"##, LEFT + plot_w);
+            let _ = write!(
+                s,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="grid"/>"##,
+                LEFT + plot_w
+            );
         }
-        let _ = write!(s, r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"##, LEFT - 6.0, y + 4.0, fmt_num(v));
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"##,
+            LEFT - 6.0,
+            y + 4.0,
+            fmt_num(v)
+        );
     }
 
     let n = values.len().max(1);
@@ -88,7 +100,7 @@ pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> Str
     }
     x_ticks(&mut s, &ticks, plot_w, plot_h);
     let title = if sample.step > 1 {
-        format!("flat element index (every {}th element)", sample.step)
+        format!("flat element index (1 in {} elements shown)", sample.step)
     } else {
         "flat element index".to_string()
     };
@@ -106,17 +118,32 @@ pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>
     let height = TOP + ROW * shown.len() as f64 + BOTTOM;
     let plot_w = WIDTH - LABEL_W - RIGHT;
     let plot_h = ROW * shown.len() as f64;
-    let end = shown.iter().map(|e| e.start_us.saturating_add(e.dur_us)).max().unwrap_or(0).max(1);
-    let x_of = |us: u64| LABEL_W + us as f64 / end as f64 * plot_w;
+    let last = shown
+        .iter()
+        .map(|e| e.start_us.saturating_add(e.dur_us))
+        .max()
+        .unwrap_or(0);
+    let (step, ticks) = nice_axis(last as f64);
+    let step = step.max(1.0);
+    let end = step * ticks as f64;
+    let x_of = |us: u64| LABEL_W + us as f64 / end * plot_w;
 
     let mut s = svg_open(height, "Op timeline");
-    for k in 1..=4 {
-        let x = LABEL_W + plot_w * f64::from(k) / 4.0;
-        let _ = write!(s, r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" class="grid"/>"##, TOP + plot_h);
+    for k in 1..=ticks {
+        let x = LABEL_W + plot_w * k as f64 / ticks as f64;
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" class="grid"/>"##,
+            TOP + plot_h
+        );
     }
     for (i, e) in shown.iter().enumerate() {
         let y = TOP + ROW * i as f64;
-        let class = if flagged.contains(e.node.as_str()) { "span bad" } else { "span" };
+        let class = if flagged.contains(e.node.as_str()) {
+            "span bad"
+        } else {
+            "span"
+        };
         let x = x_of(e.start_us);
         let w = (x_of(e.start_us.saturating_add(e.dur_us)) - x).max(1.5);
         let label = truncate(&format!("{} · {}", e.node, e.op), 26);
@@ -142,19 +169,18 @@ pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>
         TOP + plot_h,
         TOP + plot_h,
     );
-    for k in 0..=4 {
-        let us = end as f64 * f64::from(k) / 4.0;
+    for k in 0..=ticks {
         let anchor = match k {
             0 => "start",
-            4 => "end",
+            k if k == ticks => "end",
             _ => "middle",
         };
         let _ = write!(
             s,
             r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{}</text>"##,
-            LABEL_W + plot_w * f64::from(k) / 4.0,
+            LABEL_W + plot_w * k as f64 / ticks as f64,
             TOP + plot_h + 16.0,
-            fmt_us(us.round() as u64),
+            fmt_us((step * k as f64).round() as u64),
         );
     }
     let _ = write!(
@@ -216,6 +242,23 @@ fn axis_titles(s: &mut String, x_title: &str, y_title: &str, plot_w: f64, height
     );
 }
 
+/// A tick step of 1, 2, 2.5 or 5 times a power of ten and the number of
+/// steps (3 to 5) that covers `max`, so axis labels are round numbers.
+fn nice_axis(max: f64) -> (f64, u32) {
+    if !(max.is_finite() && max > 0.0) {
+        return (0.25, 4);
+    }
+    let raw = max / 4.0;
+    let pow = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * pow)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * pow);
+    let ticks = (max / step).ceil().max(1.0) as u32;
+    (step, ticks)
+}
+
 /// `850 µs`, `12.3 ms`, `1.50 s`.
 fn fmt_us(us: u64) -> String {
     if us < 1_000 {
@@ -246,7 +289,11 @@ mod tests {
     fn error_plot_draws_one_bar_per_value_and_the_tolerance() {
         let mut o = OutputComparison::new("y<1>", 4);
         o.atol = Some(0.1);
-        let sample = ErrorSample { start: 0, step: 1, abs_err: vec![0.0, 0.5, f64::NAN, 0.05] };
+        let sample = ErrorSample {
+            start: 0,
+            step: 1,
+            abs_err: vec![0.0, 0.5, f64::NAN, 0.05],
+        };
         let svg = error_plot(&o, &sample);
         assert_eq!(svg.matches("<rect").count(), 4);
         assert_eq!(svg.matches("bar bad").count(), 1);
@@ -258,13 +305,28 @@ mod tests {
     #[test]
     fn timeline_escapes_names_and_caps_rows() {
         let tl: Vec<TimelineEntry> = (0..50)
-            .map(|i| TimelineEntry { node: format!("n<{i}>"), op: "add".into(), start_us: i * 10, dur_us: 8 })
+            .map(|i| TimelineEntry {
+                node: format!("n<{i}>"),
+                op: "add".into(),
+                start_us: i * 10,
+                dur_us: 8,
+            })
             .collect();
         let flagged: BTreeSet<&str> = ["n<3>"].into_iter().collect();
         let svg = timeline_plot(&tl, &flagged);
         assert_eq!(svg.matches("<rect").count(), MAX_TIMELINE_ROWS);
         assert_eq!(svg.matches("span bad").count(), 1);
         assert!(svg.contains("n&lt;3&gt;") && !svg.contains("n<3>"));
+    }
+
+    #[test]
+    fn axes_use_round_steps() {
+        assert_eq!(nice_axis(0.75), (0.2, 4));
+        assert_eq!(nice_axis(397.0), (100.0, 4));
+        assert_eq!(nice_axis(1.0), (0.25, 4));
+        assert_eq!(nice_axis(0.0), (0.25, 4));
+        let (step, ticks) = nice_axis(3.3e-6);
+        assert!(step * f64::from(ticks) >= 3.3e-6 && ticks <= 5);
     }
 
     #[test]

@@ -21,13 +21,21 @@ pub fn render(report: &Report, color: bool) -> String {
         out.push_str("no findings\n");
     } else {
         let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+        t.load_preset(UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic);
         if color {
             t.enforce_styling();
         } else {
             t.force_no_tty().set_width(FILE_WIDTH);
         }
-        t.set_header(vec!["case", "node", "op", "kind", "severity", "message and key detail"]);
+        t.set_header(vec![
+            "case",
+            "node",
+            "op",
+            "kind",
+            "severity",
+            "message and key detail",
+        ]);
         // Paths, names and kinds are what people search for: never wrap
         // them; the prose column takes the wrapping instead.
         let constraints = [
@@ -50,8 +58,11 @@ pub fn render(report: &Report, color: bool) -> String {
                 (true, Severity::Error) => severity.fg(Color::Red),
                 (true, Severity::Warning) => severity.fg(Color::Yellow),
             };
-            let text =
-                if r.detail.is_empty() { r.message.to_string() } else { format!("{}\n[{}]", r.message, r.detail) };
+            let text = if r.detail.is_empty() {
+                r.message.to_string()
+            } else {
+                format!("{}\n[{}]", r.message, r.detail)
+            };
             t.add_row(vec![
                 Cell::new(&r.case.path),
                 Cell::new(r.node),

@@ -17,7 +17,12 @@ pub fn timeline(nodes: &[(&str, &str)]) -> Vec<TimelineEntry> {
         .enumerate()
         .map(|(i, (node, op))| {
             let dur = 40 + (i as u64 * 37) % 120;
-            let e = TimelineEntry { node: node.to_string(), op: op.to_string(), start_us: start, dur_us: dur };
+            let e = TimelineEntry {
+                node: node.to_string(),
+                op: op.to_string(),
+                start_us: start,
+                dur_us: dur,
+            };
             start += dur + 5;
             e
         })
@@ -32,7 +37,13 @@ pub fn cases() -> Vec<Case> {
     y.atol = Some(1e-5);
     y.rtol = Some(1e-4);
     let errors: Vec<f64> = (0..4096)
-        .map(|i| if (1024..1120).contains(&i) { 0.25 + 0.5 * ((i - 1024) as f64 / 96.0) } else { 1e-7 })
+        .map(|i| {
+            if (1024..1120).contains(&i) {
+                0.25 + 0.5 * ((i - 1024) as f64 / 96.0)
+            } else {
+                1e-7
+            }
+        })
         .collect();
     y.sample = Some(ErrorSample::from_errors(&errors));
     let mut z = OutputComparison::new("z", 4096);
@@ -55,18 +66,31 @@ pub fn cases() -> Vec<Case> {
             })),
         )
         .with_finding(
-            Finding::warning("declared_view_not_aliased", "output 0 is declared a view of input 0 but is a copy")
-                .at("r", "reshape")
-                .with_output(0),
+            Finding::warning(
+                "declared_view_not_aliased",
+                "output 0 is declared a view of input 0 but is a copy",
+            )
+            .at("r", "reshape")
+            .with_output(0),
         )
         .with_finding(
-            Finding::error("output_mismatch", "output 'y' differs from expected in 96 of 4096 elements")
-                .with_output(0)
-                .with_details(json!({"max_abs_err": 0.75, "max_rel_err": 1.5, "mismatched": 96, "elements": 4096})),
+            Finding::error(
+                "output_mismatch",
+                "output 'y' differs from expected in 96 of 4096 elements",
+            )
+            .with_output(0)
+            .with_details(
+                json!({"max_abs_err": 0.75, "max_rel_err": 1.5, "mismatched": 96, "elements": 4096}),
+            ),
         )
         .with_output(y)
         .with_output(z)
-        .with_timeline(timeline(&[("x", "input"), ("t1", "transpose_inplace"), ("r", "reshape"), ("y", "add")]));
+        .with_timeline(timeline(&[
+            ("x", "input"),
+            ("t1", "transpose_inplace"),
+            ("r", "reshape"),
+            ("y", "add"),
+        ]));
 
     let log = Case::new("log_zero", "suites/numerics/log_zero")
         .with_duration_ms(7)
@@ -86,11 +110,16 @@ pub fn cases() -> Vec<Case> {
         .with_output(OutputComparison::new("out", 16))
         .with_timeline(timeline(&[("a", "slice"), ("b", "slice"), ("c", "add")]));
 
-    let warn = Case::new("relu_declared", "suites/views/relu_declared").with_duration_ms(2).with_finding(
-        Finding::warning("declared_destroy_unused", "the op declares it destroys input 0 ('h') but never wrote it")
+    let warn = Case::new("relu_declared", "suites/views/relu_declared")
+        .with_duration_ms(2)
+        .with_finding(
+            Finding::warning(
+                "declared_destroy_unused",
+                "the op declares it destroys input 0 ('h') but never wrote it",
+            )
             .at("r", "relu_inplace")
             .with_input(0),
-    );
+        );
     vec![transpose, log, bad, ok, warn]
 }
 
