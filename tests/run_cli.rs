@@ -246,21 +246,77 @@ fn selftest_passes_and_lists_every_case() {
 #[test]
 fn broken_suite_is_skipped_by_default_and_caught_when_named() {
     let all = json_of(&vigil(&["run", "suites", "--format", "json", "-q"]));
-    let paths: Vec<&str> = all["cases"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
-    assert!(paths.iter().all(|p| !p.contains("broken")), "suites/broken must be skipped");
+    let paths: Vec<&str> = all["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths.iter().all(|p| !p.contains("broken")),
+        "suites/broken must be skipped"
+    );
 
-    let o = vigil(&["run", "suites/broken", "--format", "json", "-q", "--fail-on", "warning"]);
+    let o = vigil(&[
+        "run",
+        "suites/broken",
+        "--format",
+        "json",
+        "-q",
+        "--fail-on",
+        "warning",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let r = json_of(&o);
     let cases = r["cases"].as_array().unwrap();
     assert!(cases.len() >= 16);
     for c in cases {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(c["path"].as_str().unwrap());
-        let expect: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("expect.json")).unwrap()).unwrap();
-        let found: Vec<&str> = c["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+        let expect: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("expect.json")).unwrap()).unwrap();
+        let found: Vec<&str> = c["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap())
+            .collect();
         match expect["finding"].as_str() {
             Some(k) => assert_eq!(found, vec![k], "{}", c["path"]),
             None => assert!(found.is_empty(), "{}: {found:?}", c["path"]),
         }
     }
+}
+
+#[test]
+fn recordings_compare_and_name_the_first_divergent_variable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = |p: &str| tmp.path().join(p).to_str().unwrap().to_string();
+    let case = "suites/views/add_two_views";
+    for (rec, extra) in [("a", None), ("b", Some("--no-inplace"))] {
+        let (out, rec) = (t("out"), t(rec));
+        let mut args = vec!["exec", case, "--out", &out, "--record", &rec];
+        args.extend(extra);
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = vigil(&["compare", &t("a"), &t("b"), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json_of(&o)["first_divergent"], Value::Null);
+    // Perturb the second recorded activation of B.
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("b/index.json")).unwrap()).unwrap();
+    let entry = &index["entries"][1];
+    let file = tmp.path().join("b").join(entry["file"].as_str().unwrap());
+    let v = vigil::engine::Tensor::read_npy(&file).unwrap();
+    let bumped = v.cast(vigil::engine::DType::F64).unwrap();
+    bumped
+        .set_at(&vec![0; v.ndim()], vigil::engine::Scalar::F64(1e9))
+        .unwrap();
+    bumped.cast(v.dtype()).unwrap().write_npy(&file).unwrap();
+    let o = vigil(&["compare", &t("a"), &t("b"), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json_of(&o)["first_divergent"], entry["var"]);
+    let o = vigil(&["compare", &t("a"), &t("nope")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("index.json"), "{}", stderr(&o));
 }

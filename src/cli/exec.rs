@@ -9,7 +9,8 @@ use clap::Args;
 use serde::Serialize;
 use vigil::case::{load_feeds, load_graph, CasePaths};
 use vigil_engine::graph::VarKind;
-use vigil_engine::{DType, Executor, Tensor};
+use vigil_engine::{DType, Executor, RunOptions, Tensor};
+use vigil_listeners::{ListenerSet, ProfilingListener, RecordingListener, TracingListener};
 
 use super::output::OutputDir;
 
@@ -29,6 +30,13 @@ pub struct ExecArgs {
     /// Run the graph as written, without the in-place pass.
     #[arg(long)]
     no_inplace: bool,
+    /// Record every activation to DIR/<step>_<var>.npy plus index.json
+    /// (compare two recordings with `vigil compare`).
+    #[arg(long, value_name = "DIR")]
+    record: Option<PathBuf>,
+    /// Write a Chrome trace-event file of op timings (opens in Perfetto).
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
 }
 
 fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
@@ -71,9 +79,26 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
             .graph
     };
     let exec = Executor::new(&graph).with_context(|| case.graph.display().to_string())?;
+    let mut set = ListenerSet::new().with_listener(TracingListener::new());
+    if a.profile.is_some() {
+        set.push_listener(ProfilingListener::new());
+    }
+    if let Some(dir) = &a.record {
+        let r = RecordingListener::new(dir).with_context(|| format!("--record {}", dir.display()))?;
+        set.push_listener(r);
+    }
     let out = exec
-        .run(&feeds)
+        .run_with(&feeds, &mut set, &RunOptions::default())
         .with_context(|| case.graph.display().to_string())?;
+    if let Some(r) = set.get::<RecordingListener>() {
+        if let Some(e) = r.error() {
+            bail!("--record {}: {e}", r.dir().display());
+        }
+    }
+    if let (Some(path), Some(p)) = (&a.profile, set.get::<ProfilingListener>()) {
+        let json = serde_json::to_vec(&p.chrome_trace())?;
+        vigil_reports::write_atomic(path, &json).with_context(|| format!("--profile {}", path.display()))?;
+    }
 
     // Which source variable's buffer each output shares.
     let mut sources: HashMap<u64, String> = HashMap::new();
