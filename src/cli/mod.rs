@@ -22,6 +22,44 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log format on stderr: text, or json (one JSON object per line).
+    /// The filter comes from RUST_LOG (default: warn).
+    #[arg(long, global = true, value_name = "text|json", default_value = "text")]
+    log_format: LogFormat,
+    /// Refuse any single allocation larger than this many bytes (suffixes
+    /// K, M, G; default: half of physical memory).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    max_alloc: Option<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(format!("'{s}' has an unknown unit (use K, M, G or T)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a byte count"))?;
+    n.checked_mul(mult)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("'{s}' is out of range"))
 }
 
 #[derive(Subcommand)]
@@ -52,7 +90,6 @@ pub fn quiet_panics(on: bool) {
 pub const EXIT_BAD_INPUT: u8 = 2;
 
 pub fn main() -> ExitCode {
-    init_tracing();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {
@@ -76,6 +113,10 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    init_tracing(cli.log_format);
+    if let Some(b) = cli.max_alloc {
+        vigil_engine::tensor::limit::set_alloc_limit(b);
+    }
     // A panic is a bug in Vigil or in an op; report it in one line rather
     // than with a backtrace.
     std::panic::set_hook(Box::new(|info| {
@@ -112,11 +153,14 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }
