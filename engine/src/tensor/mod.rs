@@ -67,6 +67,11 @@ impl NdPlan {
             } else {
                 plan.dims.push(d);
             }
+            // A length-1 axis's stride never matters (and may be huge).
+            if d <= 1 {
+                plan.strides.push(0);
+                continue;
+            }
             if s < 0 {
                 plan.flip.push(ax);
             }
