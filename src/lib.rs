@@ -30,3 +30,8 @@ pub fn json_num(x: f64) -> serde_json::Value {
         serde_json::json!(x.to_string())
     }
 }
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
