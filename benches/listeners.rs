@@ -18,7 +18,9 @@ fn hashing(c: &mut Criterion) {
     let mut g = c.benchmark_group("hash");
     g.throughput(Throughput::Bytes(x.nbytes() as u64));
     g.sample_size(20);
-    g.bench_function("xxh3_contiguous_64mib", |b| b.iter(|| black_box(view_hash(&x).unwrap())));
+    g.bench_function("xxh3_contiguous_64mib", |b| {
+        b.iter(|| black_box(view_hash(&x).unwrap()))
+    });
     g.finish();
 }
 
@@ -27,7 +29,9 @@ fn randn(shape: &[usize], seed: u64) -> Tensor {
     let mut s = seed;
     let v = (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
         })
         .collect();
@@ -52,7 +56,10 @@ fn mlp() -> (Graph, HashMap<String, Tensor>) {
     let loss = h.op("cross_entropy", &[&labels], Attrs::new()).unwrap();
     let graph = g.build(&[&loss]).unwrap();
     let labels_t = Tensor::from_vec(&[256], (0..256).map(|i| (i % 10) as i64).collect()).unwrap();
-    let feeds = HashMap::from([("x".to_string(), randn(&[256, 784], 99)), ("labels".to_string(), labels_t)]);
+    let feeds = HashMap::from([
+        ("x".to_string(), randn(&[256, 784], 99)),
+        ("labels".to_string(), labels_t),
+    ]);
     (graph, feeds)
 }
 
@@ -75,7 +82,9 @@ fn overhead(c: &mut Criterion) {
         let opts = RunOptions::default();
         let mut g = c.benchmark_group(format!("noninplace/{name}"));
         g.sample_size(20);
-        g.bench_function("plain", |b| b.iter(|| black_box(exec.run_with(&feeds, &mut NoListener, &opts).unwrap())));
+        g.bench_function("plain", |b| {
+            b.iter(|| black_box(exec.run_with(&feeds, &mut NoListener, &opts).unwrap()))
+        });
         g.bench_function("hash", |b| {
             let mut l = NonInplaceValidationListener::new();
             b.iter(|| black_box(exec.run_with(&feeds, &mut l, &opts).unwrap()))

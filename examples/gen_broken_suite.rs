@@ -29,7 +29,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             feeds[name].write_npy(dir.join("inputs").join(format!("{name}.npy")))?;
         }
         let expected = case.expected.map(|k| k.name());
-        std::fs::write(dir.join("expect.json"), serde_json::json!({ "finding": expected }).to_string() + "\n")?;
+        std::fs::write(
+            dir.join("expect.json"),
+            serde_json::json!({ "finding": expected }).to_string() + "\n",
+        )?;
         lines.push(format!("- `{}`: {}", case.name, expected.unwrap_or("no finding")));
     }
     std::fs::write(out.join("README.md"), lines.join("\n") + "\n")?;

@@ -194,7 +194,9 @@ fn compare_outputs(
                 cmp.max_rel_err = cmp
                     .max_rel_err
                     .max(if y != 0.0 { d / y.abs() } else { f64::INFINITY });
-                if !(d <= atol + rtol * y.abs()) {
+                // Non-finite values match only themselves (checked above).
+                let bad = !x.is_finite() || !y.is_finite() || d > atol + rtol * y.abs();
+                if bad {
                     cmp.mismatched += 1;
                     first_bad.get_or_insert((i, x, y));
                 }

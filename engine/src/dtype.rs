@@ -140,7 +140,13 @@ element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32, |v: i64| v as f32);
 element!(f64, F64, |x: f64| x, |v: f64| v, |v: i64| v as f64);
 element!(i64, I64, |x: i64| x as f64, |v: f64| v as i64, |v: i64| v);
 element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32, |v: i64| v as i32);
-element!(bool, Bool, |x: bool| if x { 1.0 } else { 0.0 }, |v: f64| v != 0.0, |v: i64| v != 0);
+element!(
+    bool,
+    Bool,
+    |x: bool| if x { 1.0 } else { 0.0 },
+    |v: f64| v != 0.0,
+    |v: i64| v != 0
+);
 
 /// Numeric elements: everything but bool.
 pub trait Num:

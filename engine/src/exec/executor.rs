@@ -307,10 +307,8 @@ impl<'g> Executor<'g> {
                 .inputs
                 .iter()
                 .chain(&node.outputs)
-                .filter(|&&v| !keep[v] && self.last_use[v].is_none_or(|p| p == pos))
-                .copied()
-                .collect::<Vec<_>>();
-            for v in dead {
+                .filter(|&&v| !keep[v] && self.last_use[v].is_none_or(|p| p == pos));
+            for &v in dead {
                 if let Some((buffer, bytes)) = live.drop_var(v) {
                     if opts.record_frees {
                         stats.frees.push(FreeEvent {

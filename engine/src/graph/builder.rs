@@ -12,7 +12,7 @@
 //! ```
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::dtype::DType;
@@ -27,6 +27,7 @@ struct State {
     sources: Vec<VarSpec>,
     nodes: Vec<NodeSpec>,
     types: HashMap<String, TypeInfo>,
+    node_names: HashSet<String>,
     counter: usize,
 }
 
@@ -63,6 +64,7 @@ impl GraphBuilder {
                 sources: Vec::new(),
                 nodes: Vec::new(),
                 types: HashMap::new(),
+                node_names: HashSet::new(),
                 counter: 0,
             })),
         }
@@ -101,11 +103,7 @@ impl GraphBuilder {
     }
 
     pub fn constant(&self, name: &str, value: Tensor) -> Sym {
-        self.source(
-            name,
-            TypeInfo::known(value.dtype(), value.shape()),
-            VarKind::Constant(value),
-        )
+        self.source(name, TypeInfo::of_constant(&value), VarKind::Constant(value))
     }
 
     pub fn parameter(&self, name: &str, value: Tensor) -> Sym {
@@ -127,7 +125,7 @@ impl GraphBuilder {
         loop {
             s.counter += 1;
             let n = format!("{prefix}_{}", s.counter);
-            if !s.types.contains_key(&n) && !s.nodes.iter().any(|x| x.name == n) {
+            if !s.types.contains_key(&n) && !s.node_names.contains(&n) {
                 return n;
             }
         }
@@ -170,6 +168,7 @@ impl GraphBuilder {
         for (o, t) in outputs.iter().zip(out_tys) {
             s.types.insert(o.clone(), t);
         }
+        s.node_names.insert(node.to_string());
         s.nodes.push(NodeSpec {
             name: node.to_string(),
             op,

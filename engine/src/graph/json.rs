@@ -141,7 +141,7 @@ impl ValueDecl {
                 )));
             }
         }
-        Ok((TypeInfo::known(t.dtype(), t.shape()), t))
+        Ok((TypeInfo::of_constant(&t), t))
     }
 
     /// A declaration with the value inline.
@@ -201,7 +201,11 @@ impl GraphFile {
         }
         for (decls, param) in [(&self.constants, false), (&self.parameters, true)] {
             for c in decls {
-                let (ty, t) = c.load(base)?;
+                let (mut ty, t) = c.load(base)?;
+                if param {
+                    // Parameters change at run time: no constant value.
+                    ty.value = None;
+                }
                 let kind = if param {
                     VarKind::Parameter(t)
                 } else {

@@ -178,6 +178,16 @@ impl Pass<'_> {
             .collect();
         fits(&g.var(var).ty, out_ty, &others).map_err(|message| Refusal::Type { message })?;
 
+        if let Some(n) = self.read_only_view(var) {
+            return Err(Refusal::Type {
+                message: format!(
+                    "'{}' is a read-only view (from '{}' of node '{}')",
+                    name(var),
+                    g.node(n).op.name(),
+                    g.node(n).name
+                ),
+            });
+        }
         let root = self.dh.root(var);
         let rule = |rule: Rule, message: String| Refusal::Rule { rule, message };
         // a. protected
@@ -245,6 +255,22 @@ impl Pass<'_> {
             }
         }
         Ok((slot, before))
+    }
+}
+
+impl Pass<'_> {
+    /// The node whose view makes `v` unwritable (a broadcast somewhere on
+    /// the view chain from `v` to its root), if any.
+    fn read_only_view(&self, mut v: VarId) -> Option<NodeId> {
+        while let Some((n, k)) = self.g.producer(v) {
+            let op = &self.g.node(n).op;
+            let &(_, i) = op.view_map().iter().find(|&&(o, _)| o == k)?;
+            if !op.writable_views() {
+                return Some(n);
+            }
+            v = self.g.node(n).inputs[i];
+        }
+        None
     }
 }
 

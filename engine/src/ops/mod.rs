@@ -133,6 +133,12 @@ pub trait Op: Send + Sync {
         ViewKind::Must
     }
 
+    /// False when this op's view outputs cannot be written (a broadcast
+    /// view repeats elements), so the in-place pass never destroys them.
+    fn writable_views(&self) -> bool {
+        true
+    }
+
     /// The ways this op can run in place, most preferred first.
     fn inplace_variants(&self) -> Vec<InplaceVariant> {
         Vec::new()

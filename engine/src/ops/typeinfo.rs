@@ -11,22 +11,44 @@ pub struct TypeInfo {
     pub dtype: DType,
     /// `None` when even the rank is unknown; `-1` marks an unknown dimension.
     pub shape: Option<Vec<i64>>,
+    /// The elements of a small constant i64 vector (index vectors), so ops
+    /// like `create_view` can infer shapes before running.
+    #[serde(skip)]
+    pub value: Option<Vec<i64>>,
 }
 
 impl TypeInfo {
     pub fn new(dtype: DType, shape: Option<Vec<i64>>) -> TypeInfo {
-        TypeInfo { dtype, shape }
+        TypeInfo {
+            dtype,
+            shape,
+            value: None,
+        }
     }
 
     pub fn known(dtype: DType, shape: &[usize]) -> TypeInfo {
         TypeInfo {
             dtype,
             shape: Some(shape.iter().map(|&d| d as i64).collect()),
+            value: None,
         }
     }
 
+    /// The type of a constant; small 1-D i64 constants carry their value.
+    pub fn of_constant(t: &crate::tensor::Tensor) -> TypeInfo {
+        let mut ty = TypeInfo::known(t.dtype(), t.shape());
+        if t.dtype() == DType::I64 && t.ndim() == 1 && t.size() <= 64 {
+            ty.value = t.to_array::<i64>().ok().map(|a| a.iter().copied().collect());
+        }
+        ty
+    }
+
     pub fn unknown(dtype: DType) -> TypeInfo {
-        TypeInfo { dtype, shape: None }
+        TypeInfo {
+            dtype,
+            shape: None,
+            value: None,
+        }
     }
 
     pub fn rank(&self) -> Option<usize> {

@@ -42,14 +42,33 @@ fn check_index_types(op: &str, idx: &[TypeInfo]) -> Result<()> {
     Ok(())
 }
 
-/// Infers the indexed shape when the index vectors are known, else the rank
-/// is unknown (indices are resolved at run time).
+/// Infers the indexed shape when the input shape is static and the index
+/// vectors are constants; otherwise the rank is unknown (indices are
+/// resolved at run time).
 pub fn infer_indexed(op: &str, inputs: &[TypeInfo]) -> Result<TypeInfo> {
     if inputs.is_empty() {
         return op_err(format!("op '{op}' needs an input"));
     }
     check_index_types(op, &inputs[1..])?;
-    Ok(TypeInfo::unknown(inputs[0].dtype))
+    let x = &inputs[0];
+    // With a static input shape and constant index vectors, the indexed
+    // shape is known now (and bad constant indices fail at load time).
+    let (Some(shape), Some(values)) = (
+        x.static_shape(),
+        inputs[1..]
+            .iter()
+            .map(|t| t.value.as_deref())
+            .collect::<Option<Vec<_>>>(),
+    ) else {
+        return Ok(TypeInfo::unknown(x.dtype));
+    };
+    let idx = values
+        .iter()
+        .enumerate()
+        .map(|(pos, v)| IndexSpec::decode(v, pos))
+        .collect::<Result<Vec<_>>>()?;
+    let l = crate::tensor::index::apply(&crate::tensor::Layout::contiguous(&shape), &idx)?;
+    Ok(TypeInfo::known(x.dtype, l.shape()))
 }
 
 /// `create_view(x, idx...)`: basic indexing as a true view (seed ADR 0021).
@@ -300,6 +319,9 @@ impl Op for BroadcastTo {
     }
     fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         Ok(vec![inputs[0].broadcast_to(&self.shape)?])
+    }
+    fn writable_views(&self) -> bool {
+        false
     }
     fn view_map(&self) -> Vec<(usize, usize)> {
         vec![(0, 0)]

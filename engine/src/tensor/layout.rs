@@ -1,19 +1,27 @@
 //! Where a tensor's elements sit in its buffer: shape, signed element strides
 //! and an element offset, as in numpy's array interface.
 
+use smallvec::SmallVec;
+
 use crate::error::{Error, Result};
+
+/// Dimensions, inline up to rank 4 so layouts of typical tensors never
+/// allocate (layouts are cloned on every view and op).
+pub type Dims = SmallVec<[usize; 4]>;
+/// Signed strides, inline up to rank 4.
+pub type Strides = SmallVec<[isize; 4]>;
 
 /// Shape, signed strides (in elements) and offset (in elements) of a view.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
+    shape: Dims,
+    strides: Strides,
     offset: usize,
 }
 
 /// C-order strides of `shape`.
-pub fn c_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
+pub fn c_strides(shape: &[usize]) -> Strides {
+    let mut strides: Strides = smallvec::smallvec![0isize; shape.len()];
     let mut acc = 1isize;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
@@ -38,14 +46,15 @@ impl Layout {
     /// A C-contiguous layout at offset 0.
     pub fn contiguous(shape: &[usize]) -> Layout {
         Layout {
-            shape: shape.to_vec(),
+            shape: Dims::from_slice(shape),
             strides: c_strides(shape),
             offset: 0,
         }
     }
 
     /// A layout from raw parts. The caller checks that it fits its buffer.
-    pub fn new(shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Layout {
+    pub fn new(shape: impl Into<Dims>, strides: impl Into<Strides>, offset: usize) -> Layout {
+        let (shape, strides) = (shape.into(), strides.into());
         assert_eq!(shape.len(), strides.len(), "shape and strides differ in rank");
         Layout {
             shape,
@@ -210,7 +219,7 @@ impl Layout {
             )));
         }
         let lead = target.len() - n;
-        let mut strides = vec![0isize; target.len()];
+        let mut strides: Strides = smallvec::smallvec![0isize; target.len()];
         for (i, (&d, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
             let t = target[lead + i];
             if d == t {
@@ -223,7 +232,7 @@ impl Layout {
             }
         }
         Ok(Layout {
-            shape: target.to_vec(),
+            shape: Dims::from_slice(target),
             strides,
             offset: self.offset,
         })
@@ -277,7 +286,7 @@ impl Layout {
         }
         if self.size() == 0 || self.is_contiguous() {
             return Some(Layout {
-                shape: new_shape.to_vec(),
+                shape: Dims::from_slice(new_shape),
                 strides: c_strides(new_shape),
                 offset: self.offset,
             });
@@ -290,7 +299,7 @@ impl Layout {
             .filter(|(&d, _)| d != 1)
             .map(|(&d, &s)| (d, s))
             .collect();
-        let mut strides = vec![0isize; new_shape.len()];
+        let mut strides: Strides = smallvec::smallvec![0isize; new_shape.len()];
         let (mut oi, mut ni) = (0usize, 0usize);
         while oi < old.len() && ni < new_shape.len() {
             // Grow a group of old axes and a group of new axes until their
@@ -324,7 +333,7 @@ impl Layout {
             *s = 0;
         }
         Some(Layout {
-            shape: new_shape.to_vec(),
+            shape: Dims::from_slice(new_shape),
             strides,
             offset: self.offset,
         })

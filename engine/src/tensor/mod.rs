@@ -44,9 +44,9 @@ impl std::fmt::Debug for Tensor {
 /// ones by broadcasting.
 struct NdPlan {
     start: usize,
-    dims: Vec<usize>,
-    strides: Vec<usize>,
-    flip: Vec<usize>,
+    dims: layout::Dims,
+    strides: layout::Dims,
+    flip: layout::Dims,
     broadcast: bool,
 }
 
@@ -55,9 +55,9 @@ impl NdPlan {
         let (start, _) = l.span()?;
         let mut plan = NdPlan {
             start,
-            dims: Vec::with_capacity(l.ndim()),
-            strides: Vec::with_capacity(l.ndim()),
-            flip: Vec::new(),
+            dims: layout::Dims::new(),
+            strides: layout::Dims::new(),
+            flip: layout::Dims::new(),
             broadcast: false,
         };
         for (ax, (&d, &s)) in l.shape().iter().zip(l.strides()).enumerate() {
