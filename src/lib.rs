@@ -4,6 +4,8 @@
 //! This crate is the `vigil` command plus a facade over the workspace crates:
 //! [`engine`] (tensors, ops, graphs, destroy handler, executor).
 
+#![forbid(unsafe_code)]
+
 pub use vigil_engine as engine;
 
 pub mod case;

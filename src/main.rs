@@ -1,5 +1,7 @@
 //! The `vigil` command.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use std::process::ExitCode;

@@ -179,13 +179,21 @@ fn compare_outputs(
         }
         let (rtol, atol) = tol.for_dtype(got.dtype());
         let (g, w) = (got.to_f64_vec()?, want.to_f64_vec()?);
+        // Integers compare exactly (f64 cannot tell values above 2^53 apart).
+        let exact_differs: Vec<bool> = match (exact_values(got)?, exact_values(want)?) {
+            (Some(a), Some(b)) => a.iter().zip(&b).map(|(x, y)| x != y).collect(),
+            _ => Vec::new(),
+        };
         let mut cmp = OutputComparison::new(name.clone(), g.len() as u64);
         cmp.rtol = Some(rtol);
         cmp.atol = Some(atol);
         let mut errs = Vec::with_capacity(g.len());
         let mut first_bad = None;
         for (i, (&x, &y)) in g.iter().zip(&w).enumerate() {
-            let same = x == y || (x.is_nan() && y.is_nan());
+            let same = match exact_differs.get(i) {
+                Some(&differs) => !differs,
+                None => x == y || (x.is_nan() && y.is_nan()),
+            };
             let d = if same { 0.0 } else { (x - y).abs() };
             let d = if d.is_nan() { f64::INFINITY } else { d };
             errs.push(d);
@@ -194,8 +202,12 @@ fn compare_outputs(
                 cmp.max_rel_err = cmp
                     .max_rel_err
                     .max(if y != 0.0 { d / y.abs() } else { f64::INFINITY });
-                // Non-finite values match only themselves (checked above).
-                let bad = !x.is_finite() || !y.is_finite() || d > atol + rtol * y.abs();
+                // Non-finite values match only themselves (checked above);
+                // integers match only exactly.
+                let bad = !exact_differs.is_empty()
+                    || !x.is_finite()
+                    || !y.is_finite()
+                    || d > atol + rtol * y.abs();
                 if bad {
                     cmp.mismatched += 1;
                     first_bad.get_or_insert((i, x, y));
@@ -220,4 +232,14 @@ fn compare_outputs(
         out = out.with_output(cmp);
     }
     Ok(out)
+}
+
+/// The elements of an integer or bool tensor as i64, exactly; `None` for floats.
+fn exact_values(t: &Tensor) -> Result<Option<Vec<i64>>> {
+    Ok(match t.dtype() {
+        DType::I64 => Some(t.to_array::<i64>()?.iter().copied().collect()),
+        DType::I32 => Some(t.to_array::<i32>()?.iter().map(|&x| x as i64).collect()),
+        DType::Bool => Some(t.to_array::<bool>()?.iter().map(|&x| x as i64).collect()),
+        DType::F32 | DType::F64 => None,
+    })
 }

@@ -320,3 +320,90 @@ fn recordings_compare_and_name_the_first_divergent_variable() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("index.json"), "{}", stderr(&o));
 }
+
+#[test]
+fn large_integers_compare_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("i64case");
+    std::fs::create_dir_all(dir.join("inputs")).unwrap();
+    std::fs::create_dir_all(dir.join("expected")).unwrap();
+    std::fs::write(
+        dir.join("graph.json"),
+        r#"{"format": "vigil-graph/1", "name": "big",
+          "inputs": [{"name": "x", "dtype": "i64", "shape": [1]}],
+          "nodes": [{"name": "c", "op": "copy", "inputs": ["x"], "outputs": ["y"]}], "outputs": ["y"]}"#,
+    )
+    .unwrap();
+    let t = |v: i64| vigil::engine::Tensor::from_vec(&[1], vec![v]).unwrap();
+    t(9_007_199_254_740_993)
+        .write_npy(dir.join("inputs/x.npy"))
+        .unwrap();
+    // Equal as f64, different as i64.
+    t(9_007_199_254_740_992)
+        .write_npy(dir.join("expected/y.npy"))
+        .unwrap();
+    let o = vigil(&["run", dir.to_str().unwrap(), "--format", "json", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json_of(&o)["cases"][0]["findings"][0]["kind"], "output_mismatch");
+}
+
+#[test]
+fn a_closed_stdout_pipe_is_not_an_error() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(["explain", "suites/inplace/chain128_f64", "--format", "json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then close the pipe
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_failed_exec_leaves_no_recording_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("c");
+    std::fs::create_dir_all(case.join("inputs")).unwrap();
+    std::fs::write(
+        case.join("graph.json"),
+        r#"{"format": "vigil-graph/1", "name": "t",
+          "inputs": [{"name": "x", "dtype": "f32", "shape": [3]}, {"name": "i", "dtype": "i64", "shape": [5]}],
+          "nodes": [{"name": "r", "op": "relu", "inputs": ["x"], "outputs": ["a"]},
+                    {"name": "v", "op": "create_view", "inputs": ["a", "i"], "outputs": ["y"]}],
+          "outputs": ["y"]}"#,
+    )
+    .unwrap();
+    vigil::engine::Tensor::from_vec(&[3], vec![1.0f32, 2.0, 3.0])
+        .unwrap()
+        .write_npy(case.join("inputs/x.npy"))
+        .unwrap();
+    vigil::engine::Tensor::from_i64s(&[0, 1, 1, 7, 1])
+        .write_npy(case.join("inputs/i.npy"))
+        .unwrap();
+    let (rec, prof, out) = (
+        tmp.path().join("rec"),
+        tmp.path().join("p.json"),
+        tmp.path().join("out"),
+    );
+    let o = vigil(&[
+        "exec",
+        case.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--record",
+        rec.to_str().unwrap(),
+        "--profile",
+        prof.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("point 7"), "{}", stderr(&o));
+    for p in [&rec, &prof, &out] {
+        assert!(!p.exists(), "{} left behind", p.display());
+    }
+}

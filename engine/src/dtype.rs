@@ -138,8 +138,30 @@ macro_rules! element {
 
 element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32, |v: i64| v as f32);
 element!(f64, F64, |x: f64| x, |v: f64| v, |v: i64| v as f64);
-element!(i64, I64, |x: i64| x as f64, |v: f64| v as i64, |v: i64| v);
-element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32, |v: i64| v as i32);
+// Float to integer as numpy does on x86-64: truncation, and the integer
+// minimum for NaN, infinities and values out of range.
+element!(
+    i64,
+    I64,
+    |x: i64| x as f64,
+    |v: f64| if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v) {
+        v as i64
+    } else {
+        i64::MIN
+    },
+    |v: i64| v
+);
+element!(
+    i32,
+    I32,
+    |x: i32| x as f64,
+    |v: f64| if v > -2147483649.0 && v < 2147483648.0 {
+        v as i32
+    } else {
+        i32::MIN
+    },
+    |v: i64| v as i32
+);
 element!(
     bool,
     Bool,

@@ -2,6 +2,8 @@
 //! views and destroys, graphs of such ops, the destroy handler that orders and
 //! validates them, and an executor that emits hooks to listeners.
 
+#![forbid(unsafe_code)]
+
 pub mod dtype;
 pub mod error;
 pub mod ops;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use vigil_engine::Tensor;
+use vigil_engine::{DType, Tensor};
 
 use crate::record::{Index, INDEX};
 
@@ -79,6 +79,26 @@ fn diff(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<(f64, f64, usize
         b.to_f64_vec().map_err(|e| e.to_string())?,
     );
     let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+    if a.dtype() == DType::I64 {
+        // Exact: f64 cannot tell i64 values above 2^53 apart.
+        let (p, q) = (
+            a.to_array::<i64>().map_err(|e| e.to_string())?,
+            b.to_array::<i64>().map_err(|e| e.to_string())?,
+        );
+        for (&u, &v) in p.iter().zip(q.iter()) {
+            if u != v {
+                let d = (u as i128 - v as i128).unsigned_abs() as f64;
+                max_abs = max_abs.max(d);
+                max_rel = max_rel.max(if v != 0 {
+                    d / (v as f64).abs()
+                } else {
+                    f64::INFINITY
+                });
+                bad += 1;
+            }
+        }
+        return Ok((max_abs, max_rel, bad));
+    }
     for (&p, &q) in x.iter().zip(&y) {
         if p.is_nan() && q.is_nan() || p == q {
             continue;

@@ -12,6 +12,8 @@
 //! - [`broken`] and [`selftest`]: ops with known defects, and a run that
 //!   shows each is caught with exactly its finding.
 
+#![forbid(unsafe_code)]
+
 pub mod broken;
 mod diff;
 pub mod finding;

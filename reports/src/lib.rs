@@ -7,6 +7,8 @@
 //! `docs/report-format.md`), so it changes only by addition, whatever the
 //! runner does internally.
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod float;
 pub mod merge;

@@ -84,8 +84,8 @@ pub fn run(a: CompareArgs) -> Result<ExitCode> {
     }
     let c = compare_recordings(&a.a, &a.b, a.rtol, a.atol)?;
     match a.format {
-        Format::Table => print!("{}", table(&c)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),
+        Format::Table => super::emit(&table(&c))?,
+        Format::Json => super::emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?,
     }
     let differ = c.first_divergent.is_some() || !c.only_in_a.is_empty() || !c.only_in_b.is_empty();
     Ok(if differ {

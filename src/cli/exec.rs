@@ -70,6 +70,15 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
             bail!("--inputs-dir {}: no such directory", d.display());
         }
     }
+    for &o in graph.outputs() {
+        let name = &graph.var(o).name;
+        if !is_file_stem(name) {
+            bail!(
+                "{}: output '{name}' cannot be a file name (use letters, digits, '_', '-', '.')",
+                case.graph.display()
+            );
+        }
+    }
     let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs)?;
     let graph = if a.no_inplace {
         graph
@@ -83,10 +92,16 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     if a.profile.is_some() {
         set.push_listener(ProfilingListener::new());
     }
-    if let Some(dir) = &a.record {
-        let r = RecordingListener::new(dir).with_context(|| format!("--record {}", dir.display()))?;
-        set.push_listener(r);
-    }
+    // A recording directory this command creates is removed if it fails.
+    let record_guard = match &a.record {
+        Some(dir) => {
+            let guard = RemoveOnFailure::new(dir);
+            let r = RecordingListener::new(dir).with_context(|| format!("--record {}", dir.display()))?;
+            set.push_listener(r);
+            Some(guard)
+        }
+        None => None,
+    };
     let out = exec
         .run_with(&feeds, &mut set, &RunOptions::default())
         .with_context(|| case.graph.display().to_string())?;
@@ -95,29 +110,18 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
             bail!("--record {}: {e}", r.dir().display());
         }
     }
-    if let (Some(path), Some(p)) = (&a.profile, set.get::<ProfilingListener>()) {
-        let json = serde_json::to_vec(&p.chrome_trace())?;
-        vigil_reports::write_atomic(path, &json).with_context(|| format!("--profile {}", path.display()))?;
-    }
 
     // Which source variable's buffer each output shares.
     let mut sources: HashMap<u64, String> = HashMap::new();
     for v in graph.vars() {
         let t: Option<&Tensor> = match &v.kind {
             VarKind::Input { .. } => feeds.get(&v.name),
-            VarKind::Constant(t) | VarKind::Parameter(t) => Some(t),
+            VarKind::Parameter(t) => feeds.get(&v.name).or(Some(t)),
+            VarKind::Constant(t) => Some(t),
             VarKind::Output { .. } => None,
         };
         if let Some(t) = t {
             sources.entry(t.buffer_id()).or_insert_with(|| v.name.clone());
-        }
-    }
-    for (name, _) in &out.outputs {
-        if !is_file_stem(name) {
-            bail!(
-                "{}: output '{name}' cannot be a file name (use letters, digits, '_', '-', '.')",
-                case.graph.display()
-            );
         }
     }
     let mut manifest = Manifest {
@@ -142,7 +146,14 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     dirw.write("manifest.json", |p| {
         std::fs::write(p, &json).with_context(|| format!("{}: cannot write", p.display()))
     })?;
+    if let (Some(path), Some(p)) = (&a.profile, set.get::<ProfilingListener>()) {
+        let json = serde_json::to_vec(&p.chrome_trace())?;
+        vigil_reports::write_atomic(path, &json).with_context(|| format!("--profile {}", path.display()))?;
+    }
     dirw.commit();
+    if let Some(g) = record_guard {
+        g.keep();
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -153,4 +164,29 @@ fn is_file_stem(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Removes a directory this command created unless told to keep it.
+struct RemoveOnFailure {
+    dir: Option<PathBuf>,
+}
+
+impl RemoveOnFailure {
+    fn new(dir: &std::path::Path) -> RemoveOnFailure {
+        RemoveOnFailure {
+            dir: (!dir.exists()).then(|| dir.to_path_buf()),
+        }
+    }
+
+    fn keep(mut self) {
+        self.dir = None;
+    }
+}
+
+impl Drop for RemoveOnFailure {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }

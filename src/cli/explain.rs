@@ -210,8 +210,8 @@ pub fn run(a: ExplainArgs) -> Result<ExitCode> {
     let graph = load_graph(&case.graph)?;
     let e = build(&graph).with_context(|| case.graph.display().to_string())?;
     match a.format {
-        Format::Table => print!("{}", table(&e)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&e)?),
+        Format::Table => super::emit(&table(&e))?,
+        Format::Json => super::emit(&format!("{}\n", serde_json::to_string_pretty(&e)?))?,
     }
     Ok(ExitCode::SUCCESS)
 }

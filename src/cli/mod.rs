@@ -79,6 +79,17 @@ enum Command {
     Selftest(selftest::SelftestArgs),
 }
 
+/// Writes `text` to stdout. A closed pipe (`vigil ... | head`) is not an
+/// error: the reader has what it wanted.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 static QUIET_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// While set, panics (caught and reported per case) print nothing.

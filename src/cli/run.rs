@@ -200,10 +200,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         Some(path) => {
             write_report(path, &report, format).with_context(|| path.display().to_string())?;
             if !a.quiet {
-                print!("{}", render(&report, Format::Table, color));
+                super::emit(&render(&report, Format::Table, color))?;
             }
         }
-        None => print!("{}", render(&report, format, color)),
+        None => super::emit(&render(&report, format, color))?,
     }
     if interrupted {
         eprintln!(

@@ -38,11 +38,8 @@ pub fn run(a: SelftestArgs) -> Result<ExitCode> {
                            "pass": r.pass, "error": r.error})
                 })
                 .collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&json!({"format": "vigil-selftest/1", "pass": ok,
-                    "passed": passed, "cases": cases}))?
-            );
+            let doc = json!({"format": "vigil-selftest/1", "pass": ok, "passed": passed, "cases": cases});
+            super::emit(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
         }
         Format::Table => {
             let mut t = Table::new();
@@ -65,8 +62,10 @@ pub fn run(a: SelftestArgs) -> Result<ExitCode> {
                     },
                 ]);
             }
-            println!("{t}");
-            println!("selftest: {passed} of {} cases pass", results.len());
+            super::emit(&format!(
+                "{t}\nselftest: {passed} of {} cases pass\n",
+                results.len()
+            ))?;
         }
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })

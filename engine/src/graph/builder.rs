@@ -165,7 +165,8 @@ impl GraphBuilder {
             (0..out_tys.len()).map(|k| format!("{node}.{k}")).collect()
         };
         let mut s = self.state.borrow_mut();
-        for (o, t) in outputs.iter().zip(out_tys) {
+        for (o, mut t) in outputs.iter().zip(out_tys) {
+            t.value = None;
             s.types.insert(o.clone(), t);
         }
         s.node_names.insert(node.to_string());

@@ -70,23 +70,30 @@ pub struct NodeDecl {
 }
 
 fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result<Tensor> {
+    let bad = |i: usize, v: &Value| {
+        Error::Graph(format!("constant '{name}': data[{i}] is {v}, not a {}", T::DTYPE))
+    };
     let mut out = Vec::with_capacity(data.len());
     for (i, v) in data.iter().enumerate() {
-        let x = match v {
-            Value::Bool(b) => T::from_f64(*b as u8 as f64),
-            Value::Number(n) => match (T::DTYPE, n.as_i64()) {
-                (DType::I64, Some(i)) => T::from_scalar(crate::Scalar::I64(i)),
-                _ => T::from_f64(n.as_f64().unwrap_or(f64::NAN)),
-            },
-            // NaN and infinities are spelled as strings.
-            Value::String(s) if matches!(s.as_str(), "nan" | "inf" | "-inf") && T::DTYPE.is_float() => {
-                T::from_f64(s.parse::<f64>().unwrap_or(f64::NAN))
+        // Exact: integers must be integers in range, bools true/false;
+        // floats also take "nan", "inf" and "-inf".
+        let x = match (T::DTYPE, v) {
+            (DType::Bool, Value::Bool(b)) => T::from_scalar(crate::Scalar::Bool(*b)),
+            (DType::I64, Value::Number(n)) => {
+                T::from_scalar(crate::Scalar::I64(n.as_i64().ok_or_else(|| bad(i, v))?))
             }
-            other => {
-                return Err(Error::Graph(format!(
-                    "constant '{name}': data[{i}] is {other}, expected a number"
-                )))
+            (DType::I32, Value::Number(n)) => {
+                let x = n
+                    .as_i64()
+                    .and_then(|x| i32::try_from(x).ok())
+                    .ok_or_else(|| bad(i, v))?;
+                T::from_scalar(crate::Scalar::I32(x))
             }
+            (DType::F32 | DType::F64, Value::Number(n)) => T::from_f64(n.as_f64().ok_or_else(|| bad(i, v))?),
+            (DType::F32 | DType::F64, Value::String(s)) if matches!(s.as_str(), "nan" | "inf" | "-inf") => {
+                T::from_f64(s.parse::<f64>().map_err(|_| bad(i, v))?)
+            }
+            _ => return Err(bad(i, v)),
         };
         out.push(x);
     }

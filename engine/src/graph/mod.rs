@@ -104,6 +104,21 @@ impl Graph {
                     s.name
                 )));
             }
+            if s.ty.rank().is_some_and(|r| r > crate::tensor::limit::MAX_RANK) {
+                return Err(Error::Graph(format!(
+                    "variable '{}' has rank above {}",
+                    s.name,
+                    crate::tensor::limit::MAX_RANK
+                )));
+            }
+            if let Some(shape) = &s.ty.static_shape() {
+                crate::tensor::limit::numel(shape).map_err(|_| {
+                    Error::Graph(format!(
+                        "variable '{}': shape {shape:?} has too many elements",
+                        s.name
+                    ))
+                })?;
+            }
             if let VarKind::Constant(t) | VarKind::Parameter(t) = &s.kind {
                 if !s.ty.admits(t.shape()) || s.ty.dtype != t.dtype() {
                     return Err(Error::Graph(format!(
@@ -191,7 +206,15 @@ impl Graph {
             }
             let id = nodes.len();
             let mut outputs = Vec::with_capacity(out_tys.len());
-            for (k, (o, ty)) in s.outputs.iter().zip(out_tys).enumerate() {
+            for (k, (o, mut ty)) in s.outputs.iter().zip(out_tys).enumerate() {
+                // Only constants carry values; an op's output is computed.
+                ty.value = None;
+                if ty.rank().is_some_and(|r| r > crate::tensor::limit::MAX_RANK) {
+                    return Err(Error::Node {
+                        node: s.name.clone(),
+                        msg: format!("output '{o}' has rank above {}", crate::tensor::limit::MAX_RANK),
+                    });
+                }
                 var_ids.insert(o.clone(), vars.len());
                 outputs.push(vars.len());
                 vars.push(Var {
@@ -206,6 +229,11 @@ impl Graph {
                 inputs,
                 outputs,
             });
+        }
+        for (i, o) in outputs.iter().enumerate() {
+            if outputs[..i].contains(o) {
+                return Err(Error::Graph(format!("graph output '{o}' is listed twice")));
+            }
         }
         let outputs = outputs
             .iter()

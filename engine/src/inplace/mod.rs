@@ -191,9 +191,12 @@ impl Pass<'_> {
         let root = self.dh.root(var);
         let rule = |rule: Rule, message: String| Refusal::Rule { rule, message };
         // a. protected
+        // Parameters are state: only explicit in-place updates in the graph
+        // may overwrite them, never a rewrite of a pure read.
         let protected = match g.var(root).kind {
             VarKind::Constant(_) => Some("constant"),
             VarKind::Input { mutable: false } => Some("protected input"),
+            VarKind::Parameter(_) => Some("parameter"),
             _ => None,
         };
         if let Some(what) = protected {

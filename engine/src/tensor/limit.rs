@@ -58,3 +58,6 @@ pub fn check_alloc(dtype: DType, len: usize) -> Result<()> {
     }
     Ok(())
 }
+
+/// The largest rank Vigil accepts, as numpy does.
+pub const MAX_RANK: usize = 64;
