@@ -11,19 +11,22 @@ enum Step {
     Bin(u8, usize, usize),
     Un(u8, usize),
     View(u8, usize),
+    Sub(u8, usize, usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (0u8..5, any::<usize>(), any::<usize>()).prop_map(|(k, a, b)| Step::Bin(k, a, b)),
         (0u8..4, any::<usize>()).prop_map(|(k, a)| Step::Un(k, a)),
-        (0u8..3, any::<usize>()).prop_map(|(k, a)| Step::View(k, a)),
+        (0u8..7, any::<usize>()).prop_map(|(k, a)| Step::View(k, a)),
+        (0u8..2, any::<usize>(), any::<usize>()).prop_map(|(k, a, b)| Step::Sub(k, a, b)),
     ]
 }
 
 struct Case {
     graph: vigil_engine::Graph,
-    inputs: Vec<(String, Vec<f64>)>,
+    /// Name, data and whether the input is mutable.
+    inputs: Vec<(String, Vec<f64>, bool)>,
 }
 
 fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -> Case {
@@ -32,15 +35,20 @@ fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -
     let mut inputs = Vec::new();
     for (i, &m) in mutable.iter().enumerate() {
         let name = format!("in{i}");
+        let data: Vec<f64> = (0..16)
+            .map(|k| (((k as u64 * 7 + i as u64 * 13 + seed) % 11) as f64) - 5.0)
+            .collect();
+        if i == 2 {
+            // The third source is a parameter: state the pass must not destroy.
+            vars.push(g.parameter(&name, Tensor::from_vec(&[4, 4], data).unwrap()));
+            continue;
+        }
         vars.push(if m {
             g.mutable_input(&name, DType::F64, &[4, 4])
         } else {
             g.input(&name, DType::F64, &[4, 4])
         });
-        let data = (0..16)
-            .map(|k| (((k as u64 * 7 + i as u64 * 13 + seed) % 11) as f64) - 5.0)
-            .collect();
-        inputs.push((name, data));
+        inputs.push((name, data, m));
     }
     for s in steps {
         let pick = |i: usize| vars[i % vars.len()].clone();
@@ -66,10 +74,35 @@ fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -
             }
             Step::View(k, a) => {
                 let a = pick(*a);
-                match k {
-                    0 => a.transpose(None),
-                    1 => a.view(&[IndexSpec::range(-1, i64::MIN, -1)]),
-                    _ => a.transpose(None).and_then(|t| t.reshape(&[4, 4])),
+                let rank = a.ty().rank().unwrap_or(0);
+                match (k, rank) {
+                    (0, _) => a.transpose(None),
+                    (1, r) if r >= 1 => a.view(&[IndexSpec::range(-1, i64::MIN, -1)]),
+                    (2, 2) => a.transpose(None).and_then(|t| t.reshape(&[4, 4])),
+                    // A row (or element) of `a`: a partial view.
+                    (3, r) if r >= 1 => a.view(&[IndexSpec::Point(1)]),
+                    // Broadcasts are read-only views.
+                    (4, r) if r <= 2 => a.op(
+                        "broadcast_to",
+                        &[],
+                        vigil_engine::Attrs::new().with("shape", vec![4, 4]),
+                    ),
+                    // Reversed columns: a strided view feeding an op.
+                    (5, 2) => a
+                        .view(&[IndexSpec::All, IndexSpec::range(-1, i64::MIN, -1)])
+                        .and_then(|v| v.exp()),
+                    _ => a.neg(),
+                }
+            }
+            Step::Sub(k, a, b) => {
+                // x[1] = v or x[1] += v on a 2-D x, v broadcast into the row.
+                let (x, v) = (pick(*a), pick(*b));
+                if x.ty().rank() != Some(2) || v.ty().rank().unwrap_or(0) > 1 {
+                    x.relu()
+                } else {
+                    let op = if *k == 0 { "set_subtensor" } else { "inc_subtensor" };
+                    let idx = g.index(IndexSpec::Point(1));
+                    x.op(op, &[&v, &idx], vigil_engine::Attrs::new())
                 }
             }
         }
@@ -92,7 +125,7 @@ fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -
 fn feeds(c: &Case) -> HashMap<String, Tensor> {
     c.inputs
         .iter()
-        .map(|(n, d)| (n.clone(), Tensor::from_vec(&[4, 4], d.clone()).unwrap()))
+        .map(|(n, d, _)| (n.clone(), Tensor::from_vec(&[4, 4], d.clone()).unwrap()))
         .collect()
 }
 
@@ -101,7 +134,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn pass_keeps_graphs_valid_and_results_identical(
@@ -121,11 +154,16 @@ proptest! {
             prop_assert_eq!(t.shape(), r.shape());
             prop_assert_eq!(bits(t), bits(r), "output {}", name);
         }
-        // Protected inputs are untouched by the rewritten run.
-        for (i, (name, data)) in case.inputs.iter().enumerate() {
-            if !mutable[i] {
+        // Protected inputs are untouched by the rewritten run, and a second
+        // run (parameters included) gives the same outputs.
+        for (name, data, mutable) in &case.inputs {
+            if !mutable {
                 prop_assert_eq!(fed[name].to_f64_vec().unwrap(), data.clone());
             }
+        }
+        let again = Executor::new(&pass.graph).unwrap().run(&feeds(&case)).unwrap();
+        for (name, t) in &pure.outputs {
+            prop_assert_eq!(bits(t), bits(again.get(name).unwrap()), "second run, output {}", name);
         }
     }
 }
