@@ -21,17 +21,20 @@ pub struct MemoryPlan {
     /// Index into `buffers` for every variable.
     pub buffer_of: Vec<usize>,
     pub buffers: Vec<PlannedBuffer>,
-    /// Peak of live bytes, counting known sizes only.
+    /// Peak of live bytes, counting known sizes only (saturating at
+    /// `u64::MAX`).
     pub peak_bytes: u64,
     /// Buffers whose size is unknown (not in `peak_bytes`).
     pub unknown_buffers: usize,
 }
 
+/// Bytes of `v`'s buffer, or `None` when its shape is not static or its
+/// element or byte count overflows (unknown, like a dynamic shape).
 fn bytes_of(g: &Graph, v: VarId) -> Option<u64> {
     let ty = &g.var(v).ty;
     let shape = ty.static_shape()?;
-    let n: u64 = shape.iter().map(|&d| d as u64).product();
-    Some(n * ty.dtype.size() as u64)
+    let n = crate::tensor::limit::numel(&shape).ok()?;
+    u64::try_from(n).ok()?.checked_mul(ty.dtype.size() as u64)
 }
 
 /// Plans the run of `g` in `order`.
@@ -58,19 +61,23 @@ pub fn plan(g: &Graph, order: &[NodeId]) -> MemoryPlan {
         }
     }
     let mut holders = vec![0usize; buffers.len()];
-    let mut live: u64 = 0;
-    let mut peak: u64 = 0;
-    let add =
-        |b: usize, holders: &mut Vec<usize>, buffers: &Vec<PlannedBuffer>, live: &mut u64, peak: &mut u64| {
-            if holders.len() <= b {
-                holders.resize(b + 1, 0);
-            }
-            if holders[b] == 0 {
-                *live += buffers[b].bytes.unwrap_or(0);
-                *peak = (*peak).max(*live);
-            }
-            holders[b] += 1;
-        };
+    // Sums in u128: each buffer is below 2^64 bytes, so they cannot wrap.
+    let mut live: u128 = 0;
+    let mut peak: u128 = 0;
+    let add = |b: usize,
+               holders: &mut Vec<usize>,
+               buffers: &Vec<PlannedBuffer>,
+               live: &mut u128,
+               peak: &mut u128| {
+        if holders.len() <= b {
+            holders.resize(b + 1, 0);
+        }
+        if holders[b] == 0 {
+            *live += u128::from(buffers[b].bytes.unwrap_or(0));
+            *peak = (*peak).max(*live);
+        }
+        holders[b] += 1;
+    };
     for &b in buffer_of.iter().filter(|&&b| b != usize::MAX) {
         add(b, &mut holders, &buffers, &mut live, &mut peak);
     }
@@ -100,7 +107,7 @@ pub fn plan(g: &Graph, order: &[NodeId]) -> MemoryPlan {
                 last_use[v] = Some(usize::MAX);
                 holders[b] -= 1;
                 if holders[b] == 0 {
-                    live -= buffers[b].bytes.unwrap_or(0);
+                    live -= u128::from(buffers[b].bytes.unwrap_or(0));
                 }
             }
         }
@@ -109,7 +116,7 @@ pub fn plan(g: &Graph, order: &[NodeId]) -> MemoryPlan {
     MemoryPlan {
         buffer_of,
         buffers,
-        peak_bytes: peak,
+        peak_bytes: u64::try_from(peak).unwrap_or(u64::MAX),
         unknown_buffers,
     }
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::exec::listener::{At, Listener, NoListener, OpEvent};
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
 use crate::ops::OpCtx;
+use crate::tensor::limit::MAX_RANK;
 use crate::tensor::storage::BufferId;
 use crate::tensor::Tensor;
 
@@ -107,13 +108,37 @@ pub struct Executor<'g> {
     order: Vec<NodeId>,
     /// Position in `order` of the last reader of each variable.
     last_use: Vec<Option<usize>>,
+    /// Source variables (inputs, parameters) that some node overwrites in
+    /// place, through a view or not, in variable order.
+    destroyed_sources: Vec<VarId>,
+}
+
+/// How a message names a source variable's kind.
+fn kind_word(kind: &VarKind) -> &'static str {
+    match kind {
+        VarKind::Input { .. } => "input",
+        VarKind::Parameter(_) => "parameter",
+        VarKind::Constant(_) => "constant",
+        VarKind::Output { .. } => "variable",
+    }
 }
 
 impl<'g> Executor<'g> {
     /// Validates the view/destroy rules and computes the order. An
     /// explicitly in-place graph that breaks them is refused here.
     pub fn new(graph: &'g Graph) -> Result<Executor<'g>> {
-        let order = DestroyHandler::new(graph).validate()?;
+        let dh = DestroyHandler::new(graph);
+        let order = dh.validate()?;
+        let destroyed_sources = graph
+            .vars()
+            .iter()
+            .enumerate()
+            .filter(|(v, var)| {
+                matches!(var.kind, VarKind::Input { .. } | VarKind::Parameter(_))
+                    && !dh.destroyers_of(dh.root(*v)).is_empty()
+            })
+            .map(|(v, _)| v)
+            .collect();
         let mut last_use = vec![None; graph.vars().len()];
         for (pos, &n) in order.iter().enumerate() {
             for &v in &graph.node(n).inputs {
@@ -124,6 +149,7 @@ impl<'g> Executor<'g> {
             graph,
             order,
             last_use,
+            destroyed_sources,
         })
     }
 
@@ -176,6 +202,14 @@ impl<'g> Executor<'g> {
                 }
                 (VarKind::Constant(t) | VarKind::Parameter(t), None) => t.clone(),
             };
+            if t.ndim() > MAX_RANK {
+                return Err(Error::Graph(format!(
+                    "{} '{}' has rank {}, above the limit of {MAX_RANK} dimensions",
+                    kind_word(&var.kind),
+                    var.name,
+                    t.ndim()
+                )));
+            }
             if t.dtype() != var.ty.dtype || !var.ty.admits(t.shape()) {
                 return Err(Error::Graph(format!(
                     "input '{}' is {} {:?}, the graph declares {} {}",
@@ -188,6 +222,7 @@ impl<'g> Executor<'g> {
             }
             live.set(v, t);
         }
+        self.check_aliased_sources(&live.values)?;
         let mut keep = vec![false; g.vars().len()];
         for &o in g.outputs() {
             keep[o] = true;
@@ -318,6 +353,38 @@ impl<'g> Executor<'g> {
                         });
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The destroy handler orders destroyers by variable, so two source
+    /// values sharing one buffer (one tensor fed twice, two views of one
+    /// array, a parameter's own value fed as an input) while one of them is
+    /// overwritten in place would let a reader see the overwrite. Refuse
+    /// such bindings before anything runs. Conservative: views of one buffer
+    /// count as shared even when their elements do not overlap.
+    fn check_aliased_sources(&self, values: &[Option<Tensor>]) -> Result<()> {
+        let g = self.graph;
+        for &d in &self.destroyed_sources {
+            let Some(td) = &values[d] else { continue };
+            let other = g.vars().iter().enumerate().find(|&(v, var)| {
+                v != d
+                    && !matches!(var.kind, VarKind::Output { .. })
+                    && values[v].as_ref().is_some_and(|t| t.same_buffer(td))
+            });
+            if let Some((_, var)) = other {
+                let dv = g.var(d);
+                let (kd, kv) = (kind_word(&dv.kind), kind_word(&var.kind));
+                let pair = if kd == kv {
+                    format!("{kd}s '{}' and '{}'", dv.name, var.name)
+                } else {
+                    format!("{kd} '{}' and {kv} '{}'", dv.name, var.name)
+                };
+                return Err(Error::Graph(format!(
+                    "{pair} share a buffer, and '{}' is overwritten in place; feed separate copies",
+                    dv.name
+                )));
             }
         }
         Ok(())

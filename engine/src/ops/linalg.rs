@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
+use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, IxDyn};
 
 use crate::dtype::{DType, Num};
 use crate::error::{op_err, Error, Result};
@@ -62,28 +62,60 @@ macro_rules! matmul_int {
 matmul_int!(i32);
 matmul_int!(i64);
 
-/// Multiplies stacks of matrices whose batch axes already agree.
-fn batched<T: MatMulElem>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>, c: ArrayViewMutD<'_, T>) -> Result<()> {
-    if c.ndim() <= 2 {
-        let dim_err = |e: ndarray::ShapeError| Error::Op(format!("internal: matmul block is not 2-D: {e}"));
-        let a = a.into_dimensionality::<Ix2>().map_err(dim_err)?;
-        let b = b.into_dimensionality::<Ix2>().map_err(dim_err)?;
-        let mut c = c.into_dimensionality::<Ix2>().map_err(dim_err)?;
-        let ((n, k), (k2, m)) = (a.dim(), b.dim());
-        if k != k2 || c.dim() != (n, m) {
-            return op_err(format!(
-                "internal: matmul blocks {:?} · {:?} into {:?}",
-                a.shape(),
-                b.shape(),
-                c.shape()
-            ));
-        }
-        T::gemm(&a, &b, &mut c);
+/// One 2-D block product `c = a · b`.
+fn block<T: MatMulElem>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>, c: ArrayViewMutD<'_, T>) -> Result<()> {
+    let dim_err = |e: ndarray::ShapeError| Error::Op(format!("internal: matmul block is not 2-D: {e}"));
+    let a = a.into_dimensionality::<Ix2>().map_err(dim_err)?;
+    let b = b.into_dimensionality::<Ix2>().map_err(dim_err)?;
+    let mut c = c.into_dimensionality::<Ix2>().map_err(dim_err)?;
+    let ((n, k), (k2, m)) = (a.dim(), b.dim());
+    if k != k2 || c.dim() != (n, m) {
+        return op_err(format!(
+            "internal: matmul blocks {:?} · {:?} into {:?}",
+            a.shape(),
+            b.shape(),
+            c.shape()
+        ));
+    }
+    T::gemm(&a, &b, &mut c);
+    Ok(())
+}
+
+/// Multiplies stacks of matrices whose batch axes already agree. The batch
+/// indices are walked in a loop (not by recursing once per batch axis), so
+/// the stack depth does not grow with the rank.
+fn batched<T: MatMulElem>(
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+    mut c: ArrayViewMutD<'_, T>,
+) -> Result<()> {
+    let nb = c.ndim().saturating_sub(2);
+    if a.ndim() != c.ndim()
+        || b.ndim() != c.ndim()
+        || a.shape()[..nb] != c.shape()[..nb]
+        || b.shape()[..nb] != c.shape()[..nb]
+    {
+        return op_err(format!(
+            "internal: matmul batch axes of {:?} · {:?} into {:?} differ",
+            a.shape(),
+            b.shape(),
+            c.shape()
+        ));
+    }
+    // No element to write (an empty batch, or n or m is 0): no block to run,
+    // however many batch indices there are.
+    if c.is_empty() {
         return Ok(());
     }
-    let mut c = c;
-    for ((ai, bi), ci) in a.outer_iter().zip(b.outer_iter()).zip(c.outer_iter_mut()) {
-        batched(ai, bi, ci)?;
+    let batch = IxDyn(&c.shape()[..nb]);
+    for idx in ndarray::indices(batch) {
+        let (mut ai, mut bi, mut ci) = (a.view(), b.view(), c.view_mut());
+        for k in 0..nb {
+            ai = ai.index_axis_move(Axis(0), idx[k]);
+            bi = bi.index_axis_move(Axis(0), idx[k]);
+            ci = ci.index_axis_move(Axis(0), idx[k]);
+        }
+        block(ai, bi, ci)?;
     }
     Ok(())
 }
@@ -428,6 +460,36 @@ mod tests {
             vals::<f32>(&mm(&at, &b).unwrap()).1,
             vec![1.0, 2.0, 3.0, 4.0, 3.0, 4.0, 1.0, 2.0]
         );
+    }
+
+    /// `batched` used to recurse once per batch axis; ndarray views have no
+    /// rank limit, so this calls it directly with 10000 batch axes (the op
+    /// itself refuses ranks above 64).
+    #[test]
+    fn batched_does_not_recurse_per_batch_axis() {
+        let mut shape = vec![1usize; 10_000];
+        shape.extend([2, 2]);
+        let a = ndarray::arr2(&[[1.0f64, 2.0], [3.0, 4.0]]).into_dyn();
+        let b = ndarray::arr2(&[[0.0f64, 1.0], [1.0, 0.0]]).into_dyn();
+        let mut c = ndarray::ArrayD::<f64>::zeros(IxDyn(&shape));
+        let (av, bv) = (
+            a.broadcast(IxDyn(&shape)).unwrap(),
+            b.broadcast(IxDyn(&shape)).unwrap(),
+        );
+        batched(av, bv, c.view_mut()).unwrap();
+        assert_eq!(c.iter().copied().collect::<Vec<_>>(), vec![2.0, 1.0, 4.0, 3.0]);
+        // An empty batch runs no block, however long its other axes.
+        let e = ndarray::ArrayD::<i64>::zeros(IxDyn(&[0, 2, 2]));
+        let big = ndarray::ArrayD::<i64>::zeros(IxDyn(&[1, 2, 2]));
+        let big = big.broadcast(IxDyn(&[1 << 40, 0, 2, 2])).unwrap();
+        let mut out = ndarray::ArrayD::<i64>::zeros(IxDyn(&[0, 2, 2]));
+        batched(e.view(), e.view(), out.view_mut()).unwrap();
+        let mut out = ndarray::ArrayD::<i64>::zeros(IxDyn(&[1 << 40, 0, 2, 2]));
+        batched(big.view(), big.view(), out.view_mut()).unwrap();
+        // Mismatched batch axes are an internal error, not a panic.
+        let mut c3 = ndarray::ArrayD::<f64>::zeros(IxDyn(&[3, 2, 2]));
+        let a2 = a.broadcast(IxDyn(&[2, 2, 2])).unwrap();
+        assert!(batched(a2.view(), a2.view(), c3.view_mut()).is_err());
     }
 
     #[test]

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use crate::dtype::DType;
 use crate::error::{op_err, Error, Result};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo, ViewKind};
-use crate::tensor::layout::resolve_axis;
-use crate::tensor::{resolve_reshape, IndexSpec, Tensor};
+use crate::tensor::layout::{check_target, resolve_axis};
+use crate::tensor::limit::{self, MAX_RANK};
+use crate::tensor::{check_reshape_target, resolve_reshape, IndexSpec, Tensor};
 
 /// Decodes index inputs (each a 1-D i64 vector in the CreateView encoding).
 pub fn decode_indices(inputs: &[Tensor]) -> Result<Vec<IndexSpec>> {
@@ -62,12 +63,14 @@ pub fn infer_indexed(op: &str, inputs: &[TypeInfo]) -> Result<TypeInfo> {
     ) else {
         return Ok(TypeInfo::unknown(x.dtype));
     };
+    limit::numel(&shape)?;
     let idx = values
         .iter()
         .enumerate()
         .map(|(pos, v)| IndexSpec::decode(v, pos))
         .collect::<Result<Vec<_>>>()?;
     let l = crate::tensor::index::apply(&crate::tensor::Layout::contiguous(&shape), &idx)?;
+    limit::check_rank(l.ndim()).map_err(|e| Error::Op(format!("op '{op}': the view's {e}")))?;
     Ok(TypeInfo::known(x.dtype, l.shape()))
 }
 
@@ -162,6 +165,7 @@ impl Op for Reshape {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
+        check_reshape_target(&self.shape)?;
         let a = &inputs[0];
         let shape = match a.static_shape() {
             Some(s) => resolve_reshape(&s, &self.shape)?
@@ -214,6 +218,13 @@ impl Op for ExpandDims {
         let shape = match &a.shape {
             None => None,
             Some(s) => {
+                if s.len() >= MAX_RANK {
+                    return op_err(format!(
+                        "cannot add an axis to shape {}: rank {} is above the limit of {MAX_RANK} dimensions",
+                        limit::shape_str(s),
+                        s.len() + 1
+                    ));
+                }
                 let ax = resolve_axis(self.axis, s.len() + 1)?;
                 let mut s = s.clone();
                 s.insert(ax, 1);
@@ -303,6 +314,7 @@ impl Op for BroadcastTo {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
+        check_target("broadcast", &self.shape)?;
         let a = &inputs[0];
         if let Some(s) = &a.shape {
             let target: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
@@ -318,6 +330,7 @@ impl Op for BroadcastTo {
         Ok(vec![TypeInfo::known(a.dtype, &self.shape)])
     }
     fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        check_target("broadcast", &self.shape)?;
         Ok(vec![inputs[0].broadcast_to(&self.shape)?])
     }
     fn writable_views(&self) -> bool {
@@ -345,9 +358,9 @@ pub fn register(r: &mut OpRegistry) {
     });
     r.register("reshape", |a: &Attrs| {
         a.only("reshape", &["shape"])?;
-        Ok(Arc::new(Reshape {
-            shape: need("reshape", "shape", a.i64_list("shape")?)?,
-        }) as Arc<dyn Op>)
+        let shape = need("reshape", "shape", a.i64_list("shape")?)?;
+        check_reshape_target(&shape).map_err(|e| Error::Op(format!("op 'reshape', attr 'shape': {e}")))?;
+        Ok(Arc::new(Reshape { shape }) as Arc<dyn Op>)
     });
     r.register("expand_dims", |a: &Attrs| {
         a.only("expand_dims", &["axis"])?;
@@ -363,8 +376,9 @@ pub fn register(r: &mut OpRegistry) {
     });
     r.register("broadcast_to", |a: &Attrs| {
         a.only("broadcast_to", &["shape"])?;
-        Ok(Arc::new(BroadcastTo {
-            shape: need("broadcast_to", "shape", a.usize_list("shape")?)?,
-        }) as Arc<dyn Op>)
+        let shape = need("broadcast_to", "shape", a.usize_list("shape")?)?;
+        check_target("broadcast", &shape)
+            .map_err(|e| Error::Op(format!("op 'broadcast_to', attr 'shape': {e}")))?;
+        Ok(Arc::new(BroadcastTo { shape }) as Arc<dyn Op>)
     });
 }

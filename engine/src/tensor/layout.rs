@@ -1,9 +1,17 @@
 //! Where a tensor's elements sit in its buffer: shape, signed element strides
 //! and an element offset, as in numpy's array interface.
+//!
+//! Shapes from user input are checked where a layout is made from them
+//! ([`Layout::broadcast_to`], [`Layout::expand_dims`], [`Layout::reshape`],
+//! the tensor constructors and `Tensor::with_layout`): at most
+//! [`MAX_RANK`] axes and an element count that fits in `isize` (see
+//! [`limit::numel`]). [`Layout::contiguous`] and [`Layout::new`] trust their
+//! caller.
 
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
+use crate::tensor::limit::{self, shape_str, MAX_RANK};
 
 /// Dimensions, inline up to rank 4 so layouts of typical tensors never
 /// allocate (layouts are cloned on every view and op).
@@ -79,9 +87,14 @@ impl Layout {
         self.shape.len()
     }
 
-    /// Number of elements in the view.
+    /// Number of elements in the view. Saturates at `usize::MAX` instead of
+    /// wrapping for a layout built unchecked with [`Layout::new`] (every
+    /// checked path keeps it at most `isize::MAX`); 0 when any axis is empty.
     pub fn size(&self) -> usize {
-        self.shape.iter().product()
+        if self.shape.contains(&0) {
+            return 0;
+        }
+        self.shape.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
     }
 
     /// True when the elements are in C order with no gaps (axes of length 1
@@ -96,7 +109,7 @@ impl Layout {
                 if s != expected {
                     return false;
                 }
-                expected *= d as isize;
+                expected = expected.saturating_mul(isize::try_from(d).unwrap_or(isize::MAX));
             }
         }
         true
@@ -211,6 +224,7 @@ impl Layout {
     /// numpy broadcasting of this view to `target` (zero strides on the new
     /// and stretched axes).
     pub fn broadcast_to(&self, target: &[usize]) -> Result<Layout> {
+        check_target("broadcast", target)?;
         let n = self.ndim();
         if target.len() < n {
             return Err(Error::Op(format!(
@@ -240,6 +254,13 @@ impl Layout {
 
     /// A new axis of length 1 at `axis` (negative counts from the end).
     pub fn expand_dims(&self, axis: i64) -> Result<Layout> {
+        if self.ndim() >= MAX_RANK {
+            return Err(Error::Op(format!(
+                "cannot add an axis to shape {}: rank {} is above the limit of {MAX_RANK} dimensions",
+                shape_str(&self.shape),
+                self.ndim() + 1
+            )));
+        }
         let a = resolve_axis(axis, self.ndim() + 1)?;
         let mut l = self.clone();
         l.shape.insert(a, 1);
@@ -279,9 +300,11 @@ impl Layout {
     }
 
     /// The same elements in C order under `new_shape`, without copying, when
-    /// the strides allow it (numpy's no-copy reshape); `None` otherwise.
+    /// the strides allow it (numpy's no-copy reshape); `None` otherwise,
+    /// and for a `new_shape` that is too big or of a rank above
+    /// [`MAX_RANK`] (check it with `resolve_reshape` to get an error).
     pub fn reshape(&self, new_shape: &[usize]) -> Option<Layout> {
-        if new_shape.iter().product::<usize>() != self.size() {
+        if limit::check_shape(new_shape).ok()? != self.size() {
             return None;
         }
         if self.size() == 0 || self.is_contiguous() {
@@ -338,6 +361,25 @@ impl Layout {
             offset: self.offset,
         })
     }
+}
+
+/// A broadcast or reshape target: at most [`MAX_RANK`] axes and an element
+/// count that fits (see [`limit::numel`]).
+pub(crate) fn check_target(what: &str, target: &[usize]) -> Result<()> {
+    if target.len() > MAX_RANK {
+        return Err(Error::Op(format!(
+            "cannot {what} to shape {}: above the limit of {MAX_RANK} dimensions",
+            shape_str(target)
+        )));
+    }
+    if limit::numel(target).is_err() {
+        return Err(Error::Op(format!(
+            "cannot {what} to shape {}: too many elements (more than {})",
+            shape_str(target),
+            isize::MAX
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -37,12 +37,71 @@ pub fn set_alloc_limit(bytes: u64) {
     LIMIT.store(bytes, Ordering::Relaxed);
 }
 
-/// Number of elements of `shape`, or an error when it overflows.
+/// Number of elements of `shape`, or an error when the shape is too big.
+///
+/// As in numpy and ndarray, the product of the *non-zero* dimensions must
+/// fit in `isize` even when another dimension is 0: numpy refuses
+/// `np.empty((0, 2**32, 2**32, 2**32, 2**32))` ("array is too big"). So an
+/// empty shape can never become a huge non-empty one (a reduction over its
+/// zero axis, say), and every element offset fits the signed strides.
 pub fn numel(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::Op(format!("shape {shape:?} has too many elements")))
+    let mut n = 1usize;
+    let mut empty = false;
+    for &d in shape {
+        if d == 0 {
+            empty = true;
+            continue;
+        }
+        n = match n.checked_mul(d) {
+            Some(m) if m <= isize::MAX as usize => m,
+            _ => {
+                return Err(Error::Op(format!(
+                    "shape {} has too many elements (more than {})",
+                    shape_str(shape),
+                    isize::MAX
+                )))
+            }
+        };
+    }
+    Ok(if empty { 0 } else { n })
+}
+
+/// Checks that `shape` has at most [`MAX_RANK`] axes and a valid element
+/// count (see [`numel`]); returns the count.
+pub fn check_shape(shape: &[usize]) -> Result<usize> {
+    if shape.len() > MAX_RANK {
+        return Err(Error::Op(format!(
+            "shape {} is above the limit of {MAX_RANK} dimensions",
+            shape_str(shape)
+        )));
+    }
+    numel(shape)
+}
+
+/// An error when `rank` is above [`MAX_RANK`].
+pub fn check_rank(rank: usize) -> Result<()> {
+    if rank > MAX_RANK {
+        return Err(Error::Op(format!(
+            "rank {rank} is above the limit of {MAX_RANK} dimensions"
+        )));
+    }
+    Ok(())
+}
+
+/// `shape` for messages: in full up to 8 dimensions, else its ends and its
+/// rank, so a message stays one short line.
+pub fn shape_str<T: std::fmt::Display>(shape: &[T]) -> String {
+    let join = |s: &[T]| s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    if shape.len() <= 8 {
+        format!("[{}]", join(shape))
+    } else {
+        format!(
+            "[{}, ..., {}] (rank {})",
+            join(&shape[..3]),
+            join(&shape[shape.len() - 2..]),
+            shape.len()
+        )
+    }
 }
 
 /// Checks that `len` elements of `dtype` fit under the limit.
@@ -59,5 +118,6 @@ pub fn check_alloc(dtype: DType, len: usize) -> Result<()> {
     Ok(())
 }
 
-/// The largest rank Vigil accepts, as numpy does.
+/// The largest rank Vigil accepts, as numpy does. Layouts, ops that add
+/// axes, reshape targets, .npy headers and the executor's feeds check it.
 pub const MAX_RANK: usize = 64;

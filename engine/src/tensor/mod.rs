@@ -90,12 +90,9 @@ impl Tensor {
 
     /// A C-contiguous tensor owning `data`.
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Tensor> {
-        if limit::numel(shape)? != data.len() {
-            return op_err(format!(
-                "shape {shape:?} needs {} elements, got {}",
-                shape.iter().product::<usize>(),
-                data.len()
-            ));
+        let n = limit::check_shape(shape)?;
+        if n != data.len() {
+            return op_err(format!("shape {shape:?} needs {n} elements, got {}", data.len()));
         }
         Ok(Tensor {
             storage: T::wrap(Buffer::from_vec(data)),
@@ -103,7 +100,9 @@ impl Tensor {
         })
     }
 
-    /// A C-contiguous copy of an ndarray array.
+    /// A C-contiguous copy of an ndarray array. ndarray bounds the element
+    /// count but not the rank: callers that take arrays from users check it
+    /// (the .npy reader does, and so does the executor for its feeds).
     pub fn from_array<T: Element, S: ndarray::Data<Elem = T>>(a: &ndarray::ArrayBase<S, IxDyn>) -> Tensor {
         let mut data = pool::take::<T>(a.len());
         match a.as_slice() {
@@ -118,7 +117,7 @@ impl Tensor {
 
     /// A C-contiguous tensor of zeros (false for bool).
     pub fn zeros(dtype: DType, shape: &[usize]) -> Result<Tensor> {
-        let n = limit::numel(shape)?;
+        let n = limit::check_shape(shape)?;
         limit::check_alloc(dtype, n)?;
         Ok(Tensor {
             storage: Storage::zeros(dtype, n),
@@ -128,7 +127,7 @@ impl Tensor {
 
     /// A C-contiguous tensor whose contents the caller overwrites.
     pub fn uninit(dtype: DType, shape: &[usize]) -> Result<Tensor> {
-        let n = limit::numel(shape)?;
+        let n = limit::check_shape(shape)?;
         limit::check_alloc(dtype, n)?;
         Ok(Tensor {
             storage: Storage::uninit(dtype, n),
@@ -152,8 +151,19 @@ impl Tensor {
         }
     }
 
-    /// Another view of the same buffer. Fails when `layout` reaches outside it.
+    /// Another view of the same buffer. Fails when `layout` reaches outside
+    /// it, has more than [`limit::MAX_RANK`] axes or too many elements: every
+    /// view op ends here, so a layout made with [`Layout::new`] from user
+    /// input (index vectors, say) is checked too.
     pub fn with_layout(&self, layout: Layout) -> Result<Tensor> {
+        if layout.ndim() > limit::MAX_RANK {
+            return op_err(format!(
+                "a view of rank {} is above the limit of {} dimensions",
+                layout.ndim(),
+                limit::MAX_RANK
+            ));
+        }
+        limit::numel(layout.shape())?;
         if let Some((lo, hi)) = layout.signed_span() {
             if lo < 0 || hi >= self.storage.len() as i128 {
                 return op_err(format!(
@@ -195,9 +205,10 @@ impl Tensor {
     pub fn data_size(&self) -> usize {
         self.storage.len()
     }
-    /// Bytes of this view's elements.
+    /// Bytes of this view's elements (saturating: a broadcast view may
+    /// describe more bytes than an address space holds).
     pub fn nbytes(&self) -> usize {
-        self.size() * self.dtype().size()
+        self.size().saturating_mul(self.dtype().size())
     }
     pub fn layout(&self) -> &Layout {
         &self.layout
@@ -459,20 +470,56 @@ fn cast_one<S: Element, D: Element>(s: S) -> D {
     }
 }
 
-/// Resolves a reshape target with at most one -1 against `from`.
-pub fn resolve_reshape(from: &[usize], shape: &[i64]) -> Result<Vec<usize>> {
-    let total: usize = from.iter().product();
+/// A reshape target on its own: the dims with the -1 (if any) read as 1,
+/// the position of the -1 and the element count of the known dims. At most
+/// [`limit::MAX_RANK`] axes, one -1, no other negative dim, and the known
+/// dims must have a valid element count (see [`limit::numel`]; a 0 does not
+/// excuse an overflowing product).
+fn parse_reshape_target(shape: &[i64]) -> Result<(Vec<usize>, Option<usize>, usize)> {
+    if shape.len() > limit::MAX_RANK {
+        return op_err(format!(
+            "reshape target {} is above the limit of {} dimensions",
+            limit::shape_str(shape),
+            limit::MAX_RANK
+        ));
+    }
     let mut unknown = None;
-    let mut known = 1usize;
+    let mut out = Vec::with_capacity(shape.len());
     for (i, &d) in shape.iter().enumerate() {
         match d {
-            -1 if unknown.is_none() => unknown = Some(i),
+            -1 if unknown.is_none() => {
+                unknown = Some(i);
+                out.push(1);
+            }
             -1 => return op_err(format!("reshape {shape:?} has more than one -1")),
             d if d < 0 => return op_err(format!("reshape {shape:?} has a negative dimension")),
-            d => known = known.saturating_mul(d as usize),
+            d => out.push(
+                usize::try_from(d)
+                    .map_err(|_| Error::Op(format!("reshape {shape:?}: dimension {d} is too large")))?,
+            ),
         }
     }
-    let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+    let known = limit::numel(&out).map_err(|_| {
+        Error::Op(format!(
+            "reshape target {shape:?} has too many elements (more than {})",
+            isize::MAX
+        ))
+    })?;
+    Ok((out, unknown, known))
+}
+
+/// Checks a reshape target without a source shape (see
+/// [`resolve_reshape`]).
+pub fn check_reshape_target(shape: &[i64]) -> Result<()> {
+    parse_reshape_target(shape).map(|_| ())
+}
+
+/// Resolves a reshape target with at most one -1 against `from`, in checked
+/// arithmetic: a source or target with too many elements, or a target of a
+/// rank above [`limit::MAX_RANK`], is an error.
+pub fn resolve_reshape(from: &[usize], shape: &[i64]) -> Result<Vec<usize>> {
+    let total = limit::numel(from)?;
+    let (mut out, unknown, known) = parse_reshape_target(shape)?;
     if let Some(i) = unknown {
         if known == 0 || !total.is_multiple_of(known) {
             return op_err(format!("cannot reshape {from:?} into {shape:?}"));

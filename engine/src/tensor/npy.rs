@@ -1,7 +1,17 @@
 //! .npy files, through ndarray-npy.
+//!
+//! ndarray-npy allocates what a header declares before it looks at the data
+//! (and before it checks the descriptor), so a small file declaring a huge
+//! shape would abort the process. The header is therefore parsed and
+//! checked here first: the magic string and version, a header length that
+//! fits in the file, the dtype from 'descr' (chosen once), a rank of at most
+//! [`limit::MAX_RANK`], an element count in checked arithmetic, data that is
+//! actually in the file, and the allocation limit. Only then does
+//! ndarray-npy read the array, for that one dtype, from the very header
+//! bytes checked here.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufReader, BufWriter, Cursor, Read};
 use std::path::Path;
 
 use ndarray::ArrayD;
@@ -9,29 +19,350 @@ use ndarray_npy::{ReadNpyExt, WriteNpyExt};
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{limit, Tensor};
 
-fn read_as<T: Element>(path: &Path) -> std::result::Result<Tensor, ndarray_npy::ReadNpyError> {
-    let f = File::open(path)?;
-    let a = ArrayD::<T>::read_npy(f)?;
+const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// Longest header read. numpy's own reader refuses headers above 10000
+/// bytes by default; a header of one of Vigil's dtypes with 64 dimensions
+/// needs under 2 KiB.
+const MAX_HEADER_LEN: usize = 1 << 16;
+
+/// The `descr` values ndarray-npy reads for Vigil's dtypes.
+fn dtype_of(descr: &str) -> Option<DType> {
+    Some(match descr {
+        "<f4" | ">f4" => DType::F32,
+        "<f8" | ">f8" => DType::F64,
+        "<i8" | ">i8" => DType::I64,
+        "<i4" | ">i4" => DType::I32,
+        "|b1" => DType::Bool,
+        _ => return None,
+    })
+}
+
+/// What the header declares.
+struct Header {
+    dtype: DType,
+    shape: Vec<usize>,
+    /// The preamble and header bytes, as read (handed to ndarray-npy).
+    raw: Vec<u8>,
+}
+
+/// Reads and checks the preamble and header of `f`, a file of `file_len`
+/// bytes. Messages are without the path (the caller adds it).
+fn read_header(f: &mut impl Read, file_len: u64) -> std::result::Result<Header, String> {
+    let mut raw = vec![0u8; 8];
+    f.read_exact(&mut raw)
+        .map_err(|_| format!("not a .npy file: {file_len} bytes, shorter than the .npy preamble"))?;
+    if raw[..6] != MAGIC[..] {
+        return Err("not a .npy file: it does not start with the magic string \\x93NUMPY".into());
+    }
+    let (major, minor) = (raw[6], raw[7]);
+    let len_bytes = match (major, minor) {
+        (1, 0) => 2,
+        (2, 0) | (3, 0) => 4,
+        _ => {
+            return Err(format!(
+                "unsupported .npy version {major}.{minor} (supported: 1.0, 2.0, 3.0)"
+            ))
+        }
+    };
+    let mut len_buf = [0u8; 4];
+    f.read_exact(&mut len_buf[..len_bytes])
+        .map_err(|_| "truncated .npy preamble: the header length is missing".to_string())?;
+    raw.extend_from_slice(&len_buf[..len_bytes]);
+    let header_len = u32::from_le_bytes(len_buf) as usize;
+    let pre = raw.len();
+    if (pre + header_len) as u64 > file_len {
+        return Err(format!(
+            "the header length is {header_len} bytes, but the file holds only {} bytes after the preamble",
+            file_len - pre as u64
+        ));
+    }
+    if header_len > MAX_HEADER_LEN {
+        return Err(format!(
+            "the header length is {header_len} bytes, above the limit of {MAX_HEADER_LEN}"
+        ));
+    }
+    raw.resize(pre + header_len, 0);
+    f.read_exact(&mut raw[pre..])
+        .map_err(|e| format!("cannot read the .npy header: {e}"))?;
+    let text = &raw[pre..];
+    if major < 3 && !text.is_ascii() {
+        return Err(format!("the header of a version {major}.0 file is not ASCII"));
+    }
+    let text = std::str::from_utf8(text).map_err(|_| "the header is not UTF-8".to_string())?;
+    let (descr, shape) = parse_dict(text.trim_end())?;
+    let dtype = match &descr {
+        Descr::Str(s) => dtype_of(s),
+        Descr::Other(_) => None,
+    }
+    .ok_or_else(|| {
+        let shown = match &descr {
+            Descr::Str(s) => format!("'{s}'"),
+            Descr::Other(s) => s.clone(),
+        };
+        format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <i8, <i4, |b1, and >f4, >f8, >i8, >i4)")
+    })?;
+    if shape.len() > limit::MAX_RANK {
+        return Err(format!(
+            "shape {} is above the limit of {} dimensions",
+            limit::shape_str(&shape),
+            limit::MAX_RANK
+        ));
+    }
+    Ok(Header { dtype, shape, raw })
+}
+
+/// A `descr` value: a string, or anything else (a structured dtype's list)
+/// as written.
+enum Descr {
+    Str(String),
+    Other(String),
+}
+
+/// A cursor over the header text. Every method is a loop, never recursion.
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Scan<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            self.i += 1;
+        }
+    }
+
+    fn expect(&mut self, c: u8, what: &str) -> std::result::Result<(), String> {
+        self.skip_ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(format!(
+                "malformed .npy header: expected {what} at byte {}",
+                self.i
+            ))
+        }
+    }
+
+    /// A quoted Python string (backslash escapes kept as the escaped byte).
+    fn string(&mut self) -> std::result::Result<String, String> {
+        self.skip_ws();
+        let q = match self.peek() {
+            Some(q @ (b'\'' | b'"')) => q,
+            _ => {
+                return Err(format!(
+                    "malformed .npy header: expected a quoted string at byte {}",
+                    self.i
+                ))
+            }
+        };
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            match self.peek() {
+                None => return Err("malformed .npy header: unterminated string".into()),
+                Some(c) if c == q => {
+                    self.i += 1;
+                    break;
+                }
+                Some(b'\\') => {
+                    self.i += 1;
+                    out.extend(self.peek());
+                    self.i += 1;
+                }
+                Some(c) => {
+                    out.push(c);
+                    self.i += 1;
+                }
+            }
+        }
+        String::from_utf8(out).map_err(|_| "malformed .npy header: a string is not UTF-8".into())
+    }
+
+    /// A bracketed value (list, tuple, dict) as written, brackets matched
+    /// with a depth counter and quotes skipped.
+    fn bracketed(&mut self) -> std::result::Result<String, String> {
+        let start = self.i;
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            match c {
+                b'\'' | b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'[' | b'(' | b'{' => depth += 1,
+                b']' | b')' | b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.i += 1;
+                        return Ok(String::from_utf8_lossy(&self.b[start..self.i]).into_owned());
+                    }
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+        Err("malformed .npy header: unbalanced brackets".into())
+    }
+
+    /// A bare token (True, False, a number) up to a delimiter.
+    fn token(&mut self) -> &str {
+        self.skip_ws();
+        let start = self.i;
+        while self
+            .peek()
+            .is_some_and(|c| !c.is_ascii_whitespace() && !b",:}])".contains(&c))
+        {
+            self.i += 1;
+        }
+        std::str::from_utf8(&self.b[start..self.i]).unwrap_or("")
+    }
+
+    /// A tuple of non-negative integers: `()`, `(3,)`, `(2, 3)`.
+    fn shape(&mut self) -> std::result::Result<Vec<usize>, String> {
+        self.expect(b'(', "a tuple for 'shape'")?;
+        let mut dims = Vec::new();
+        let mut comma = false;
+        loop {
+            self.skip_ws();
+            if self.peek() == Some(b')') {
+                self.i += 1;
+                break;
+            }
+            let tok = self.token().to_string();
+            let digits = tok.strip_suffix('L').unwrap_or(&tok);
+            let d = match digits.parse::<u64>() {
+                Ok(d) => usize::try_from(d).map_err(|_| format!("shape dimension {tok} is too large"))?,
+                Err(_) if digits.starts_with('-') => {
+                    return Err(format!("shape has a negative dimension {tok}"))
+                }
+                Err(_) if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()) => {
+                    return Err(format!("shape dimension {tok} is too large"))
+                }
+                Err(_) => return Err(format!("malformed .npy header: '{tok}' is not a shape dimension")),
+            };
+            dims.push(d);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => {
+                    comma = true;
+                    self.i += 1;
+                }
+                Some(b')') => {
+                    self.i += 1;
+                    break;
+                }
+                _ => return Err("malformed .npy header: 'shape' is not a tuple of integers".into()),
+            }
+        }
+        if dims.len() == 1 && !comma {
+            return Err("malformed .npy header: 'shape' is not a tuple (a 1-tuple needs a comma)".into());
+        }
+        Ok(dims)
+    }
+}
+
+/// Parses the header dict: `{'descr': ..., 'fortran_order': ..., 'shape':
+/// (...)}`, each key exactly once and no other key. `fortran_order` is
+/// checked here and left to ndarray-npy to apply.
+fn parse_dict(text: &str) -> std::result::Result<(Descr, Vec<usize>), String> {
+    let mut c = Scan {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    c.expect(b'{', "a Python dict")?;
+    let (mut descr, mut fortran, mut shape) = (None, None, None);
+    loop {
+        c.skip_ws();
+        if c.peek() == Some(b'}') {
+            c.i += 1;
+            break;
+        }
+        let key = c.string()?;
+        c.expect(b':', "':'")?;
+        c.skip_ws();
+        let dup = match key.as_str() {
+            "descr" => {
+                let d = match c.peek() {
+                    Some(b'\'' | b'"') => Descr::Str(c.string()?),
+                    Some(b'[' | b'(' | b'{') => Descr::Other(c.bracketed()?),
+                    _ => Descr::Other(c.token().to_string()),
+                };
+                descr.replace(d).is_some()
+            }
+            "fortran_order" => {
+                let f = match c.token() {
+                    "True" => true,
+                    "False" => false,
+                    t => return Err(format!("'fortran_order' is '{t}', not True or False")),
+                };
+                fortran.replace(f).is_some()
+            }
+            "shape" => shape.replace(c.shape()?).is_some(),
+            k => return Err(format!("unexpected key '{k}' in the .npy header")),
+        };
+        if dup {
+            return Err(format!("key '{key}' appears twice in the .npy header"));
+        }
+        c.skip_ws();
+        match c.peek() {
+            Some(b',') => c.i += 1,
+            Some(b'}') => {
+                c.i += 1;
+                break;
+            }
+            _ => return Err("malformed .npy header: expected ',' or '}' after a value".into()),
+        }
+    }
+    c.skip_ws();
+    if c.i != c.b.len() {
+        return Err("malformed .npy header: text after the dict".into());
+    }
+    match (descr, fortran, shape) {
+        (Some(d), Some(_), Some(s)) => Ok((d, s)),
+        (None, _, _) => Err("the .npy header lacks 'descr'".into()),
+        (_, None, _) => Err("the .npy header lacks 'fortran_order'".into()),
+        (_, _, None) => Err("the .npy header lacks 'shape'".into()),
+    }
+}
+
+/// Reads the array with ndarray-npy as `T`, from the checked header bytes
+/// followed by the rest of the file.
+fn read_as<T: Element>(header: &Header, rest: impl Read) -> std::result::Result<Tensor, String> {
+    let reader = Cursor::new(&header.raw[..]).chain(rest);
+    let a = ArrayD::<T>::read_npy(reader).map_err(|e| format!("cannot read .npy: {e}"))?;
+    if a.is_standard_layout() {
+        // C order: keep ndarray-npy's buffer instead of copying it.
+        let shape = a.shape().to_vec();
+        let (data, _) = a.into_raw_vec_and_offset();
+        return Tensor::from_vec(&shape, data).map_err(|e| e.to_string());
+    }
     Ok(Tensor::from_array(&a))
 }
 
 pub fn read(path: &Path) -> Result<Tensor> {
-    let mut last = None;
-    for dt in DType::ALL {
-        let r = crate::dispatch_all!(dt, T => read_as::<T>(path));
-        match r {
-            Ok(t) => return Ok(t),
-            Err(ndarray_npy::ReadNpyError::WrongDescriptor(d)) => last = Some(d),
-            Err(e) => return Err(Error::file(path, format!("cannot read .npy: {e}"))),
-        }
+    let err = |msg: String| Error::file(path, msg);
+    let mut f = File::open(path).map_err(|e| Error::file(path, e))?;
+    let file_len = f.metadata().map_err(|e| Error::file(path, e))?.len();
+    let header = read_header(&mut f, file_len).map_err(err)?;
+    let count = limit::numel(&header.shape).map_err(|e| err(e.to_string()))?;
+    let bytes = count as u128 * header.dtype.size() as u128;
+    let held = file_len - header.raw.len() as u64;
+    if bytes > held as u128 {
+        return Err(err(format!(
+            "declares {count} elements ({bytes} bytes) but holds only {held} bytes"
+        )));
     }
-    let what = last.map(|d| format!("{d:?}")).unwrap_or_default();
-    Err(Error::file(
-        path,
-        format!("unsupported .npy dtype {what} (supported: f32, f64, i64, i32, bool)"),
-    ))
+    limit::check_alloc(header.dtype, count).map_err(|e| err(e.to_string()))?;
+    let rest = BufReader::new(f);
+    crate::dispatch_all!(header.dtype, T => read_as::<T>(&header, rest)).map_err(err)
 }
 
 pub fn write(t: &Tensor, path: &Path) -> Result<()> {
@@ -39,4 +370,57 @@ pub fn write(t: &Tensor, path: &Path) -> Result<()> {
     let mut w = BufWriter::new(f);
     let r = crate::dispatch_all!(t.dtype(), T => t.to_array::<T>()?.write_npy(&mut w));
     r.map_err(|e| Error::file(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(text: &str) -> std::result::Result<Vec<usize>, String> {
+        parse_dict(text).map(|(_, s)| s)
+    }
+
+    #[test]
+    fn header_dicts_parse_as_numpy_writes_them() {
+        let d = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }";
+        assert_eq!(dims(d).unwrap(), vec![3, 4]);
+        let d = "{\"descr\": \"|b1\", \"fortran_order\": True, \"shape\": ()}";
+        assert_eq!(dims(d).unwrap(), Vec::<usize>::new());
+        assert_eq!(
+            dims("{'shape': (7,), 'fortran_order': False, 'descr': '<i8'}").unwrap(),
+            vec![7]
+        );
+        assert_eq!(
+            dims("{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 3L)}").unwrap(),
+            vec![2, 3]
+        );
+        match parse_dict("{'descr': [('a', '<f4'), ('b', ')')], 'fortran_order': False, 'shape': (1,)}") {
+            Ok((Descr::Other(s), _)) => assert_eq!(s, "[('a', '<f4'), ('b', ')')]"),
+            _ => panic!("a structured descr"),
+        }
+    }
+
+    #[test]
+    fn malformed_header_dicts_are_errors() {
+        for d in [
+            "",
+            "{",
+            "{'descr': '<f4', 'fortran_order': False}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (3)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'shape': (3,)}",
+            "{'descr': '<f4', 'fortran_order': None, 'shape': (3,)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (3, x)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (-3,)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (3,)} x",
+            "{'descr': [(, 'fortran_order': False, 'shape': (3,)}",
+            "{'descr: '<f4'}",
+        ] {
+            assert!(parse_dict(d).is_err(), "{d}");
+        }
+        let deep = format!(
+            "{{'descr': '<f4', 'fortran_order': False, 'shape': {}}}",
+            "(".repeat(60_000)
+        );
+        assert!(parse_dict(&deep).is_err());
+    }
 }
