@@ -116,3 +116,25 @@ fn float_to_int_casts_follow_numpy_on_x86_64() {
         &[i64::MIN, i64::MIN, i64::MIN, 3_000_000_000, -2, 2]
     );
 }
+
+#[test]
+fn an_output_viewing_a_constant_cannot_change_the_constant() {
+    let g = GraphBuilder::new("c");
+    let c = g.constant(
+        "c",
+        Tensor::from_vec(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap(),
+    );
+    let t = c.transpose(None).unwrap();
+    let n = c.neg().unwrap();
+    let graph = g.build(&[&t, &n]).unwrap();
+    let exec = Executor::new(&graph).unwrap();
+    let first = exec.run(&HashMap::new()).unwrap();
+    let out = first.get(t.name()).unwrap();
+    assert_eq!(out.to_f64_vec().unwrap(), vec![1.0, 3.0, 2.0, 4.0]);
+    out.set_at(&[0, 0], vigil_engine::Scalar::F32(-99.0)).unwrap();
+    let second = exec.run(&HashMap::new()).unwrap();
+    assert_eq!(
+        second.get(n.name()).unwrap().to_f64_vec().unwrap(),
+        vec![-1.0, -2.0, -3.0, -4.0]
+    );
+}

@@ -249,9 +249,22 @@ impl<'g> Executor<'g> {
         }
         ran?;
         stats.peak_live_bytes = live.peak;
+        // An output that shares a constant's buffer is handed out as a copy:
+        // the caller may write it, and constants must stay constant.
+        let constant_buffers: Vec<_> = g
+            .vars()
+            .iter()
+            .filter_map(|v| match &v.kind {
+                VarKind::Constant(t) => Some(t.buffer_id()),
+                _ => None,
+            })
+            .collect();
         let mut outputs = Vec::with_capacity(g.outputs().len());
         for &o in g.outputs() {
             match &live.values[o] {
+                Some(t) if constant_buffers.contains(&t.buffer_id()) => {
+                    outputs.push((g.var(o).name.clone(), t.deep_copy()?))
+                }
                 Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
                 None if opts.stop_after.is_some() => {}
                 None => {
