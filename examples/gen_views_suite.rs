@@ -15,73 +15,10 @@ use std::path::{Path, PathBuf};
 
 use vigil_engine::{Element, Tensor};
 
-// ----- a tiny JSON tree, printed with short scalar arrays on one line -------
-
-enum J {
-    Int(i64),
-    Str(String),
-    Arr(Vec<J>),
-    Obj(Vec<(&'static str, J)>),
-}
-
-fn s(v: &str) -> J {
-    J::Str(v.to_string())
-}
-
-fn strs(v: &[&str]) -> J {
-    J::Arr(v.iter().map(|x| s(x)).collect())
-}
-
-fn ints(v: &[i64]) -> J {
-    J::Arr(v.iter().map(|&x| J::Int(x)).collect())
-}
-
-impl J {
-    fn is_scalar(&self) -> bool {
-        matches!(self, J::Int(_) | J::Str(_))
-    }
-
-    fn print(&self, indent: usize, out: &mut String) {
-        let pad = |n: usize| "  ".repeat(n);
-        match self {
-            J::Int(i) => out.push_str(&i.to_string()),
-            J::Str(v) => out.push_str(&serde_json::to_string(v).expect("string")),
-            J::Arr(v) if v.iter().all(J::is_scalar) => {
-                out.push('[');
-                for (k, x) in v.iter().enumerate() {
-                    if k > 0 {
-                        out.push_str(", ");
-                    }
-                    x.print(0, out);
-                }
-                out.push(']');
-            }
-            J::Arr(v) => {
-                out.push_str("[\n");
-                for (k, x) in v.iter().enumerate() {
-                    out.push_str(&pad(indent + 1));
-                    x.print(indent + 1, out);
-                    out.push_str(if k + 1 < v.len() { ",\n" } else { "\n" });
-                }
-                out.push_str(&pad(indent));
-                out.push(']');
-            }
-            J::Obj(kv) if kv.is_empty() => out.push_str("{}"),
-            J::Obj(kv) => {
-                out.push_str("{\n");
-                for (k, (key, x)) in kv.iter().enumerate() {
-                    out.push_str(&pad(indent + 1));
-                    out.push_str(&serde_json::to_string(key).expect("key"));
-                    out.push_str(": ");
-                    x.print(indent + 1, out);
-                    out.push_str(if k + 1 < kv.len() { ",\n" } else { "\n" });
-                }
-                out.push_str(&pad(indent));
-                out.push('}');
-            }
-        }
-    }
-}
+#[path = "common/json.rs"]
+#[allow(dead_code)] // this generator writes no floats or bools
+mod json;
+use json::{ints, s, strs, J};
 
 // ----- the reference: dense C-order arrays and numpy's basic indexing -------
 
@@ -468,11 +405,11 @@ impl Case {
 
     fn graph_json(&self) -> String {
         let mut kv = vec![("format", s("vigil-graph/1")), ("name", s(self.name))];
-        kv.push(("inputs", J::Arr(self.inputs.iter().map(clone_j).collect())));
+        kv.push(("inputs", J::Arr(self.inputs.clone())));
         if !self.constants.is_empty() {
-            kv.push(("constants", J::Arr(self.constants.iter().map(clone_j).collect())));
+            kv.push(("constants", J::Arr(self.constants.clone())));
         }
-        kv.push(("nodes", J::Arr(self.nodes.iter().map(clone_j).collect())));
+        kv.push(("nodes", J::Arr(self.nodes.clone())));
         kv.push(("outputs", strs(&self.outputs)));
         let mut out = String::new();
         J::Obj(kv).print(0, &mut out);
@@ -495,15 +432,6 @@ impl Case {
             t.write_npy(dir.join("expected").join(format!("{n}.npy")))
                 .expect("write expected");
         }
-    }
-}
-
-fn clone_j(j: &J) -> J {
-    match j {
-        J::Int(i) => J::Int(*i),
-        J::Str(v) => J::Str(v.clone()),
-        J::Arr(v) => J::Arr(v.iter().map(clone_j).collect()),
-        J::Obj(kv) => J::Obj(kv.iter().map(|(k, v)| (*k, clone_j(v))).collect()),
     }
 }
 
