@@ -111,6 +111,8 @@ pub struct Executor<'g> {
     /// Source variables (inputs, parameters) that some node overwrites in
     /// place, through a view or not, in variable order.
     destroyed_sources: Vec<VarId>,
+    /// Buffers of the graph's constants: outputs sharing one are copied.
+    constant_buffers: Vec<crate::tensor::storage::BufferId>,
 }
 
 /// How a message names a source variable's kind.
@@ -139,6 +141,14 @@ impl<'g> Executor<'g> {
             })
             .map(|(v, _)| v)
             .collect();
+        let constant_buffers = graph
+            .vars()
+            .iter()
+            .filter_map(|v| match &v.kind {
+                VarKind::Constant(t) => Some(t.buffer_id()),
+                _ => None,
+            })
+            .collect();
         let mut last_use = vec![None; graph.vars().len()];
         for (pos, &n) in order.iter().enumerate() {
             for &v in &graph.node(n).inputs {
@@ -150,6 +160,7 @@ impl<'g> Executor<'g> {
             order,
             last_use,
             destroyed_sources,
+            constant_buffers,
         })
     }
 
@@ -251,18 +262,10 @@ impl<'g> Executor<'g> {
         stats.peak_live_bytes = live.peak;
         // An output that shares a constant's buffer is handed out as a copy:
         // the caller may write it, and constants must stay constant.
-        let constant_buffers: Vec<_> = g
-            .vars()
-            .iter()
-            .filter_map(|v| match &v.kind {
-                VarKind::Constant(t) => Some(t.buffer_id()),
-                _ => None,
-            })
-            .collect();
         let mut outputs = Vec::with_capacity(g.outputs().len());
         for &o in g.outputs() {
             match &live.values[o] {
-                Some(t) if constant_buffers.contains(&t.buffer_id()) => {
+                Some(t) if self.constant_buffers.contains(&t.buffer_id()) => {
                     outputs.push((g.var(o).name.clone(), t.deep_copy()?))
                 }
                 Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
