@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for name in names {
             feeds[name].write_npy(dir.join("inputs").join(format!("{name}.npy")))?;
         }
-        let expected = case.expected.map(|k| k.name());
+        let expected = case.expected.as_ref().map(|k| k.name());
         std::fs::write(
             dir.join("expect.json"),
             serde_json::json!({ "finding": expected }).to_string() + "\n",

@@ -12,7 +12,7 @@ use vigil_listeners::profile::ProfilingListener;
 use vigil_listeners::{
     ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
 };
-use vigil_reports::{Case, ErrorSample, Finding, OutputComparison, Severity, TimelineEntry};
+use vigil_reports::{Case, ErrorSample, Finding, OutputComparison, TimelineEntry};
 
 use crate::case::{load_expected, load_feeds, load_graph, CasePaths};
 use crate::suite::CaseRef;
@@ -105,7 +105,7 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, mut out: Case) -> Result<Case> {
                 .with_context(ctx)?;
             set.collect();
             for f in set.take_findings() {
-                out = out.with_finding(convert(f));
+                out = out.with_finding(f);
             }
             if let Some(p) = set.get::<ProfilingListener>() {
                 out = out.with_timeline(
@@ -128,19 +128,6 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, mut out: Case) -> Result<Case> {
         out = compare_outputs(out, &outputs, &expected, &cfg.tolerance)?;
     }
     Ok(out)
-}
-
-fn convert(f: vigil_listeners::Finding) -> Finding {
-    let severity = match f.severity {
-        vigil_listeners::Severity::Error => Severity::Error,
-        vigil_listeners::Severity::Warning => Severity::Warning,
-    };
-    let mut r = Finding::new(f.kind.name(), severity, f.message)
-        .at(f.node, f.op)
-        .with_details(f.details);
-    r.input = f.input;
-    r.output = f.output;
-    r
 }
 
 /// Compares every expected output; a difference is an `output_mismatch`.

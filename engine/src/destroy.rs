@@ -271,10 +271,9 @@ impl<'g> DestroyHandler<'g> {
             Ok(_) => {}
             Err(c) => v.push(c),
         }
-        Err(Error::Graph(format!(
-            "graph '{}' breaks the view/destroy rules: {}",
-            self.g.name(),
-            v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
-        )))
+        Err(Error::Rules {
+            graph: self.g.name().to_string(),
+            violations: v,
+        })
     }
 }

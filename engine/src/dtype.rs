@@ -87,12 +87,17 @@ pub trait Element:
     fn from_i64_wrapping(v: i64) -> Self;
     /// Exact when `s` has this dtype, else converted through f64.
     fn from_scalar(s: Scalar) -> Self;
+    /// The sentinel that poisoned buffers hold: NaN for floats, the byte
+    /// pattern 0x5A for integers, `true` for bools. A kernel that reads
+    /// memory it never wrote shows it.
+    const POISON: Self;
 }
 
 macro_rules! element {
-    ($t:ty, $variant:ident, $to:expr, $from:expr, $wrap:expr) => {
+    ($t:ty, $variant:ident, $poison:expr, $to:expr, $from:expr, $wrap:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
+            const POISON: Self = $poison;
             fn buffer(s: &Storage) -> Option<&Rc<Buffer<Self>>> {
                 match s {
                     Storage::$variant(b) => Some(b),
@@ -136,13 +141,21 @@ macro_rules! element {
     };
 }
 
-element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32, |v: i64| v as f32);
-element!(f64, F64, |x: f64| x, |v: f64| v, |v: i64| v as f64);
+element!(
+    f32,
+    F32,
+    f32::NAN,
+    |x: f32| x as f64,
+    |v: f64| v as f32,
+    |v: i64| v as f32
+);
+element!(f64, F64, f64::NAN, |x: f64| x, |v: f64| v, |v: i64| v as f64);
 // Float to integer as numpy does on x86-64: truncation, and the integer
 // minimum for NaN, infinities and values out of range.
 element!(
     i64,
     I64,
+    0x5A5A_5A5A_5A5A_5A5A,
     |x: i64| x as f64,
     |v: f64| if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v) {
         v as i64
@@ -154,6 +167,7 @@ element!(
 element!(
     i32,
     I32,
+    0x5A5A_5A5A,
     |x: i32| x as f64,
     |v: f64| if v > -2147483649.0 && v < 2147483648.0 {
         v as i32
@@ -165,6 +179,7 @@ element!(
 element!(
     bool,
     Bool,
+    true,
     |x: bool| if x { 1.0 } else { 0.0 },
     |v: f64| v != 0.0,
     |v: i64| v != 0

@@ -21,14 +21,37 @@ pub enum Error {
         limit: u64,
     },
     /// A kernel tried to write a buffer that is also being read.
-    #[error("aliasing violation: {0}")]
-    Aliasing(String),
-    /// The graph is malformed or violates a view/destroy rule.
+    #[error("{}aliasing violation: {msg}", node_prefix(.node))]
+    Aliasing { node: Option<String>, msg: String },
+    /// An op refused the output buffer the caller supplied (wrong dtype,
+    /// shape or a self-overlapping layout).
+    #[error("{}pre-allocated output {output}: {msg}", node_prefix(.node))]
+    PreallocRefused {
+        node: Option<String>,
+        output: usize,
+        msg: String,
+    },
+    /// The graph breaks the destroy handler's rules; each violation names
+    /// its [`crate::Rule`].
+    #[error("graph '{graph}' breaks the view/destroy rules: {}", join_violations(.violations))]
+    Rules {
+        graph: String,
+        violations: Vec<crate::destroy::Violation>,
+    },
+    /// An execution order given to [`crate::Executor::with_order`] is not
+    /// valid for the graph.
+    #[error("invalid order for graph '{graph}': {msg}")]
+    InvalidOrder { graph: String, msg: String },
+    /// The graph is malformed.
     #[error("{0}")]
     Graph(String),
     /// A file could not be read or written, or its content is invalid.
     #[error("{}: {msg}", .path.display())]
     File { path: PathBuf, msg: String },
+}
+
+fn join_violations(v: &[crate::destroy::Violation]) -> String {
+    v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
 fn node_prefix(node: &Option<String>) -> String {
@@ -59,8 +82,21 @@ impl Error {
     /// node or a file are returned unchanged.
     pub fn at_node(self, node: &str) -> Error {
         match self {
-            Error::Op(msg) | Error::Aliasing(msg) => Error::Node {
+            Error::Op(msg) => Error::Node {
                 node: node.to_string(),
+                msg,
+            },
+            Error::Aliasing { node: None, msg } => Error::Aliasing {
+                node: Some(node.to_string()),
+                msg,
+            },
+            Error::PreallocRefused {
+                node: None,
+                output,
+                msg,
+            } => Error::PreallocRefused {
+                node: Some(node.to_string()),
+                output,
                 msg,
             },
             Error::AllocTooLarge {

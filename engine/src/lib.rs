@@ -20,5 +20,6 @@ pub mod inplace;
 pub mod memory;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
-pub use exec::{At, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput};
+pub use exec::{At, Cursor, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step};
 pub use graph::{Graph, GraphBuilder, Sym};
+pub use tensor::pool::PoolPolicy;

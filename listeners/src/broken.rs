@@ -20,7 +20,7 @@ use vigil_engine::error::op_err;
 use vigil_engine::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use vigil_engine::{DType, IndexSpec, Layout, Result, Scalar, Tensor};
 
-use crate::finding::FindingKind;
+use crate::finding::Kind;
 
 fn need_f32(op: &str, inputs: &[TypeInfo]) -> Result<()> {
     match inputs.iter().find(|t| t.dtype != DType::F32) {
@@ -419,15 +419,15 @@ pub fn registry() -> OpRegistry {
 
 /// The finding a broken op's name promises, `None` for a twin or an op not
 /// in the corpus.
-pub fn intended(op: &str) -> Option<FindingKind> {
+pub fn intended(op: &str) -> Option<Kind> {
     Some(match op {
-        "broken_accumulate" => FindingKind::DestroyedInput,
-        "broken_identity" | "broken_first_row" => FindingKind::UndeclaredView,
-        "broken_split" => FindingKind::AliasedOutputs,
-        "broken_increment" => FindingKind::OutOfViewWrite,
-        "broken_lazy_scale" => FindingKind::DeclaredDestroyUnused,
-        "broken_view" => FindingKind::DeclaredViewNotAliased,
-        "broken_safe_div" => FindingKind::NonFinite,
+        "broken_accumulate" => Kind::DESTROYED_INPUT,
+        "broken_identity" | "broken_first_row" => Kind::UNDECLARED_VIEW,
+        "broken_split" => Kind::ALIASED_OUTPUTS,
+        "broken_increment" => Kind::OUT_OF_VIEW_WRITE,
+        "broken_lazy_scale" => Kind::DECLARED_DESTROY_UNUSED,
+        "broken_view" => Kind::DECLARED_VIEW_NOT_ALIASED,
+        "broken_safe_div" => Kind::NON_FINITE,
         _ => return None,
     })
 }

@@ -33,7 +33,7 @@ pub mod profile;
 pub mod record;
 pub mod trace;
 
-pub use finding::{Finding, FindingKind, Severity, Validator};
+pub use finding::{at_op, Finding, Kind, Severity, Validator};
 pub use history::{HistoryListener, ScoreListener};
 pub use noninplace::{Mode, NonInplaceConfig, NonInplaceStats, NonInplaceValidationListener};
 pub use numerics::{Health, NodeHealth, NumericsListener};

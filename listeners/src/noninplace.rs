@@ -45,7 +45,7 @@ use vigil_engine::graph::Graph;
 use vigil_engine::Tensor;
 
 use crate::diff::Diff;
-use crate::finding::{hex, Finding, FindingKind, Validator};
+use crate::finding::{at_op, hex, Finding, Kind, Validator};
 use crate::hash::{outside_bytes, outside_hash, view_bytes, view_hash, HashCache, Hashed, Part};
 use crate::overlap::tensors_share_memory;
 use crate::region::Region;
@@ -385,8 +385,8 @@ impl NonInplaceValidationListener {
             let mut d = self.details(ev, &b, t);
             self.describe(&mut d, t, &b.view, Part::View, "view")?;
             out.push(
-                Finding::at_op(
-                    FindingKind::DestroyedInput,
+                at_op(
+                    Kind::DESTROYED_INPUT,
                     ev,
                     format!(
                         "input {} ('{var}') changed, but the op's destroy_map does not declare it",
@@ -404,8 +404,8 @@ impl NonInplaceValidationListener {
             }
             d.insert("view_changed".into(), json!(view_changed));
             out.push(
-                Finding::at_op(
-                    FindingKind::OutOfViewWrite,
+                at_op(
+                    Kind::OUT_OF_VIEW_WRITE,
                     ev,
                     format!(
                         "the op wrote into the buffer of input {} ('{var}') outside the input's own elements",
@@ -419,8 +419,8 @@ impl NonInplaceValidationListener {
         if b.declared && unchanged_version && !view_changed && !outside_changed {
             let d = self.details(ev, &b, t);
             out.push(
-                Finding::at_op(
-                    FindingKind::DeclaredDestroyUnused,
+                at_op(
+                    Kind::DECLARED_DESTROY_UNUSED,
                     ev,
                     format!(
                         "the op declares it destroys input {} ('{var}') but never wrote it",
@@ -493,7 +493,7 @@ impl NonInplaceValidationListener {
         };
         for (idx, pos) in std::mem::take(&mut self.to_replay) {
             let Some(f) = self.findings.get(idx) else { continue };
-            let (kind, input) = (f.kind, f.input);
+            let (kind, input) = (f.kind.clone(), f.input);
             let replay = match replay_in_copy_mode(snap.graph(), snap.feeds(), pos, &self.config) {
                 Ok(found) => match found.into_iter().find(|r| r.kind == kind && r.input == input) {
                     Some(r) => r.details,
@@ -551,8 +551,7 @@ impl Listener for NonInplaceValidationListener {
                 Ok(found) => {
                     for f in found {
                         failed |= f.is_error();
-                        let replayable =
-                            matches!(f.kind, FindingKind::DestroyedInput | FindingKind::OutOfViewWrite);
+                        let replayable = f.kind == Kind::DESTROYED_INPUT || f.kind == Kind::OUT_OF_VIEW_WRITE;
                         if replayable && self.config.mode == Mode::Hash && self.snapshot.is_some() {
                             if let Some(pos) = at.node_index {
                                 self.to_replay.push((self.findings.len(), pos));

@@ -13,7 +13,7 @@ use vigil_engine::exec::{At, Listener, OpEvent};
 use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::{DType, Element, Layout, Tensor};
 
-use crate::finding::{Finding, FindingKind, Validator};
+use crate::finding::{at_op, Finding, Kind, Validator};
 
 /// Counts and range of one tensor's elements. `negative`, `zero` and
 /// `positive` count finite elements; `min`, `max` and `mean` are over finite
@@ -172,8 +172,8 @@ impl Listener for NumericsListener {
         if bad && inputs_finite {
             for (k, h) in outputs.iter().enumerate().filter(|(_, h)| h.non_finite() > 0) {
                 self.findings.push(
-                    Finding::at_op(
-                        FindingKind::NonFinite,
+                    at_op(
+                        Kind::NON_FINITE,
                         ev,
                         format!(
                             "output {k} has {} NaN, {} -inf, {} +inf from all-finite inputs",

@@ -17,7 +17,7 @@ use vigil_engine::ops::Attrs;
 use vigil_engine::{DType, IndexSpec, Result, Tensor};
 
 use crate::broken::registry;
-use crate::finding::{Finding, FindingKind, Validator};
+use crate::finding::{Finding, Kind, Validator};
 use crate::{ListenerSet, NonInplaceValidationListener, NumericsListener, ViewMapValidationListener};
 
 pub type Feeds = HashMap<String, Tensor>;
@@ -29,7 +29,7 @@ pub type Build = fn() -> Result<(Graph, Feeds)>;
 pub struct Case {
     pub name: String,
     /// `None`: the run must give no finding at all.
-    pub expected: Option<FindingKind>,
+    pub expected: Option<Kind>,
     pub build: Box<dyn Fn() -> Result<(Graph, Feeds)>>,
 }
 
@@ -37,8 +37,8 @@ pub struct Case {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SelftestResult {
     pub case: String,
-    pub expected: Option<FindingKind>,
-    pub found: Vec<FindingKind>,
+    pub expected: Option<Kind>,
+    pub found: Vec<Kind>,
     pub pass: bool,
     pub findings: Vec<Finding>,
     /// Set when the case could not be built or run.
@@ -59,7 +59,7 @@ fn builder() -> GraphBuilder {
 }
 
 /// A broken op and its twin, on the graph `build(op name)` makes.
-fn pair(what: &'static str, expected: FindingKind, build: fn(&str) -> Result<(Graph, Feeds)>) -> [Case; 2] {
+fn pair(what: &'static str, expected: Kind, build: fn(&str) -> Result<(Graph, Feeds)>) -> [Case; 2] {
     [
         Case {
             name: format!("broken_{what}"),
@@ -193,26 +193,26 @@ fn builtin_inplace_on_views() -> Result<(Graph, Feeds)> {
 
 /// Every case: broken ops with their twins, then built-in samples.
 pub fn cases() -> Vec<Case> {
-    use FindingKind as K;
+    use Kind as K;
     let mut v = Vec::new();
-    v.extend(pair("accumulate", K::DestroyedInput, |op| {
+    v.extend(pair("accumulate", K::DESTROYED_INPUT, |op| {
         two_vectors(op, &[1.0, 1.0, 1.0, 1.0])
     }));
-    v.extend(pair("identity", K::UndeclaredView, |op| {
+    v.extend(pair("identity", K::UNDECLARED_VIEW, |op| {
         unary(op, &[2, 3], false)
     }));
-    v.extend(pair("first_row", K::UndeclaredView, |op| {
+    v.extend(pair("first_row", K::UNDECLARED_VIEW, |op| {
         unary(op, &[3, 4], false)
     }));
-    v.extend(pair("split", K::AliasedOutputs, |op| unary(op, &[6], false)));
-    v.extend(pair("increment", K::OutOfViewWrite, on_slice));
-    v.extend(pair("lazy_scale", K::DeclaredDestroyUnused, |op| {
+    v.extend(pair("split", K::ALIASED_OUTPUTS, |op| unary(op, &[6], false)));
+    v.extend(pair("increment", K::OUT_OF_VIEW_WRITE, on_slice));
+    v.extend(pair("lazy_scale", K::DECLARED_DESTROY_UNUSED, |op| {
         unary(op, &[4], true)
     }));
-    v.extend(pair("view", K::DeclaredViewNotAliased, |op| {
+    v.extend(pair("view", K::DECLARED_VIEW_NOT_ALIASED, |op| {
         unary(op, &[4], false)
     }));
-    v.extend(pair("safe_div", K::NonFinite, |op| {
+    v.extend(pair("safe_div", K::NON_FINITE, |op| {
         two_vectors(op, &[1.0, 0.0, 2.0, 0.0])
     }));
     let samples: [(&str, Build); 4] = [
@@ -251,15 +251,15 @@ pub fn run_case(case: &Case) -> SelftestResult {
         Ok(f) => (f, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
-    let found: Vec<FindingKind> = findings.iter().map(|f| f.kind).collect();
+    let found: Vec<Kind> = findings.iter().map(|f| f.kind.clone()).collect();
     let pass = error.is_none()
-        && match case.expected {
-            Some(k) => !found.is_empty() && found.iter().all(|&f| f == k),
+        && match &case.expected {
+            Some(k) => !found.is_empty() && found.iter().all(|f| f == k),
             None => found.is_empty(),
         };
     SelftestResult {
         case: case.name.clone(),
-        expected: case.expected,
+        expected: case.expected.clone(),
         found,
         pass,
         findings,

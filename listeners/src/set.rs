@@ -56,7 +56,7 @@ use vigil_engine::exec::{At, Flow, Listener, OpEvent, Operation};
 use vigil_engine::graph::Graph;
 use vigil_engine::Tensor;
 
-use crate::finding::{Finding, FindingKind, Validator};
+use crate::finding::{Finding, Kind, Validator};
 
 /// A plain listener, seen as a validator with no findings.
 struct Plain<L>(L);
@@ -294,7 +294,7 @@ impl ListenerSet {
                     m.enabled = false;
                     let msg = panic_message(payload.as_ref());
                     let mut finding = Finding::new(
-                        FindingKind::ListenerPanic,
+                        Kind::LISTENER_PANIC,
                         format!("listener '{}' panicked in {hook} and was disabled: {msg}", m.name),
                     );
                     if let Some(ev) = ev {

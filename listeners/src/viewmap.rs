@@ -16,7 +16,7 @@ use serde_json::json;
 use vigil_engine::exec::{At, Listener, OpEvent};
 use vigil_engine::{Tensor, ViewKind};
 
-use crate::finding::{Finding, FindingKind, Validator};
+use crate::finding::{at_op, Finding, Kind, Validator};
 use crate::overlap::{tensors_share_memory_bounded, Sharing, DEFAULT_MAX_WORK};
 
 /// Checks declared views against the memory outputs really share.
@@ -96,8 +96,8 @@ impl Listener for ViewMapValidationListener {
                 d["view_map"] = json!(views);
                 d["destroy_map"] = json!(destroys);
                 self.findings.push(
-                    Finding::at_op(
-                        FindingKind::UndeclaredView,
+                    at_op(
+                        Kind::UNDECLARED_VIEW,
                         ev,
                         format!("output {k} shares memory with input {i}, but neither view_map nor destroy_map declares it"),
                     )
@@ -118,8 +118,8 @@ impl Listener for ViewMapValidationListener {
                 d["outputs"] = json!([k, l]);
                 d["layouts"] = json!([layout_json(&ev.outputs[k]), layout_json(&ev.outputs[l])]);
                 self.findings.push(
-                    Finding::at_op(
-                        FindingKind::AliasedOutputs,
+                    at_op(
+                        Kind::ALIASED_OUTPUTS,
                         ev,
                         format!("outputs {k} and {l} share memory"),
                     )
@@ -135,8 +135,8 @@ impl Listener for ViewMapValidationListener {
                 };
                 if !out.same_buffer(inp) {
                     self.findings.push(
-                        Finding::at_op(
-                            FindingKind::DeclaredViewNotAliased,
+                        at_op(
+                            Kind::DECLARED_VIEW_NOT_ALIASED,
                             ev,
                             format!(
                                 "output {k} is declared a view of input {i} but is a copy (another buffer)"

@@ -12,7 +12,7 @@ use vigil_engine::graph::Graph;
 use vigil_engine::ops::{Arity, Op, OpCtx, TypeInfo};
 use vigil_engine::{DType, Element, IndexSpec, Result, Tensor};
 use vigil_listeners::{
-    replay_in_copy_mode, FindingKind, Mode, NonInplaceConfig, NonInplaceValidationListener, Snapshot,
+    replay_in_copy_mode, Kind, Mode, NonInplaceConfig, NonInplaceValidationListener, Snapshot,
 };
 
 /// `broken_increment` on `x[2:4]` of a buffer of `n` elements: it writes
@@ -30,10 +30,7 @@ fn cheap_mode_checks_the_outside_only_when_the_buffer_is_at_most_k_views() {
     // 8 elements <= 4 x 2: checked and caught.
     let (g, f) = increment_on_slice(8);
     let mut l = NonInplaceValidationListener::new();
-    assert_eq!(
-        kinds(&run_with(&g, &f, &mut l)),
-        vec![FindingKind::OutOfViewWrite]
-    );
+    assert_eq!(kinds(&run_with(&g, &f, &mut l)), vec![Kind::OUT_OF_VIEW_WRITE]);
     assert_eq!((l.stats().outside_checked, l.stats().outside_skipped), (1, 0));
 
     // 9 elements > 4 x 2: the outside is not hashed, the write goes unseen.
@@ -49,10 +46,7 @@ fn cheap_mode_checks_the_outside_only_when_the_buffer_is_at_most_k_views() {
 
     // K = 5 admits it again.
     let mut l = NonInplaceValidationListener::new().outside_factor(5);
-    assert_eq!(
-        kinds(&run_with(&g, &f, &mut l)),
-        vec![FindingKind::OutOfViewWrite]
-    );
+    assert_eq!(kinds(&run_with(&g, &f, &mut l)), vec![Kind::OUT_OF_VIEW_WRITE]);
 }
 
 #[test]
@@ -62,7 +56,7 @@ fn thorough_mode_checks_the_outside_of_a_small_view_of_a_huge_buffer() {
     assert!(run_with(&g, &f, &mut cheap).is_empty());
     let mut thorough = NonInplaceValidationListener::new().thorough(true);
     let found = run_with(&g, &f, &mut thorough);
-    assert_eq!(kinds(&found), vec![FindingKind::OutOfViewWrite]);
+    assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE]);
     assert_eq!(found[0].details["view_changed"], true);
     assert!(thorough.stats().bytes_hashed > 100 * cheap.stats().bytes_hashed);
 }
@@ -113,7 +107,7 @@ fn reuse_does_not_hide_writes_that_bump_the_version() {
     let f = feeds(&[("x", ramp(&[8])), ("y", ramp(&[8]))]);
     let mut l = NonInplaceValidationListener::new();
     let found = run_with(&graph, &f, &mut l);
-    assert_eq!(kinds(&found), vec![FindingKind::DestroyedInput]);
+    assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
     assert_eq!(found[0].node, "broken_accumulate_3");
 }
 
@@ -152,8 +146,8 @@ fn raw_buffer_writes_are_seen_with_and_without_hash_reuse() {
         let f = feeds(&[("x", f32s(&[4], &[1.0, 2.0, 3.0, 4.0]))]);
         run_with(&graph, &f, &mut NonInplaceValidationListener::new().reuse(reuse))
     };
-    assert_eq!(kinds(&run(true)), vec![FindingKind::DestroyedInput]);
-    assert_eq!(kinds(&run(false)), vec![FindingKind::DestroyedInput]);
+    assert_eq!(kinds(&run(true)), vec![Kind::DESTROYED_INPUT]);
+    assert_eq!(kinds(&run(false)), vec![Kind::DESTROYED_INPUT]);
 }
 
 #[test]
@@ -173,7 +167,7 @@ fn hash_mode_findings_carry_the_copy_mode_diff_by_replay() {
     let mut l = NonInplaceValidationListener::new();
     l.replay_from(&graph, &f).unwrap();
     let found = run_with(&graph, &f, &mut l);
-    assert_eq!(kinds(&found), vec![FindingKind::DestroyedInput]);
+    assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
     let d = &found[0].details;
     assert_eq!(d["mode"], "hash");
     assert!(d["view_hash_before"].is_string());
@@ -203,7 +197,7 @@ fn hash_mode_findings_carry_the_copy_mode_diff_by_replay() {
         .unwrap();
     for _ in 0..2 {
         let r = replay_in_copy_mode(snap.graph(), snap.feeds(), pos, &NonInplaceConfig::default()).unwrap();
-        assert_eq!(kinds(&r), vec![FindingKind::DestroyedInput]);
+        assert_eq!(kinds(&r), vec![Kind::DESTROYED_INPUT]);
         assert_eq!(r[0].details["view"]["first"][0]["old"], 2.0);
     }
     assert_eq!(snap.feeds()["a"].to_f64_vec().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
@@ -244,7 +238,7 @@ fn copy_mode_reports_the_out_of_view_write_by_buffer_offset() {
         ..Default::default()
     });
     let found = run_with(&g, &f, &mut l);
-    assert_eq!(kinds(&found), vec![FindingKind::OutOfViewWrite]);
+    assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE]);
     let out = &found[0].details["outside"];
     assert_eq!(out["changed"], 1);
     assert_eq!(out["first"][0]["offset"], 4);

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use common::*;
 use vigil_engine::exec::{At, Executor, Flow, Listener, OpEvent, Operation, RunOptions};
 use vigil_engine::{DType, IndexSpec};
-use vigil_listeners::{FindingKind, ListenerSet, NumericsListener, Validator, ViewMapValidationListener};
+use vigil_listeners::{Kind, ListenerSet, NumericsListener, Validator, ViewMapValidationListener};
 
 /// Panics in its `n`-th `post_op`.
 struct Bomb {
@@ -68,7 +68,7 @@ fn a_panicking_listener_is_reported_disabled_and_the_run_goes_on() {
     assert_eq!(count.get(), 3, "members after the bomb still got every hook");
     assert_eq!(set.disabled(), vec!["Bomb"]);
     let found = set.take_findings();
-    assert_eq!(kinds(&found), vec![FindingKind::ListenerPanic]);
+    assert_eq!(kinds(&found), vec![Kind::LISTENER_PANIC]);
     let p = &found[0];
     assert_eq!(p.node, "neg_2");
     assert_eq!(p.op, "neg");
@@ -118,7 +118,7 @@ fn findings_are_stamped_with_the_case() {
     let mut set = standard_set();
     set.set_case(Some("my_case".into()));
     let found = run_with(&graph, &feeds(&[("x", ramp(&[4]))]), &mut set);
-    assert_eq!(kinds(&found), vec![FindingKind::UndeclaredView]);
+    assert_eq!(kinds(&found), vec![Kind::UNDECLARED_VIEW]);
     assert_eq!(found[0].case.as_deref(), Some("my_case"));
 }
 
@@ -147,7 +147,7 @@ fn an_overlap_search_that_gives_up_counts_as_sharing_and_says_inexact() {
     assert_eq!(exact[0].details["exact"], true);
     assert!(exact[0].details["shared_offset"].is_u64());
     let bounded = run_with(&graph, &f, &mut ViewMapValidationListener::new().max_work(0));
-    assert_eq!(kinds(&bounded), vec![FindingKind::UndeclaredView]);
+    assert_eq!(kinds(&bounded), vec![Kind::UNDECLARED_VIEW]);
     assert_eq!(bounded[0].details["exact"], false);
     assert!(bounded[0].details["shared_offset"].is_null());
 }
@@ -166,7 +166,7 @@ fn only_the_op_that_creates_nan_is_blamed() {
     ]);
     let mut l = NumericsListener::new();
     let found = run_with(&graph, &f, &mut l);
-    assert_eq!(kinds(&found), vec![FindingKind::NonFinite]);
+    assert_eq!(kinds(&found), vec![Kind::NON_FINITE]);
     assert_eq!(found[0].op, "broken_safe_div");
     let h = l.health(&found[0].node).unwrap();
     assert!(h.created_non_finite && !h.propagated);

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::{float, ReportError};
 
@@ -22,30 +21,6 @@ pub const MAX_SAMPLE: usize = 256;
 
 /// The kind renderers give the row of a case whose status is `error`.
 pub const CASE_ERROR: &str = "case_error";
-
-/// How bad a finding is. Errors fail a case; warnings do not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-impl Severity {
-    /// The serialized name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// How a case ended. `fail` means it ran and found errors; `error` means it
 /// could not run to the end (bad graph, missing input, crash), so its
@@ -75,91 +50,7 @@ impl fmt::Display for Status {
     }
 }
 
-/// One defect seen in a case, usually at one node.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// A stable snake_case name such as `destroyed_input`. A string, not an
-    /// enum, because the runner and future listeners add kinds.
-    pub kind: String,
-    pub severity: Severity,
-    /// Node name; empty for findings not about one node.
-    #[serde(default)]
-    pub node: String,
-    /// Op name; empty for findings not about one node.
-    #[serde(default)]
-    pub op: String,
-    /// Index of the input concerned, if any.
-    #[serde(default)]
-    pub input: Option<usize>,
-    /// Index of the output concerned, if any.
-    #[serde(default)]
-    pub output: Option<usize>,
-    #[serde(default)]
-    pub message: String,
-    /// Free JSON, usually an object; its keys depend on the kind.
-    #[serde(default = "empty_object")]
-    pub details: Value,
-}
-
-fn empty_object() -> Value {
-    Value::Object(serde_json::Map::new())
-}
-
-impl Finding {
-    /// A finding with no node and empty details.
-    pub fn new(kind: impl Into<String>, severity: Severity, message: impl Into<String>) -> Finding {
-        Finding {
-            kind: kind.into(),
-            severity,
-            node: String::new(),
-            op: String::new(),
-            input: None,
-            output: None,
-            message: message.into(),
-            details: empty_object(),
-        }
-    }
-
-    pub fn error(kind: impl Into<String>, message: impl Into<String>) -> Finding {
-        Finding::new(kind, Severity::Error, message)
-    }
-
-    pub fn warning(kind: impl Into<String>, message: impl Into<String>) -> Finding {
-        Finding::new(kind, Severity::Warning, message)
-    }
-
-    /// Places the finding at a node running `op`.
-    pub fn at(mut self, node: impl Into<String>, op: impl Into<String>) -> Finding {
-        self.node = node.into();
-        self.op = op.into();
-        self
-    }
-
-    pub fn with_input(mut self, i: usize) -> Finding {
-        self.input = Some(i);
-        self
-    }
-
-    pub fn with_output(mut self, k: usize) -> Finding {
-        self.output = Some(k);
-        self
-    }
-
-    /// Sets the details; `null` becomes `{}` so readers always find an
-    /// object when there is nothing to say.
-    pub fn with_details(mut self, details: Value) -> Finding {
-        self.details = if details.is_null() {
-            empty_object()
-        } else {
-            details
-        };
-        self
-    }
-
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
-    }
-}
+pub use vigil_findings::{Finding, Kind, Severity};
 
 /// Element-wise absolute errors of one output, thinned to at most
 /// [`MAX_SAMPLE`] values: `abs_err[i]` is the error at flat index
@@ -367,7 +258,7 @@ impl Summary {
                 Status::Error => s.errors += 1,
             }
             for f in &c.findings {
-                *s.findings_by_kind.entry(f.kind.clone()).or_default() += 1;
+                *s.findings_by_kind.entry(f.kind.to_string()).or_default() += 1;
                 if !f.is_error() {
                     s.warnings += 1;
                 }
@@ -603,7 +494,7 @@ mod tests {
 
     #[test]
     fn null_details_become_an_empty_object() {
-        let f = Finding::error("listener_panic", "m").with_details(Value::Null);
+        let f = Finding::error("listener_panic", "m").with_details(serde_json::Value::Null);
         assert_eq!(
             serde_json::to_value(&f).unwrap()["details"],
             serde_json::json!({})

@@ -33,7 +33,7 @@ pub fn run(a: SelftestArgs) -> Result<ExitCode> {
             let cases: Vec<_> = results
                 .iter()
                 .map(|r| {
-                    json!({"case": r.case, "expected": r.expected.map(|k| k.name()),
+                    json!({"case": r.case, "expected": r.expected.as_ref().map(|k| k.name()),
                            "found": r.found.iter().map(|k| k.name()).collect::<Vec<_>>(),
                            "pass": r.pass, "error": r.error})
                 })
@@ -49,7 +49,11 @@ pub fn run(a: SelftestArgs) -> Result<ExitCode> {
                 let found: Vec<&str> = r.found.iter().map(|k| k.name()).collect();
                 t.add_row(vec![
                     r.case.clone(),
-                    r.expected.map(|k| k.name()).unwrap_or("(none)").to_string(),
+                    r.expected
+                        .as_ref()
+                        .map(|k| k.name())
+                        .unwrap_or("(none)")
+                        .to_string(),
                     if found.is_empty() {
                         "(none)".to_string()
                     } else {

@@ -1,6 +1,10 @@
-//! The executor: runs a validated graph in the destroy handler's order,
-//! frees each value after its last reader, tracks live bytes, and fires
-//! listener hooks around every op.
+//! The executor: runs a validated graph in the destroy handler's order (or
+//! any other valid order), frees each value after its last reader, tracks
+//! live bytes, and fires listener hooks around every op.
+//!
+//! A run is a [`Cursor`] that advances one node per [`Cursor::step`], so two
+//! runs can go in lockstep (DebugMode); [`Executor::run_with`] steps to the
+//! end.
 
 use std::collections::HashMap;
 
@@ -10,6 +14,7 @@ use crate::exec::listener::{At, Listener, NoListener, OpEvent};
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
 use crate::ops::OpCtx;
 use crate::tensor::limit::MAX_RANK;
+use crate::tensor::pool::{self, PoolPolicy};
 use crate::tensor::storage::BufferId;
 use crate::tensor::Tensor;
 
@@ -26,6 +31,8 @@ pub struct RunOptions<'a> {
     pub record_frees: bool,
     /// Run only the first `n` nodes of the order (for replay and bisection).
     pub stop_after: Option<usize>,
+    /// What fresh buffers hold during this run's ops.
+    pub pool: PoolPolicy,
 }
 
 /// A buffer released after the node at `position` in the order ran.
@@ -82,12 +89,6 @@ impl Live {
         }
     }
 
-    /// Drops `v`; returns the buffer and its bytes when no value holds it.
-    fn drop_var(&mut self, v: VarId) -> Option<(BufferId, usize)> {
-        let t = self.values[v].take()?;
-        self.release(&t)
-    }
-
     fn release(&mut self, t: &Tensor) -> Option<(BufferId, usize)> {
         let id = t.buffer_id();
         let e = self.holders.get_mut(&id)?;
@@ -113,6 +114,9 @@ pub struct Executor<'g> {
     destroyed_sources: Vec<VarId>,
     /// Buffers of the graph's constants: outputs sharing one are copied.
     constant_buffers: Vec<crate::tensor::storage::BufferId>,
+    /// Nodes each node must follow: producers of its inputs and the destroy
+    /// handler's orderings.
+    preds: Vec<Vec<NodeId>>,
 }
 
 /// How a message names a source variable's kind.
@@ -129,8 +133,53 @@ impl<'g> Executor<'g> {
     /// Validates the view/destroy rules and computes the order. An
     /// explicitly in-place graph that breaks them is refused here.
     pub fn new(graph: &'g Graph) -> Result<Executor<'g>> {
+        let order = DestroyHandler::new(graph).validate()?;
+        Executor::build(graph, order)
+    }
+
+    /// An executor that runs `order` instead of the default one. Refuses an
+    /// order that is not a permutation of the nodes, runs a node before a
+    /// producer of its inputs, or runs a destroyer before another reader of
+    /// what it destroys.
+    pub fn with_order(graph: &'g Graph, order: Vec<NodeId>) -> Result<Executor<'g>> {
+        DestroyHandler::new(graph).validate()?;
+        let exec = Executor::build(graph, order)?;
+        let invalid = |msg: String| Error::InvalidOrder {
+            graph: graph.name().to_string(),
+            msg,
+        };
+        let n = graph.nodes().len();
+        if exec.order.len() != n {
+            return Err(invalid(format!(
+                "{} nodes given, the graph has {n}",
+                exec.order.len()
+            )));
+        }
+        let mut pos = vec![usize::MAX; n];
+        for (p, &id) in exec.order.iter().enumerate() {
+            if id >= n {
+                return Err(invalid(format!("node id {id} at position {p} does not exist")));
+            }
+            if pos[id] != usize::MAX {
+                return Err(invalid(format!("node '{}' appears twice", graph.node(id).name)));
+            }
+            pos[id] = p;
+        }
+        for (p, &id) in exec.order.iter().enumerate() {
+            if let Some(&q) = exec.preds[id].iter().find(|&&q| pos[q] > p) {
+                return Err(invalid(format!(
+                    "node '{}' at position {p} must run after node '{}' (position {})",
+                    graph.node(id).name,
+                    graph.node(q).name,
+                    pos[q]
+                )));
+            }
+        }
+        Ok(exec)
+    }
+
+    fn build(graph: &'g Graph, order: Vec<NodeId>) -> Result<Executor<'g>> {
         let dh = DestroyHandler::new(graph);
-        let order = dh.validate()?;
         let destroyed_sources = graph
             .vars()
             .iter()
@@ -149,10 +198,27 @@ impl<'g> Executor<'g> {
                 _ => None,
             })
             .collect();
+        let mut preds: Vec<Vec<NodeId>> = vec![Vec::new(); graph.nodes().len()];
+        for (id, node) in graph.nodes().iter().enumerate() {
+            for &v in &node.inputs {
+                if let Some((p, _)) = graph.producer(v) {
+                    preds[id].push(p);
+                }
+            }
+        }
+        for (before, after) in dh.orderings() {
+            preds[after].push(before);
+        }
+        for p in &mut preds {
+            p.sort_unstable();
+            p.dedup();
+        }
         let mut last_use = vec![None; graph.vars().len()];
         for (pos, &n) in order.iter().enumerate() {
             for &v in &graph.node(n).inputs {
-                last_use[v] = Some(pos);
+                if let Some(slot) = last_use.get_mut(v) {
+                    *slot = Some(pos);
+                }
             }
         }
         Ok(Executor {
@@ -161,7 +227,13 @@ impl<'g> Executor<'g> {
             last_use,
             destroyed_sources,
             constant_buffers,
+            preds,
         })
+    }
+
+    /// The nodes `node` must run after in any valid order.
+    pub fn predecessors(&self, node: NodeId) -> &[NodeId] {
+        &self.preds[node]
     }
 
     pub fn graph(&self) -> &'g Graph {
@@ -185,6 +257,28 @@ impl<'g> Executor<'g> {
         listener: &mut dyn Listener,
         opts: &RunOptions,
     ) -> Result<RunOutput> {
+        let mut cursor = self.start(feeds, listener, opts)?;
+        let ran = loop {
+            match cursor.step(listener) {
+                Ok(Some(_)) => {}
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        // Listeners finish their run (collect, replay) even when an op failed.
+        let out = cursor.finish(listener);
+        ran?;
+        out
+    }
+
+    /// Binds `feeds` and fires `operation_start`; the returned cursor runs
+    /// one node per [`Cursor::step`]. Call [`Cursor::finish`] to end the run.
+    pub fn start<'r>(
+        &'r self,
+        feeds: &HashMap<String, Tensor>,
+        listener: &mut dyn Listener,
+        opts: &'r RunOptions<'r>,
+    ) -> Result<Cursor<'r, 'g>> {
         let g = self.graph;
         let hooks = listener.is_active(opts.at.operation);
         let mut live = Live {
@@ -248,130 +342,20 @@ impl<'g> Executor<'g> {
                 keep[v] = true;
             }
         }
-
-        let mut stats = RunStats::default();
         if hooks {
             listener.operation_start(&opts.at, g);
         }
-        let ran = self.run_nodes(g, &mut live, &keep, listener, hooks, opts, &mut stats);
-        // Listeners finish their run (collect, replay) even when an op failed.
-        if hooks {
-            listener.operation_end(&opts.at, g);
-        }
-        ran?;
-        stats.peak_live_bytes = live.peak;
-        // An output that shares a constant's buffer is handed out as a copy:
-        // the caller may write it, and constants must stay constant.
-        let mut outputs = Vec::with_capacity(g.outputs().len());
-        for &o in g.outputs() {
-            match &live.values[o] {
-                Some(t) if self.constant_buffers.contains(&t.buffer_id()) => {
-                    outputs.push((g.var(o).name.clone(), t.deep_copy()?))
-                }
-                Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
-                None if opts.stop_after.is_some() => {}
-                None => {
-                    return Err(Error::Graph(format!(
-                        "output '{}' was not computed",
-                        g.var(o).name
-                    )))
-                }
-            }
-        }
-        let kept = required
-            .iter()
-            .filter_map(|n| Some((n.clone(), live.values[g.var_id(n)?].clone()?)))
-            .collect();
-        Ok(RunOutput { outputs, stats, kept })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn run_nodes(
-        &self,
-        g: &Graph,
-        live: &mut Live,
-        keep: &[bool],
-        listener: &mut dyn Listener,
-        hooks: bool,
-        opts: &RunOptions,
-        stats: &mut RunStats,
-    ) -> Result<()> {
-        let n_run = opts.stop_after.unwrap_or(self.order.len()).min(self.order.len());
-        for (pos, &nid) in self.order[..n_run].iter().enumerate() {
-            let node = g.node(nid);
-            let inputs = node
-                .inputs
-                .iter()
-                .map(|&v| {
-                    live.values[v].clone().ok_or_else(|| Error::Node {
-                        node: node.name.clone(),
-                        msg: format!(
-                            "input '{}' has no value (internal scheduling error)",
-                            g.var(v).name
-                        ),
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let at = At {
-                node_index: Some(pos),
-                ..opts.at
-            };
-            if hooks {
-                listener.pre_op(
-                    &at,
-                    &OpEvent {
-                        graph: g,
-                        node_id: nid,
-                        node,
-                        inputs: &inputs,
-                        outputs: &[],
-                    },
-                );
-            }
-            let prealloc = opts.prealloc.map(|f| f(nid, node)).unwrap_or_default();
-            let mut ctx = OpCtx::with_prealloc(&node.name, prealloc);
-            let outputs = node
-                .op
-                .compute(&inputs, &mut ctx)
-                .map_err(|e| e.at_node(&node.name))?;
-            self.check_outputs(node, &outputs)?;
-            stats.ops += 1;
-            if hooks {
-                let ev = OpEvent {
-                    graph: g,
-                    node_id: nid,
-                    node,
-                    inputs: &inputs,
-                    outputs: &outputs,
-                };
-                listener.post_op(&at, &ev);
-                for (k, t) in outputs.iter().enumerate() {
-                    listener.activation_available(&at, &ev, k, t);
-                }
-            }
-            drop(inputs);
-            for (&v, t) in node.outputs.iter().zip(outputs) {
-                live.set(v, t);
-            }
-            // Free what this node read last, and outputs nobody reads.
-            let dead = node
-                .inputs
-                .iter()
-                .chain(&node.outputs)
-                .filter(|&&v| !keep[v] && self.last_use[v].is_none_or(|p| p == pos));
-            for &v in dead {
-                if let Some((buffer, bytes)) = live.drop_var(v) {
-                    if opts.record_frees {
-                        stats.frees.push(FreeEvent {
-                            position: pos,
-                            buffer,
-                            bytes,
-                        });
-                    }
-                }
-            }
-        }
-        Ok(())
+        Ok(Cursor {
+            exec: self,
+            opts,
+            live,
+            keep,
+            required,
+            hooks,
+            pos: 0,
+            end: opts.stop_after.unwrap_or(self.order.len()).min(self.order.len()),
+            stats: RunStats::default(),
+        })
     }
 
     /// The destroy handler orders destroyers by variable, so two source
@@ -437,5 +421,184 @@ impl<'g> Executor<'g> {
             }
         }
         Ok(())
+    }
+}
+
+/// One node that a [`Cursor`] ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Its position in the order.
+    pub position: usize,
+    pub node: NodeId,
+}
+
+/// A run in progress: the live values, and the position in the order.
+pub struct Cursor<'r, 'g> {
+    exec: &'r Executor<'g>,
+    opts: &'r RunOptions<'r>,
+    live: Live,
+    keep: Vec<bool>,
+    required: Vec<String>,
+    hooks: bool,
+    pos: usize,
+    end: usize,
+    stats: RunStats,
+}
+
+impl<'g> Cursor<'_, 'g> {
+    /// The position of the next node to run.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The node that the next [`Cursor::step`] runs, if any.
+    pub fn next_node(&self) -> Option<NodeId> {
+        (self.pos < self.end).then(|| self.exec.order[self.pos])
+    }
+
+    /// The live value of `v` (sources until their last reader, node
+    /// outputs from their producer until their last reader).
+    pub fn value(&self, v: VarId) -> Option<&Tensor> {
+        self.live.values.get(v)?.as_ref()
+    }
+
+    /// Bytes of the distinct buffers live now.
+    pub fn live_bytes(&self) -> usize {
+        self.live.bytes
+    }
+
+    /// Runs the next node and releases what it read last; `None` when the
+    /// run is complete.
+    pub fn step(&mut self, listener: &mut dyn Listener) -> Result<Option<Step>> {
+        if self.pos >= self.end {
+            return Ok(None);
+        }
+        let _policy = pool::with_policy(self.opts.pool);
+        let g = self.exec.graph;
+        let pos = self.pos;
+        let nid = self.exec.order[pos];
+        let node = g.node(nid);
+        let inputs = node
+            .inputs
+            .iter()
+            .map(|&v| {
+                self.live.values[v].clone().ok_or_else(|| Error::Node {
+                    node: node.name.clone(),
+                    msg: format!(
+                        "input '{}' has no value (internal scheduling error)",
+                        g.var(v).name
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let at = At {
+            node_index: Some(pos),
+            ..self.opts.at
+        };
+        if self.hooks {
+            listener.pre_op(
+                &at,
+                &OpEvent {
+                    graph: g,
+                    node_id: nid,
+                    node,
+                    inputs: &inputs,
+                    outputs: &[],
+                },
+            );
+        }
+        let prealloc = self.opts.prealloc.map(|f| f(nid, node)).unwrap_or_default();
+        let mut ctx = OpCtx::with_prealloc(&node.name, prealloc);
+        let outputs = node
+            .op
+            .compute(&inputs, &mut ctx)
+            .map_err(|e| e.at_node(&node.name))?;
+        self.exec.check_outputs(node, &outputs)?;
+        self.pos += 1;
+        self.stats.ops += 1;
+        if self.hooks {
+            let ev = OpEvent {
+                graph: g,
+                node_id: nid,
+                node,
+                inputs: &inputs,
+                outputs: &outputs,
+            };
+            listener.post_op(&at, &ev);
+            for (k, t) in outputs.iter().enumerate() {
+                listener.activation_available(&at, &ev, k, t);
+            }
+        }
+        drop(inputs);
+        for (&v, t) in node.outputs.iter().zip(outputs) {
+            self.live.set(v, t);
+        }
+        // Release what this node read last, and outputs nobody reads.
+        let last_use = &self.exec.last_use;
+        let keep = &self.keep;
+        let dead: Vec<VarId> = node
+            .inputs
+            .iter()
+            .chain(&node.outputs)
+            .copied()
+            .filter(|&v| !keep[v] && last_use[v].is_none_or(|p| p == pos))
+            .collect();
+        for v in dead {
+            let Some(t) = self.live.values[v].take() else {
+                continue;
+            };
+            let freed = self.live.release(&t);
+            if self.hooks {
+                listener.value_released(&at, g, v, &t, freed.is_some());
+            }
+            if let (Some((buffer, bytes)), true) = (freed, self.opts.record_frees) {
+                self.stats.frees.push(FreeEvent {
+                    position: pos,
+                    buffer,
+                    bytes,
+                });
+            }
+        }
+        Ok(Some(Step {
+            position: pos,
+            node: nid,
+        }))
+    }
+
+    /// Fires `operation_end` and hands out the graph's outputs. After an
+    /// early stop (`stop_after`, or a step that failed) the outputs not yet
+    /// computed are left out.
+    pub fn finish(self, listener: &mut dyn Listener) -> Result<RunOutput> {
+        let g = self.exec.graph;
+        if self.hooks {
+            listener.operation_end(&self.opts.at, g);
+        }
+        let mut stats = self.stats;
+        stats.peak_live_bytes = self.live.peak;
+        let complete = self.pos >= self.exec.order.len();
+        // An output that shares a constant's buffer is handed out as a copy:
+        // the caller may write it, and constants must stay constant.
+        let mut outputs = Vec::with_capacity(g.outputs().len());
+        for &o in g.outputs() {
+            match &self.live.values[o] {
+                Some(t) if self.exec.constant_buffers.contains(&t.buffer_id()) => {
+                    outputs.push((g.var(o).name.clone(), t.deep_copy()?))
+                }
+                Some(t) => outputs.push((g.var(o).name.clone(), t.clone())),
+                None if !complete => {}
+                None => {
+                    return Err(Error::Graph(format!(
+                        "output '{}' was not computed",
+                        g.var(o).name
+                    )))
+                }
+            }
+        }
+        let kept = self
+            .required
+            .iter()
+            .filter_map(|n| Some((n.clone(), self.live.values[g.var_id(n)?].clone()?)))
+            .collect();
+        Ok(RunOutput { outputs, stats, kept })
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{Graph, Node, NodeId};
+use crate::graph::{Graph, Node, NodeId, VarId};
 use crate::tensor::Tensor;
 
 /// What kind of run a hook belongs to.
@@ -99,6 +99,11 @@ pub trait Listener {
     fn post_op(&mut self, at: &At, ev: &OpEvent) {}
     /// Once per output of each op, after `post_op`.
     fn activation_available(&mut self, at: &At, ev: &OpEvent, output: usize, value: &Tensor) {}
+    /// The executor released variable `var` (its last reader ran). `freed`
+    /// is true when no live value holds its buffer any more, so the memory
+    /// is dead for the rest of the run (unless the caller, a constant or a
+    /// kept output still holds it).
+    fn value_released(&mut self, at: &At, graph: &Graph, var: VarId, value: &Tensor, freed: bool) {}
     /// A parameter is about to be overwritten with `new_value`.
     fn pre_update(&mut self, at: &At, param: &str, old: &Tensor, new_value: &Tensor) {}
     /// Variables this listener needs kept alive until the run ends.

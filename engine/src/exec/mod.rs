@@ -2,6 +2,8 @@
 
 mod executor;
 mod listener;
+mod snapshot;
 
-pub use executor::{Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats};
+pub use executor::{Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step};
 pub use listener::{At, Flow, Listener, NoListener, OpEvent, Operation};
+pub use snapshot::{copy_values, Copier, Snapshot};

@@ -69,10 +69,35 @@ pub struct Decision {
     pub candidates: Vec<Candidate>,
 }
 
-/// The rewritten graph and every decision.
+/// One accepted substitution: node `node` of the pure graph runs as
+/// `variant`, destroying its input `input` (the variable `var`).
+#[derive(Clone)]
+pub struct Rewrite {
+    pub node: NodeId,
+    pub node_name: String,
+    pub variant: InplaceVariant,
+    pub input: usize,
+    pub var: String,
+}
+
+impl std::fmt::Debug for Rewrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} -> {} (destroys '{}')",
+            self.node_name,
+            self.variant.op.name(),
+            self.var
+        )
+    }
+}
+
+/// The rewritten graph, every decision, and the accepted rewrites (which
+/// [`apply`] can replay in part).
 pub struct PassResult {
     pub graph: Graph,
     pub decisions: Vec<Decision>,
+    pub rewrites: Vec<Rewrite>,
 }
 
 impl PassResult {
@@ -305,7 +330,7 @@ pub fn run(g: &Graph) -> Result<PassResult> {
         destroyed,
     };
     let mut decisions = Vec::new();
-    let mut chosen: HashMap<NodeId, InplaceVariant> = HashMap::new();
+    let mut rewrites: Vec<Rewrite> = Vec::new();
     for &id in &order {
         let node = g.node(id);
         let variants = node.op.inplace_variants();
@@ -343,11 +368,17 @@ pub fn run(g: &Graph) -> Result<PassResult> {
                     d.candidates.push(Candidate {
                         op: v.op.name().to_string(),
                         input: slot,
-                        var: var_name,
+                        var: var_name.clone(),
                         accepted: true,
                         refused: None,
                     });
-                    chosen.insert(id, v);
+                    rewrites.push(Rewrite {
+                        node: id,
+                        node_name: node.name.clone(),
+                        variant: v,
+                        input: slot,
+                        var: g.var(node.inputs[slot]).name.clone(),
+                    });
                 }
                 Err(refusal) => d.candidates.push(Candidate {
                     op: v.op.name().to_string(),
@@ -360,15 +391,63 @@ pub fn run(g: &Graph) -> Result<PassResult> {
         }
         decisions.push(d);
     }
+    let graph = apply(g, &rewrites)?;
+    Ok(PassResult {
+        graph,
+        decisions,
+        rewrites,
+    })
+}
+
+/// `g` with only `rewrites` applied (any subset of what [`run`] accepted
+/// on `g`: a subset of a legal set of rewrites is legal, since dropping a
+/// destroy only removes ordering constraints). Bisection uses it to find
+/// the rewrite that breaks a run.
+pub fn apply(g: &Graph, rewrites: &[Rewrite]) -> Result<Graph> {
     let (sources, mut specs, outputs) = g.to_specs();
-    for (id, v) in &chosen {
-        let spec = &mut specs[*id];
+    for r in rewrites {
+        let Some(spec) = specs.get_mut(r.node) else {
+            return Err(crate::error::Error::Graph(format!(
+                "rewrite of node '{}': graph '{}' has no node {}",
+                r.node_name,
+                g.name(),
+                r.node
+            )));
+        };
         let old = spec.inputs.clone();
-        // `order` was checked when the variant was accepted.
-        let order = v.order(old.len()).unwrap_or_default();
+        let Some(order) = r.variant.order(old.len()) else {
+            return Err(crate::error::Error::Node {
+                node: r.node_name.clone(),
+                msg: format!(
+                    "in-place variant '{}' does not fit the node's inputs",
+                    r.variant.op.name()
+                ),
+            });
+        };
         spec.inputs = order.iter().map(|&i| old[i].clone()).collect();
-        spec.op = v.op.clone();
+        spec.op = r.variant.op.clone();
     }
-    let graph = Graph::new(g.name(), sources, specs, &outputs)?;
-    Ok(PassResult { graph, decisions })
+    Graph::new(g.name(), sources, specs, &outputs)
+}
+
+/// `g` with every in-place op replaced by its pure twin (same inputs, no
+/// destroy): the reference DebugMode compares an in-place run against. An
+/// in-place op without a declared twin is refused, naming the node.
+pub fn purify(g: &Graph) -> Result<Graph> {
+    let (sources, mut specs, outputs) = g.to_specs();
+    for spec in &mut specs {
+        if spec.op.destroy_map().is_empty() {
+            continue;
+        }
+        match spec.op.pure_twin() {
+            Some(twin) => spec.op = twin,
+            None => {
+                return Err(crate::error::Error::Node {
+                    node: spec.name.clone(),
+                    msg: format!("in-place op '{}' declares no pure twin", spec.op.name()),
+                })
+            }
+        }
+    }
+    Graph::new(g.name(), sources, specs, &outputs)
 }

@@ -1,7 +1,7 @@
 //! What an op sees of the executor while it computes.
 
 use crate::dtype::DType;
-use crate::error::{op_err, Result};
+use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// Per-call context: the node, and the output buffers the caller supplied.
@@ -40,11 +40,20 @@ impl<'a> OpCtx<'a> {
             if t.dtype() == dtype && t.shape() == shape && !t.layout().has_self_overlap() {
                 return Ok(t);
             }
-            return op_err(format!(
-                "pre-allocated output {i} is {} {:?}, the op needs {dtype} {shape:?}",
-                t.dtype(),
-                t.shape()
-            ));
+            return Err(crate::error::Error::PreallocRefused {
+                node: None,
+                output: i,
+                msg: format!(
+                    "is {} {:?}{}, the op needs {dtype} {shape:?}",
+                    t.dtype(),
+                    t.shape(),
+                    if t.layout().has_self_overlap() {
+                        " with overlapping elements"
+                    } else {
+                        ""
+                    }
+                ),
+            });
         }
         Tensor::uninit(dtype, shape)
     }

@@ -3,7 +3,13 @@
 //!
 //! Buffers return here when their last view drops. The pool keeps at most
 //! [`MAX_POOLED_BYTES`] and a few buffers per (dtype, length).
+//!
+//! What a fresh buffer holds is a per-thread [`PoolPolicy`], set for the
+//! span of one run (or one step of a run) with [`with_policy`]: reused
+//! contents (fast), zeros, or a poison sentinel so that a kernel reading
+//! memory it never wrote is caught.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -14,6 +20,45 @@ use crate::tensor::storage::AnyVec;
 /// Upper bound of memory the pool holds on to.
 pub const MAX_POOLED_BYTES: usize = 1 << 30;
 const MAX_PER_SIZE: usize = 16;
+
+/// What [`take`] hands out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolPolicy {
+    /// Pooled buffers with their stale contents (the fastest).
+    #[default]
+    Reuse,
+    /// Every buffer zeroed.
+    Zero,
+    /// Every buffer filled with [`Element::POISON`].
+    Poison,
+    /// Never reuse a pooled buffer; fresh zeroed memory each time (the
+    /// reference run of DebugMode, which must not share anything).
+    Fresh,
+}
+
+thread_local! {
+    static POLICY: Cell<PoolPolicy> = const { Cell::new(PoolPolicy::Reuse) };
+}
+
+/// The policy in force on this thread.
+pub fn policy() -> PoolPolicy {
+    POLICY.with(Cell::get)
+}
+
+/// Restores the previous policy when dropped.
+pub struct PolicyGuard(PoolPolicy);
+
+impl Drop for PolicyGuard {
+    fn drop(&mut self) {
+        POLICY.with(|p| p.set(self.0));
+    }
+}
+
+/// Sets this thread's policy until the guard drops.
+pub fn with_policy(policy: PoolPolicy) -> PolicyGuard {
+    PolicyGuard(POLICY.with(|p| p.replace(policy)))
+}
 
 #[derive(Default)]
 struct Free {
@@ -54,7 +99,7 @@ pub fn clear() {
 }
 
 fn pop<T: Element>(len: usize) -> Option<Vec<T>> {
-    if len == 0 {
+    if len == 0 || policy() == PoolPolicy::Fresh {
         return None;
     }
     let mut f = free().lock().ok()?;
@@ -64,18 +109,28 @@ fn pop<T: Element>(len: usize) -> Option<Vec<T>> {
     T::from_any(v).ok()
 }
 
-/// A vector of `len` elements with unspecified contents.
+/// A vector of `len` elements whose contents the policy decides.
 pub fn take<T: Element>(len: usize) -> Vec<T> {
-    match pop::<T>(len) {
+    let policy = policy();
+    let mut v = match pop::<T>(len) {
         Some(v) => {
             HITS.fetch_add(1, Ordering::Relaxed);
+            if policy == PoolPolicy::Zero {
+                let mut v = v;
+                v.fill(T::default());
+                return v;
+            }
             v
         }
         None => {
             MISSES.fetch_add(1, Ordering::Relaxed);
             vec![T::default(); len]
         }
+    };
+    if policy == PoolPolicy::Poison {
+        v.fill(T::POISON);
     }
+    v
 }
 
 /// A vector of `len` default (zero / false) elements.
@@ -110,4 +165,40 @@ pub fn give<T: Element>(v: Vec<T>) {
     }
     list.push(T::into_any(v));
     f.bytes += bytes;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_decide_what_a_reused_buffer_holds() {
+        // A distinctive length, so other tests' buffers are not involved.
+        const N: usize = 7919;
+        give(vec![3.0f32; N]);
+        {
+            let _g = with_policy(PoolPolicy::Poison);
+            assert!(take::<f32>(N).iter().all(|x| x.is_nan()));
+            assert!(take::<i32>(N).iter().all(|&x| x == 0x5A5A_5A5A));
+            assert!(take::<bool>(N).iter().all(|&x| x));
+        }
+        give(vec![3.0f32; N]);
+        {
+            let _g = with_policy(PoolPolicy::Zero);
+            assert!(take::<f32>(N).iter().all(|&x| x == 0.0));
+        }
+        give(vec![3.0f32; N]);
+        {
+            let _g = with_policy(PoolPolicy::Fresh);
+            assert!(
+                take::<f32>(N).iter().all(|&x| x == 0.0),
+                "fresh memory, not the pooled buffer"
+            );
+        }
+        assert_eq!(policy(), PoolPolicy::Reuse, "guards restore the policy");
+        assert!(
+            take::<f32>(N).iter().all(|&x| x == 3.0),
+            "reuse hands out stale contents"
+        );
+    }
 }

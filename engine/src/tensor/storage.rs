@@ -56,18 +56,19 @@ impl<T: Element> Buffer<T> {
     }
 
     pub fn borrow(&self) -> Result<Ref<'_, Vec<T>>> {
-        self.data
-            .try_borrow()
-            .map_err(|_| Error::Aliasing(format!("buffer {} is being written", self.id)))
+        self.data.try_borrow().map_err(|_| Error::Aliasing {
+            node: None,
+            msg: format!("buffer {} is being written", self.id),
+        })
     }
 
     /// Mutable access; bumps the version, so every write is visible to
     /// listeners that reuse hashes of unchanged buffers.
     pub fn borrow_mut(&self) -> Result<RefMut<'_, Vec<T>>> {
-        let r = self
-            .data
-            .try_borrow_mut()
-            .map_err(|_| Error::Aliasing(format!("buffer {} is in use", self.id)))?;
+        let r = self.data.try_borrow_mut().map_err(|_| Error::Aliasing {
+            node: None,
+            msg: format!("buffer {} is in use", self.id),
+        })?;
         self.bump_version();
         Ok(r)
     }

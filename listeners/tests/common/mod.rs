@@ -7,7 +7,7 @@ use vigil_engine::exec::{Executor, RunOptions};
 use vigil_engine::graph::{Graph, GraphBuilder};
 use vigil_engine::Tensor;
 use vigil_listeners::{
-    broken, Finding, FindingKind, ListenerSet, NonInplaceValidationListener, NumericsListener, Validator,
+    broken, Finding, Kind, ListenerSet, NonInplaceValidationListener, NumericsListener, Validator,
     ViewMapValidationListener,
 };
 
@@ -47,6 +47,6 @@ pub fn standard_set() -> ListenerSet {
         .with(NumericsListener::new())
 }
 
-pub fn kinds(f: &[Finding]) -> Vec<FindingKind> {
-    f.iter().map(|f| f.kind).collect()
+pub fn kinds(f: &[Finding]) -> Vec<Kind> {
+    f.iter().map(|f| f.kind.clone()).collect()
 }

@@ -94,12 +94,16 @@ pub fn cases() -> Vec<Case> {
 
     let log = Case::new("log_zero", "suites/numerics/log_zero")
         .with_duration_ms(7)
-        .with_finding(
-            Finding::error("non_finite", NASTY)
+        .with_finding({
+            let mut f = Finding::error("non_finite", "")
                 .at("l", "log")
                 .with_output(0)
-                .with_details(json!({"health": {"nan": 0, "neg_inf": 3, "pos_inf": 0}})),
-        );
+                .with_details(json!({"health": {"nan": 0, "neg_inf": 3, "pos_inf": 0}}));
+            // Set directly: a report read from a file may hold any text,
+            // newlines included, and renderers must escape it.
+            f.message = NASTY.to_string();
+            f
+        });
 
     let bad = Case::new("bad_graph", "suites/views/bad_graph")
         .with_duration_ms(1)

@@ -1,0 +1,2 @@
+//! DebugMode.
+#![forbid(unsafe_code)]

@@ -1,0 +1,177 @@
+//! Finding kinds: stable snake_case names that reports and CI match on.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Severity;
+
+/// What was found. Serialized as its name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Kind(Cow<'static, str>);
+
+macro_rules! kinds {
+    ($($(#[doc = $doc:literal])* $c:ident = $name:literal;)*) => {
+        impl Kind {
+            $($(#[doc = $doc])* pub const $c: Kind = Kind(Cow::Borrowed($name));)*
+            /// Every built-in kind.
+            pub const BUILTIN: &'static [Kind] = &[$(Kind::$c),*];
+        }
+    };
+}
+
+kinds! {
+    /// An op changed an input it did not declare in its destroy_map.
+    DESTROYED_INPUT = "destroyed_input";
+    /// An op wrote into its input's buffer outside the input's own elements.
+    OUT_OF_VIEW_WRITE = "out_of_view_write";
+    /// An output shares memory with an input and no map declares it.
+    UNDECLARED_VIEW = "undeclared_view";
+    /// Two outputs of one op share memory.
+    ALIASED_OUTPUTS = "aliased_outputs";
+    /// An op made NaN or Inf from all-finite inputs.
+    NON_FINITE = "non_finite";
+    /// A listener panicked; it was disabled for the rest of the run.
+    LISTENER_PANIC = "listener_panic";
+    /// An op declared a destroy but never wrote the input.
+    DECLARED_DESTROY_UNUSED = "declared_destroy_unused";
+    /// An op declared a must-view output that is a copy.
+    DECLARED_VIEW_NOT_ALIASED = "declared_view_not_aliased";
+    /// A graph output differs from the case's expected value.
+    OUTPUT_MISMATCH = "output_mismatch";
+    /// The in-place run and the pure reference run disagree on a value.
+    VALUE_MISMATCH = "value_mismatch";
+    /// The in-place rewrite that makes the in-place run diverge.
+    BAD_REWRITE = "bad_rewrite";
+    /// The same configuration gave different results on two runs.
+    NONDETERMINISTIC = "nondeterministic";
+    /// Two valid execution orders gave different results.
+    ORDER_DEPENDENT = "order_dependent";
+    /// An op's result depends on the content or layout of the output
+    /// buffer it was handed.
+    PREALLOCATED_OUTPUT = "preallocated_output";
+    /// An op read a value after another op destroyed it, or read a buffer
+    /// the executor had released.
+    READ_AFTER_DESTROY = "read_after_destroy";
+    /// An analytic gradient disagrees with finite differences.
+    GRADIENT_MISMATCH = "gradient_mismatch";
+}
+
+impl Kind {
+    /// A kind of the caller's own; use the constants for built-in kinds.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Kind {
+        Kind(name.into())
+    }
+
+    /// The stable name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// The stable name (as [`Kind::name`]).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The built-in kind called `name`, if any.
+    pub fn builtin(name: &str) -> Option<Kind> {
+        Kind::BUILTIN.iter().find(|k| k.name() == name).cloned()
+    }
+
+    /// The severity a finding of this kind has unless its detector says
+    /// otherwise: warnings for declarations that are merely unused.
+    pub fn default_severity(&self) -> Severity {
+        if *self == Kind::DECLARED_DESTROY_UNUSED || *self == Kind::DECLARED_VIEW_NOT_ALIASED {
+            Severity::Warning
+        } else {
+            Severity::Error
+        }
+    }
+}
+
+impl Deref for Kind {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Kind {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&'static str> for Kind {
+    fn from(s: &'static str) -> Kind {
+        Kind(Cow::Borrowed(s))
+    }
+}
+
+impl From<String> for Kind {
+    fn from(s: String) -> Kind {
+        Kind(Cow::Owned(s))
+    }
+}
+
+impl From<Kind> for String {
+    fn from(k: Kind) -> String {
+        k.0.into_owned()
+    }
+}
+
+impl PartialEq<str> for Kind {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Kind {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_kinds_serialize_to_their_names_and_are_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for k in Kind::BUILTIN {
+            let s = serde_json::to_string(k).unwrap();
+            assert_eq!(s, format!("\"{}\"", k.name()));
+            assert_eq!(Kind::builtin(k.name()).as_ref(), Some(k));
+            let back: Kind = serde_json::from_str(&s).unwrap();
+            assert_eq!(&back, k);
+            assert!(seen.insert(k.name().to_string()), "{k} twice");
+            assert!(k.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{k}");
+        }
+        assert_eq!(Kind::builtin("frobnicated"), None);
+        assert_eq!(Kind::new("my_kind".to_string()), "my_kind");
+    }
+
+    #[test]
+    fn only_unused_declarations_default_to_warnings() {
+        assert_eq!(
+            Kind::DECLARED_DESTROY_UNUSED.default_severity(),
+            Severity::Warning
+        );
+        assert_eq!(
+            Kind::DECLARED_VIEW_NOT_ALIASED.default_severity(),
+            Severity::Warning
+        );
+        assert_eq!(Kind::VALUE_MISMATCH.default_severity(), Severity::Error);
+        assert_eq!(Kind::new("custom").default_severity(), Severity::Error);
+    }
+}
