@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compare;
 pub mod dtype;
 pub mod error;
 pub mod ops;

@@ -53,7 +53,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::json;
 use vigil_engine::exec::{At, Flow, Listener, OpEvent, Operation};
-use vigil_engine::graph::Graph;
+use vigil_engine::graph::{Graph, VarId};
 use vigil_engine::Tensor;
 
 use crate::finding::{Finding, Kind, Validator};
@@ -94,6 +94,9 @@ impl<L: Listener> Listener for Plain<L> {
     }
     fn activation_available(&mut self, at: &At, ev: &OpEvent, output: usize, value: &Tensor) {
         self.0.activation_available(at, ev, output, value)
+    }
+    fn value_released(&mut self, at: &At, graph: &Graph, var: VarId, value: &Tensor, freed: bool) {
+        self.0.value_released(at, graph, var, value, freed)
     }
     fn pre_update(&mut self, at: &At, param: &str, old: &Tensor, new_value: &Tensor) {
         self.0.pre_update(at, param, old, new_value)
@@ -387,6 +390,12 @@ impl Listener for ListenerSet {
     fn activation_available(&mut self, at: &At, ev: &OpEvent, output: usize, value: &Tensor) {
         self.each("activation_available", at, Some(ev), |v| {
             v.activation_available(at, ev, output, value);
+            Flow::Continue
+        });
+    }
+    fn value_released(&mut self, at: &At, graph: &Graph, var: VarId, value: &Tensor, freed: bool) {
+        self.each("value_released", at, None, |v| {
+            v.value_released(at, graph, var, value, freed);
             Flow::Continue
         });
     }

@@ -1,0 +1,314 @@
+//! Ops with the defects only DebugMode can see, each modelled on a real
+//! kernel bug and each with a correct twin. All take and return f32 and
+//! 1-D inputs.
+//!
+//! | broken op               | defect                                                        | finding                 |
+//! |-------------------------|---------------------------------------------------------------|-------------------------|
+//! | `broken_scale6`         | pure op that does `x *= 2; return x * 3`                      | `value_mismatch` (and the listeners' `destroyed_input`) |
+//! | `broken_stencil`        | its in-place variant reads neighbours it already overwrote    | `bad_rewrite`, `value_mismatch` |
+//! | `broken_accumulate_out` | accumulates into its output buffer instead of assigning       | `value_mismatch`, `preallocated_output` |
+//! | `broken_c_order_out`    | writes its output as if it were C-contiguous                  | `preallocated_output`   |
+//! | `broken_stash`/`broken_take` | `take` reads what `stash` left in shared state           | `order_dependent`       |
+//!
+//! The twins are `fixed_*`.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use ndarray::{ArrayViewD, ArrayViewMutD};
+use vigil_engine::error::op_err;
+use vigil_engine::ops::{check_arity, Arity, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
+use vigil_engine::{DType, Layout, Result, Tensor};
+
+fn name(fixed: bool, what: &str) -> String {
+    format!("{}_{what}", if fixed { "fixed" } else { "broken" })
+}
+
+fn f32_1d(op: &str, inputs: &[TypeInfo]) -> Result<()> {
+    match inputs
+        .iter()
+        .find(|t| t.dtype != DType::F32 || t.rank() != Some(1))
+    {
+        Some(t) => op_err(format!(
+            "op '{op}' takes 1-D f32 inputs, got {} {}",
+            t.dtype,
+            t.shape_string()
+        )),
+        None => Ok(()),
+    }
+}
+
+fn values(t: &Tensor) -> Result<Vec<f32>> {
+    t.read(|v: ArrayViewD<'_, f32>| v.iter().copied().collect())
+}
+
+fn store(t: &Tensor, vals: &[f32]) -> Result<()> {
+    t.write(|mut v: ArrayViewMutD<'_, f32>| v.iter_mut().zip(vals).for_each(|(a, &b)| *a = b))
+}
+
+/// Declares a 1-in, 1-out f32 op with `$compute(self, inputs, ctx)`.
+macro_rules! unary_op {
+    ($ty:ident, $what:literal) => {
+        pub struct $ty {
+            pub fixed: bool,
+            name: String,
+        }
+        impl $ty {
+            pub fn new(fixed: bool) -> Self {
+                $ty {
+                    fixed,
+                    name: name(fixed, $what),
+                }
+            }
+        }
+    };
+}
+
+unary_op!(Scale6, "scale6");
+impl Op for Scale6 {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, i.len())?;
+        f32_1d(&self.name, i)?;
+        Ok(vec![i[0].clone()])
+    }
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = if self.fixed {
+            i[0].deep_copy()?
+        } else {
+            i[0].clone()
+        };
+        let doubled: Vec<f32> = values(&x)?.iter().map(|v| v * 2.0).collect();
+        store(&x, &doubled)?;
+        let out = ctx.output(0, DType::F32, x.shape())?;
+        store(&out, &doubled.iter().map(|v| v * 3.0).collect::<Vec<_>>())?;
+        Ok(vec![out])
+    }
+}
+
+/// `out[i] = x[i-1] + x[i] + x[i+1]` (zero outside). The in-place variant
+/// of the broken one walks left to right and reads `x[i-1]` after it has
+/// already overwritten it.
+pub struct Stencil {
+    pub fixed: bool,
+    pub inplace: bool,
+    name: String,
+}
+
+impl Stencil {
+    pub fn new(fixed: bool, inplace: bool) -> Self {
+        let base = name(fixed, "stencil");
+        Stencil {
+            fixed,
+            inplace,
+            name: if inplace { format!("{base}_inplace") } else { base },
+        }
+    }
+}
+
+fn stencil(x: &[f32]) -> Vec<f32> {
+    let at = |i: isize| {
+        if i < 0 || i as usize >= x.len() {
+            0.0
+        } else {
+            x[i as usize]
+        }
+    };
+    (0..x.len() as isize)
+        .map(|i| at(i - 1) + at(i) + at(i + 1))
+        .collect()
+}
+
+impl Op for Stencil {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, i.len())?;
+        f32_1d(&self.name, i)?;
+        Ok(vec![i[0].clone()])
+    }
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &i[0];
+        if !self.inplace {
+            let out = ctx.output(0, DType::F32, x.shape())?;
+            store(&out, &stencil(&values(x)?))?;
+            return Ok(vec![out]);
+        }
+        if self.fixed {
+            store(x, &stencil(&values(x)?))?;
+        } else {
+            x.write(|mut v: ArrayViewMutD<'_, f32>| {
+                let n = v.len();
+                for k in 0..n {
+                    let left = if k > 0 { v[[k - 1]] } else { 0.0 };
+                    let right = if k + 1 < n { v[[k + 1]] } else { 0.0 };
+                    v[[k]] += left + right;
+                }
+            })?;
+        }
+        Ok(vec![x.clone()])
+    }
+    fn destroy_map(&self) -> Vec<(usize, usize)> {
+        if self.inplace {
+            vec![(0, 0)]
+        } else {
+            Vec::new()
+        }
+    }
+    fn inplace_variants(&self) -> Vec<InplaceVariant> {
+        if self.inplace {
+            return Vec::new();
+        }
+        vec![InplaceVariant {
+            op: Arc::new(Stencil::new(self.fixed, true)),
+            inputs: vec![0],
+        }]
+    }
+    fn pure_twin(&self) -> Option<Arc<dyn Op>> {
+        self.inplace
+            .then(|| Arc::new(Stencil::new(self.fixed, false)) as Arc<dyn Op>)
+    }
+}
+
+unary_op!(AccumulateOut, "accumulate_out");
+impl Op for AccumulateOut {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, i.len())?;
+        f32_1d(&self.name, i)?;
+        Ok(vec![i[0].clone()])
+    }
+    /// `max(x, 0)`, summed into the output buffer (broken) or assigned.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let r: Vec<f32> = values(&i[0])?.iter().map(|v| v.max(0.0)).collect();
+        let out = ctx.output(0, DType::F32, i[0].shape())?;
+        let fixed = self.fixed;
+        out.write(|mut v: ArrayViewMutD<'_, f32>| {
+            v.iter_mut()
+                .zip(&r)
+                .for_each(|(o, &x)| if fixed { *o = x } else { *o += x })
+        })?;
+        Ok(vec![out])
+    }
+}
+
+unary_op!(COrderOut, "c_order_out");
+impl Op for COrderOut {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, i.len())?;
+        f32_1d(&self.name, i)?;
+        Ok(vec![i[0].clone()])
+    }
+    /// `x + 1`; the broken one writes the output's buffer from its start,
+    /// ignoring the output's strides and offset.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let r: Vec<f32> = values(&i[0])?.iter().map(|v| v + 1.0).collect();
+        let out = ctx.output(0, DType::F32, i[0].shape())?;
+        if self.fixed {
+            store(&out, &r)?;
+        } else {
+            let raw = out.with_layout(Layout::contiguous(&[r.len().min(out.data_size())]))?;
+            store(&raw, &r)?;
+        }
+        Ok(vec![out])
+    }
+}
+
+thread_local! {
+    static STASH: Cell<f32> = const { Cell::new(0.0) };
+}
+
+unary_op!(Stash, "stash");
+impl Op for Stash {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, i.len())?;
+        f32_1d(&self.name, i)?;
+        Ok(vec![i[0].clone()])
+    }
+    /// A copy of `x`; the broken one also leaves `sum(x)` in shared state.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let v = values(&i[0])?;
+        if !self.fixed {
+            STASH.with(|s| s.set(v.iter().sum()));
+        }
+        let out = ctx.output(0, DType::F32, i[0].shape())?;
+        store(&out, &v)?;
+        Ok(vec![out])
+    }
+}
+
+unary_op!(Take, "take");
+impl Op for Take {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, i.len())?;
+        f32_1d(&self.name, i)?;
+        Ok(vec![i[0].clone()])
+    }
+    /// `y + stash` (the broken one reads and clears the shared state; the
+    /// fixed one adds nothing).
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let add = if self.fixed {
+            0.0
+        } else {
+            STASH.with(|s| s.replace(0.0))
+        };
+        let v: Vec<f32> = values(&i[0])?.iter().map(|y| y + add).collect();
+        let out = ctx.output(0, DType::F32, i[0].shape())?;
+        store(&out, &v)?;
+        Ok(vec![out])
+    }
+}
+
+/// Every op of this corpus, broken and fixed.
+pub fn ops() -> Vec<Arc<dyn Op>> {
+    let mut v: Vec<Arc<dyn Op>> = Vec::new();
+    for fixed in [false, true] {
+        v.push(Arc::new(Scale6::new(fixed)));
+        v.push(Arc::new(Stencil::new(fixed, false)));
+        v.push(Arc::new(Stencil::new(fixed, true)));
+        v.push(Arc::new(AccumulateOut::new(fixed)));
+        v.push(Arc::new(COrderOut::new(fixed)));
+        v.push(Arc::new(Stash::new(fixed)));
+        v.push(Arc::new(Take::new(fixed)));
+    }
+    v
+}
+
+/// Registers the corpus into `r`.
+pub fn register(r: &mut OpRegistry) {
+    for op in ops() {
+        r.register_op(op);
+    }
+}

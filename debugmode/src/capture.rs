@@ -1,0 +1,96 @@
+//! What the lockstep driver needs to see of a run between steps: each
+//! node's outputs as it produced them, the buffer version every value had
+//! when it was produced, which node last wrote each buffer, and the values
+//! released by the step (to poison once compared).
+
+use std::collections::HashMap;
+
+use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::graph::{Graph, NodeId, VarId};
+use vigil_engine::tensor::storage::BufferId;
+use vigil_engine::Tensor;
+use vigil_findings::Finding;
+use vigil_listeners::Validator;
+
+/// The node that last changed a buffer, and whether it declared it.
+#[derive(Clone, Copy, Debug)]
+pub struct Writer {
+    pub node: NodeId,
+    pub declared: bool,
+}
+
+#[derive(Default)]
+pub struct Capture {
+    /// Outputs of the last step: (variable, value).
+    pub produced: Vec<(VarId, Tensor)>,
+    /// Values released during the last step.
+    pub released: Vec<(VarId, Tensor)>,
+    /// Buffer and version of each value when it was produced (or bound).
+    pub born: HashMap<VarId, (BufferId, u64)>,
+    /// The last node that changed each buffer.
+    pub writers: HashMap<BufferId, Writer>,
+    keep_released: bool,
+    before: Vec<(BufferId, u64, bool)>,
+}
+
+impl Capture {
+    pub fn new(keep_released: bool) -> Capture {
+        Capture {
+            keep_released,
+            ..Capture::default()
+        }
+    }
+
+    /// Records the versions of the sources as bound.
+    pub fn bind(&mut self, graph: &Graph, value: impl Fn(VarId) -> Option<Tensor>) {
+        for v in 0..graph.vars().len() {
+            if let Some(t) = value(v) {
+                self.born.insert(v, (t.buffer_id(), t.version()));
+            }
+        }
+    }
+}
+
+impl Listener for Capture {
+    fn pre_op(&mut self, _: &At, ev: &OpEvent) {
+        let destroyed = ev.destroyed_inputs();
+        self.before = ev
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.buffer_id(), t.version(), destroyed.contains(&i)))
+            .collect();
+    }
+    fn post_op(&mut self, _: &At, ev: &OpEvent) {
+        for (t, &(id, version, declared)) in ev.inputs.iter().zip(&self.before) {
+            if t.version() != version {
+                self.writers.insert(
+                    id,
+                    Writer {
+                        node: ev.node_id,
+                        declared,
+                    },
+                );
+            }
+        }
+        for (k, t) in ev.outputs.iter().enumerate() {
+            let v = ev.node.outputs[k];
+            self.born.insert(v, (t.buffer_id(), t.version()));
+            self.produced.push((v, t.clone()));
+        }
+    }
+    fn value_released(&mut self, _: &At, _: &Graph, var: VarId, value: &Tensor, freed: bool) {
+        if self.keep_released && freed {
+            self.released.push((var, value.clone()));
+        }
+    }
+}
+
+impl Validator for Capture {
+    fn findings(&self) -> &[Finding] {
+        &[]
+    }
+    fn take_findings(&mut self) -> Vec<Finding> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,152 @@
+//! What DebugMode checks, and with which parameters. The defaults are the
+//! documented ones (docs/debugmode.md).
+
+use std::collections::BTreeSet;
+
+use vigil_engine::compare::Tolerance;
+use vigil_engine::DType;
+
+use crate::error::DebugError;
+
+/// One check DebugMode can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Check {
+    /// The validation listeners on the in-place run.
+    Listeners,
+    /// The pure reference run, compared value by value.
+    Lockstep,
+    /// Bisection over the accepted rewrites when the in-place run diverges.
+    Culprit,
+    /// Poisoned fresh and released buffers, and read-after-destroy.
+    Poison,
+    /// Re-runs in other valid execution orders.
+    Orders,
+    /// Re-runs with dirty, oddly laid out pre-allocated outputs.
+    Prealloc,
+    /// Finite differences against `grad:<param>` outputs.
+    Gradient,
+}
+
+impl Check {
+    pub const ALL: [Check; 7] = [
+        Check::Listeners,
+        Check::Lockstep,
+        Check::Culprit,
+        Check::Poison,
+        Check::Orders,
+        Check::Prealloc,
+        Check::Gradient,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::Listeners => "listeners",
+            Check::Lockstep => "lockstep",
+            Check::Culprit => "culprit",
+            Check::Poison => "poison",
+            Check::Orders => "orders",
+            Check::Prealloc => "prealloc",
+            Check::Gradient => "gradient",
+        }
+    }
+
+    pub fn names() -> Vec<&'static str> {
+        Check::ALL.iter().map(|c| c.name()).collect()
+    }
+
+    pub fn parse(s: &str) -> Result<Check, DebugError> {
+        Check::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| DebugError::UnknownCheck(s.to_string()))
+    }
+}
+
+/// Finite-difference gradient check parameters (gradcheck's defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradConfig {
+    pub eps: f64,
+    pub atol: f64,
+    pub rtol: f64,
+    /// Parameters with at most this many elements are checked element by
+    /// element; larger ones along `directions` random directions.
+    pub full_max: usize,
+    pub directions: usize,
+}
+
+impl Default for GradConfig {
+    fn default() -> Self {
+        GradConfig {
+            eps: 1e-6,
+            atol: 1e-5,
+            rtol: 1e-3,
+            full_max: 64,
+            directions: 4,
+        }
+    }
+}
+
+/// DebugMode's configuration.
+#[derive(Clone, Debug)]
+pub struct DebugConfig {
+    pub checks: BTreeSet<Check>,
+    /// Used where the in-place and pure kernels do different arithmetic.
+    pub tolerance_f32: Tolerance,
+    pub tolerance_f64: Tolerance,
+    /// Extra valid orders to try, besides the reverse-most one.
+    pub orders: usize,
+    /// Seed of the random orders and directions.
+    pub seed: u64,
+    pub grad: GradConfig,
+}
+
+impl Default for DebugConfig {
+    /// Every check but the costlier orders, pre-allocation and gradient
+    /// checks, which are switched on by name.
+    fn default() -> Self {
+        DebugConfig {
+            checks: [Check::Listeners, Check::Lockstep, Check::Culprit, Check::Poison]
+                .into_iter()
+                .collect(),
+            tolerance_f32: Tolerance::new(1e-5, 1e-5),
+            tolerance_f64: Tolerance::new(1e-5, 1e-8),
+            orders: 3,
+            seed: 0,
+            grad: GradConfig::default(),
+        }
+    }
+}
+
+impl DebugConfig {
+    /// Every check on.
+    pub fn all() -> DebugConfig {
+        DebugConfig {
+            checks: Check::ALL.into_iter().collect(),
+            ..DebugConfig::default()
+        }
+    }
+
+    /// Only the named checks (comma-separated names as `--checks` takes).
+    pub fn with_checks(mut self, names: &str) -> Result<DebugConfig, DebugError> {
+        self.checks = names
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(Check::parse)
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    pub fn has(&self, c: Check) -> bool {
+        self.checks.contains(&c)
+    }
+
+    /// The tolerance for values of `dtype` (exact for integers and bools).
+    pub fn tolerance(&self, dtype: DType) -> Tolerance {
+        match dtype {
+            DType::F32 => self.tolerance_f32,
+            DType::F64 => self.tolerance_f64,
+            _ => Tolerance::EXACT,
+        }
+    }
+}

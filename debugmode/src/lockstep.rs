@@ -1,0 +1,456 @@
+//! The in-place run and the pure reference run, stepped together in one
+//! order valid for both, each value compared as soon as both runs have it
+//! and released as soon as both are done with it.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{json, Value};
+use vigil_engine::compare::{compare, Comparison};
+use vigil_engine::exec::{copy_values, Copier, Cursor, RunOptions};
+use vigil_engine::graph::{Graph, NodeId, VarId, VarKind};
+use vigil_engine::tensor::storage::BufferId;
+use vigil_engine::{Element, Executor, Layout, PoolPolicy, Tensor};
+use vigil_findings::{json_f64, Finding, Kind};
+use vigil_listeners::{
+    ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
+};
+
+use crate::capture::{Capture, Writer};
+use crate::config::DebugConfig;
+use crate::error::Result;
+
+pub type Feeds = HashMap<String, Tensor>;
+
+/// How one lockstep run is set up.
+#[derive(Clone, Copy)]
+pub struct Opts {
+    pub listeners: bool,
+    pub poison: bool,
+    pub compare: bool,
+}
+
+/// What one lockstep run found.
+pub struct Outcome {
+    pub findings: Vec<Finding>,
+    /// The root-cause divergences, as (node, output) in execution order:
+    /// the run's signature for reproducibility and bisection.
+    pub roots: Vec<(NodeId, usize)>,
+    pub outputs: Vec<(String, Tensor)>,
+    pub compared: usize,
+    pub exact: usize,
+    pub tolerated: usize,
+    pub propagated: usize,
+    pub peak_inplace: usize,
+    pub peak_both: usize,
+}
+
+impl Outcome {
+    pub fn diverged(&self) -> bool {
+        !self.roots.is_empty()
+    }
+}
+
+/// Fresh copies of `graph`'s values and of `feeds`, sharing what shared.
+pub fn fresh(graph: &Graph, feeds: &Feeds) -> Result<(Graph, Feeds)> {
+    let mut c = Copier::default();
+    let g = copy_values(graph, &mut c)?;
+    let f = feeds
+        .iter()
+        .map(|(k, t)| Ok((k.clone(), c.copy(t)?)))
+        .collect::<vigil_engine::Result<_>>()?;
+    Ok((g, f))
+}
+
+/// Fills the whole buffer behind `t` with the poison sentinel.
+pub fn poison_buffer(t: &Tensor) -> vigil_engine::Result<()> {
+    let whole = t.with_layout(Layout::contiguous(&[t.data_size()]))?;
+    vigil_engine::dispatch_all!(t.dtype(), T => whole.write(|mut v: ndarray::ArrayViewMutD<'_, T>| v.fill(<T as Element>::POISON))?);
+    Ok(())
+}
+
+/// Runs `inplace` (on fresh copies of its values and of `feeds`) beside
+/// `reference` (on `feeds` as given; its ops copy what they read).
+pub fn run(
+    inplace: &Graph,
+    reference: &Graph,
+    feeds: &Feeds,
+    cfg: &DebugConfig,
+    opts: Opts,
+) -> Result<Outcome> {
+    let (ig, ifeeds) = fresh(inplace, feeds)?;
+    let ie = Executor::new(&ig)?;
+    let re = if opts.compare {
+        Some(Executor::with_order(reference, ie.order().to_vec())?)
+    } else {
+        None
+    };
+    let iopts = RunOptions {
+        pool: if opts.poison {
+            PoolPolicy::Poison
+        } else {
+            PoolPolicy::Reuse
+        },
+        ..RunOptions::default()
+    };
+    let ropts = RunOptions {
+        pool: PoolPolicy::Fresh,
+        ..RunOptions::default()
+    };
+    let mut set = ListenerSet::new();
+    if opts.listeners {
+        set.push(NonInplaceValidationListener::new());
+        set.push(ViewMapValidationListener::new());
+        set.push(NumericsListener::new());
+    }
+    set.push(Capture::new(opts.poison));
+    let mut rcap = Capture::new(false);
+
+    let mut ic = ie.start(&ifeeds, &mut set, &iopts)?;
+    let mut rc = match &re {
+        Some(re) => Some(re.start(feeds, &mut rcap, &ropts)?),
+        None => None,
+    };
+    let sources: HashSet<BufferId> = ig
+        .vars()
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| !matches!(v.kind, VarKind::Output { .. }))
+        .filter_map(|(i, _)| ic.value(i).map(Tensor::buffer_id))
+        .collect();
+    if let Some(cap) = set.get_mut::<Capture>() {
+        cap.bind(&ig, |v| ic.value(v).cloned());
+    }
+    let mut st = State {
+        g: &ig,
+        cfg,
+        findings: Vec::new(),
+        roots: Vec::new(),
+        diverged: HashMap::new(),
+        compared: 0,
+        exact: 0,
+        tolerated: 0,
+        propagated: Vec::new(),
+    };
+    let mut peak_both = 0;
+    let ran = (|| -> Result<()> {
+        while let Some(n) = ic.next_node() {
+            if let Some(rc) = &rc {
+                st.check_inputs(n, &ic, rc, set.get::<Capture>())?;
+            }
+            ic.step(&mut set)?;
+            let produced = set
+                .get_mut::<Capture>()
+                .map(|c| std::mem::take(&mut c.produced))
+                .unwrap_or_default();
+            if let Some(rc) = &mut rc {
+                rc.step(&mut rcap)?;
+                let expected = std::mem::take(&mut rcap.produced);
+                st.check_outputs(n, &produced, &expected)?;
+                peak_both = peak_both.max(ic.live_bytes() + rc.live_bytes());
+            }
+            drop(produced);
+            let released = set
+                .get_mut::<Capture>()
+                .map(|c| std::mem::take(&mut c.released))
+                .unwrap_or_default();
+            for (_, t) in released {
+                if !sources.contains(&t.buffer_id()) {
+                    poison_buffer(&t)?;
+                }
+            }
+        }
+        Ok(())
+    })();
+    // The listeners finish (and report) even when an op failed.
+    let iout = ic.finish(&mut set);
+    ran?;
+    let iout = iout?;
+    if let Some(rc) = rc {
+        let rout = rc.finish(&mut rcap)?;
+        st.check_final(&iout.outputs, &rout.outputs, set.get::<Capture>())?;
+    }
+    set.collect();
+    let mut findings = set.take_findings();
+    let State {
+        findings: mine,
+        roots,
+        compared,
+        exact,
+        tolerated,
+        propagated,
+        ..
+    } = st;
+    let n_propagated = propagated.len();
+    findings.extend(attach_propagated(mine, &roots, &propagated, &ig));
+    Ok(Outcome {
+        findings,
+        roots,
+        outputs: iout.outputs,
+        compared,
+        exact,
+        tolerated,
+        propagated: n_propagated,
+        peak_inplace: iout.stats.peak_live_bytes,
+        peak_both,
+    })
+}
+
+/// Comparison state of one lockstep run.
+struct State<'a> {
+    g: &'a Graph,
+    cfg: &'a DebugConfig,
+    /// Root-cause findings, one per entry of `roots`.
+    findings: Vec<Finding>,
+    roots: Vec<(NodeId, usize)>,
+    /// Diverged variables → the root (index into `roots`) they come from.
+    diverged: HashMap<VarId, usize>,
+    compared: usize,
+    exact: usize,
+    tolerated: usize,
+    /// (root, variable) of each value spoiled downstream of a root.
+    propagated: Vec<(usize, VarId)>,
+}
+
+impl State<'_> {
+    fn tolerance(&self, t: &Tensor) -> vigil_engine::compare::Tolerance {
+        self.cfg.tolerance(t.dtype())
+    }
+
+    /// Inputs of `n` whose buffer changed after they were produced must
+    /// still hold the reference's values.
+    fn check_inputs(&mut self, n: NodeId, ic: &Cursor, rc: &Cursor, cap: Option<&Capture>) -> Result<()> {
+        let Some(cap) = cap else { return Ok(()) };
+        let node = self.g.node(n);
+        for (i, &v) in node.inputs.iter().enumerate() {
+            if self.diverged.contains_key(&v) {
+                continue;
+            }
+            let (Some(t), Some(want)) = (ic.value(v), rc.value(v)) else {
+                continue;
+            };
+            let Some(&(buf, version)) = cap.born.get(&v) else {
+                continue;
+            };
+            if t.buffer_id() != buf || t.version() == version {
+                continue;
+            }
+            let cmp = compare(t, want, self.tolerance(want))?;
+            if cmp.is_close() {
+                continue;
+            }
+            let writer = cap.writers.get(&buf).copied();
+            let f = self.changed_after_production(n, i, v, writer, &cmp);
+            self.add_root(n, usize::MAX - i, v, f);
+        }
+        Ok(())
+    }
+
+    fn changed_after_production(
+        &self,
+        reader: NodeId,
+        input: usize,
+        v: VarId,
+        writer: Option<Writer>,
+        cmp: &Comparison,
+    ) -> Finding {
+        let g = self.g;
+        let node = g.node(reader);
+        let var = &g.var(v).name;
+        let summary = summary(cmp);
+        let (kind, message, by) = match writer {
+            Some(w) if w.declared => {
+                let d = g.node(w.node);
+                (
+                    Kind::READ_AFTER_DESTROY,
+                    format!(
+                        "reads '{var}' (input {input}) after node '{}' ({}) destroyed it: {summary}",
+                        d.name,
+                        d.op.name()
+                    ),
+                    Some(d),
+                )
+            }
+            Some(w) => {
+                let d = g.node(w.node);
+                (
+                    Kind::VALUE_MISMATCH,
+                    format!(
+                        "input {input} '{var}' changed after it was produced, written by node '{}' ({}), which does not declare it: {summary}",
+                        d.name,
+                        d.op.name()
+                    ),
+                    Some(d),
+                )
+            }
+            None => (
+                Kind::VALUE_MISMATCH,
+                format!("input {input} '{var}' changed after it was produced: {summary}"),
+                None,
+            ),
+        };
+        let mut details = diff_details(cmp, var);
+        details["changed_after_production"] = json!(true);
+        if let Some(d) = by {
+            details["written_by"] = json!({"node": d.name, "op": d.op.name()});
+        }
+        Finding::new(kind, message)
+            .at(node.name.clone(), node.op.name())
+            .with_input(input)
+            .with_details(details)
+    }
+
+    fn add_root(&mut self, n: NodeId, slot: usize, v: VarId, f: Finding) {
+        self.diverged.insert(v, self.roots.len());
+        self.roots.push((n, slot));
+        self.findings.push(f);
+    }
+
+    fn check_outputs(&mut self, n: NodeId, got: &[(VarId, Tensor)], want: &[(VarId, Tensor)]) -> Result<()> {
+        let node = self.g.node(n);
+        let from = node.inputs.iter().find_map(|v| self.diverged.get(v).copied());
+        for (k, (v, t)) in got.iter().enumerate() {
+            let Some((_, w)) = want.iter().find(|(u, _)| u == v) else {
+                continue;
+            };
+            let cmp = compare(t, w, self.tolerance(w))?;
+            self.compared += 1;
+            if cmp.is_exact() {
+                self.exact += 1;
+                continue;
+            }
+            if cmp.is_close() {
+                self.tolerated += 1;
+                continue;
+            }
+            if let Some(root) = from {
+                self.diverged.insert(*v, root);
+                self.propagated.push((root, *v));
+                continue;
+            }
+            let var = &self.g.var(*v).name;
+            let f = Finding::new(
+                Kind::VALUE_MISMATCH,
+                format!(
+                    "output {k} '{var}' differs from the pure reference while its inputs agree: {}",
+                    summary(&cmp)
+                ),
+            )
+            .at(node.name.clone(), node.op.name())
+            .with_output(k)
+            .with_details(diff_details(&cmp, var));
+            self.add_root(n, k, *v, f);
+        }
+        Ok(())
+    }
+
+    /// Graph outputs that matched when produced must still match at the end.
+    fn check_final(
+        &mut self,
+        got: &[(String, Tensor)],
+        want: &[(String, Tensor)],
+        cap: Option<&Capture>,
+    ) -> Result<()> {
+        for ((name, t), (_, w)) in got.iter().zip(want) {
+            let Some(v) = self.g.var_id(name) else { continue };
+            if self.diverged.contains_key(&v) {
+                continue;
+            }
+            let cmp = compare(t, w, self.tolerance(w))?;
+            if cmp.is_close() {
+                continue;
+            }
+            let writer = cap.and_then(|c| c.writers.get(&t.buffer_id()).copied());
+            let mut details = diff_details(&cmp, name);
+            details["changed_after_production"] = json!(true);
+            let by = writer.map(|w| self.g.node(w.node));
+            if let Some(d) = by {
+                details["written_by"] = json!({"node": d.name, "op": d.op.name()});
+            }
+            let message = match by {
+                Some(d) => format!(
+                    "graph output '{name}' changed after it was produced, written by node '{}' ({}): {}",
+                    d.name,
+                    d.op.name(),
+                    summary(&cmp)
+                ),
+                None => format!(
+                    "graph output '{name}' changed after it was produced: {}",
+                    summary(&cmp)
+                ),
+            };
+            let (node, op) = match self.g.producer(v) {
+                Some((p, _)) => (self.g.node(p).name.clone(), self.g.node(p).op.name().to_string()),
+                None => (String::new(), String::new()),
+            };
+            let f = Finding::new(Kind::VALUE_MISMATCH, message)
+                .at(node, op)
+                .with_details(details);
+            let n = self.g.producer(v).map(|(p, _)| p).unwrap_or(usize::MAX);
+            self.add_root(n, usize::MAX / 2, v, f);
+        }
+        Ok(())
+    }
+}
+
+/// Adds `propagated: N` and the first names to each root finding.
+fn attach_propagated(
+    mut roots: Vec<Finding>,
+    _sig: &[(NodeId, usize)],
+    propagated: &[(usize, VarId)],
+    g: &Graph,
+) -> Vec<Finding> {
+    for (i, f) in roots.iter_mut().enumerate() {
+        let names: Vec<&str> = propagated
+            .iter()
+            .filter(|(r, _)| *r == i)
+            .map(|&(_, v)| g.var(v).name.as_str())
+            .collect();
+        if let Value::Object(m) = &mut f.details {
+            m.insert("propagated".into(), json!(names.len()));
+            m.insert(
+                "propagated_to".into(),
+                json!(names.iter().take(20).collect::<Vec<_>>()),
+            );
+        }
+        if !names.is_empty() {
+            f.message.push_str(&format!(
+                " (spoils {} value{} downstream)",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    roots
+}
+
+/// "3 of 64 elements differ, max abs err 0.5, first at [0, 2]: 1.5 vs 1"
+pub fn summary(c: &Comparison) -> String {
+    if c.dtype_differs || c.shape_differs {
+        return "dtype or shape differs".to_string();
+    }
+    let first = c
+        .first
+        .first()
+        .map(|m| format!(", first at {:?}: {} vs {}", m.index, m.got, m.want))
+        .unwrap_or_default();
+    format!(
+        "{} of {} elements differ, max abs err {:.3e}{first}",
+        c.mismatched, c.elements, c.max_abs
+    )
+}
+
+/// The structured diff of a `value_mismatch`.
+pub fn diff_details(c: &Comparison, var: &str) -> Value {
+    json!({
+        "var": var,
+        "max_abs_err": json_f64(c.max_abs),
+        "max_rel_err": json_f64(c.max_rel),
+        "max_ulp": c.max_ulp,
+        "mismatched": c.mismatched,
+        "elements": c.elements,
+        "first": c.first.iter().map(|m| json!({"index": m.index, "got": json_f64(m.got), "want": json_f64(m.want)})).collect::<Vec<_>>(),
+        "dtype_differs": c.dtype_differs,
+        "shape_differs": c.shape_differs,
+        "strides_differ": c.strides_differ,
+    })
+}

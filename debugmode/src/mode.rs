@@ -1,0 +1,121 @@
+//! The DebugMode driver: prepares the in-place and reference graphs once,
+//! runs them in lockstep, then the checks the configuration asks for.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+use vigil_engine::exec::Snapshot;
+use vigil_engine::graph::Graph;
+use vigil_engine::{inplace, Tensor};
+use vigil_findings::Kind;
+
+use crate::bisect::{self, Verdict};
+use crate::config::{Check, DebugConfig};
+use crate::error::Result;
+use crate::isolate::isolate;
+use crate::lockstep::{self, Opts};
+use crate::report::{DebugReport, DebugStats};
+
+/// Checks graphs; see the crate documentation.
+#[derive(Clone, Debug, Default)]
+pub struct DebugMode {
+    cfg: DebugConfig,
+}
+
+impl DebugMode {
+    pub fn new(cfg: DebugConfig) -> DebugMode {
+        DebugMode { cfg }
+    }
+
+    pub fn config(&self) -> &DebugConfig {
+        &self.cfg
+    }
+
+    /// Checks `graph` (pure, or with explicit in-place ops) on `feeds`. The
+    /// graph's values and the feeds are never modified: every run works on
+    /// copies.
+    pub fn check(&self, graph: &Graph, feeds: &HashMap<String, Tensor>) -> Result<DebugReport> {
+        let cfg = &self.cfg;
+        let snap = Snapshot::take(graph, feeds)?;
+        let user = snap.graph();
+        let pass = inplace::run(user)?;
+        let reference = isolate(&inplace::purify(user)?)?;
+        let opts = Opts {
+            listeners: cfg.has(Check::Listeners),
+            poison: cfg.has(Check::Poison),
+            compare: cfg.has(Check::Lockstep),
+        };
+        let out = lockstep::run(&pass.graph, &reference, snap.feeds(), cfg, opts)?;
+        let mut stats = DebugStats {
+            nodes: user.nodes().len(),
+            rewrites: pass.rewrites.len(),
+            compared: out.compared,
+            exact: out.exact,
+            tolerated: out.tolerated,
+            propagated: out.propagated,
+            reruns: 0,
+            peak_inplace_bytes: out.peak_inplace,
+            peak_lockstep_bytes: out.peak_both,
+        };
+        let mut findings = out.findings.clone();
+        if cfg.has(Check::Culprit) && out.diverged() {
+            match bisect::culprit(
+                user,
+                &pass.graph,
+                &reference,
+                &pass.rewrites,
+                snap.feeds(),
+                cfg,
+                &out,
+                &mut stats.reruns,
+            )? {
+                Verdict::Nondeterministic(f) => findings.push(f),
+                Verdict::Culprit(f, r) => {
+                    // The root-cause findings name the rewrite too.
+                    for root in findings
+                        .iter_mut()
+                        .filter(|f| f.kind == Kind::VALUE_MISMATCH || f.kind == Kind::READ_AFTER_DESTROY)
+                    {
+                        if let serde_json::Value::Object(m) = &mut root.details {
+                            m.insert(
+                                "rewrite".into(),
+                                json!({"node": r.node_name, "inplace_op": r.variant.op.name(), "input": r.input, "var": r.var}),
+                            );
+                        }
+                    }
+                    findings.push(f);
+                }
+                Verdict::NotARewrite => {}
+            }
+        }
+        if cfg.has(Check::Orders) {
+            findings.extend(crate::orders::check(
+                &pass.graph,
+                snap.feeds(),
+                cfg,
+                &mut stats.reruns,
+            )?);
+        }
+        if cfg.has(Check::Prealloc) {
+            findings.extend(crate::prealloc::check(
+                &pass.graph,
+                snap.feeds(),
+                &mut stats.reruns,
+            )?);
+        }
+        if cfg.has(Check::Gradient) {
+            findings.extend(crate::gradcheck::check(
+                user,
+                snap.feeds(),
+                &cfg.grad,
+                cfg.seed,
+                &mut stats.reruns,
+            )?);
+        }
+        Ok(DebugReport {
+            findings,
+            stats,
+            outputs: out.outputs,
+        })
+    }
+}

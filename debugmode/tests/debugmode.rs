@@ -1,0 +1,235 @@
+//! DebugMode end to end: clean graphs give no findings, and each defect of
+//! the corpus is named with its kind, node and (for rewrites) its culprit.
+
+use std::collections::HashMap;
+
+use vigil_debugmode::{broken, DebugConfig, DebugMode, Finding, Kind};
+use vigil_engine::graph::{Graph, GraphBuilder, Sym};
+use vigil_engine::ops::OpRegistry;
+use vigil_engine::{DType, Tensor};
+
+fn registry() -> OpRegistry {
+    let mut r = vigil_listeners::broken::registry();
+    broken::register(&mut r);
+    r
+}
+
+fn feeds(n: usize) -> HashMap<String, Tensor> {
+    let v: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 2.0).collect();
+    HashMap::from([("x".to_string(), Tensor::from_vec(&[n], v).unwrap())])
+}
+
+fn graph(build: impl FnOnce(&GraphBuilder, Sym) -> Vec<Sym>) -> Graph {
+    let b = GraphBuilder::with_registry("g", registry());
+    let x = b.input("x", DType::F32, &[16]);
+    let outs = build(&b, x);
+    b.build(&outs.iter().collect::<Vec<_>>()).unwrap()
+}
+
+fn op(x: &Sym, name: &str) -> Sym {
+    x.op(name, &[], Default::default()).unwrap()
+}
+
+fn check(g: &Graph, cfg: DebugConfig) -> Vec<Finding> {
+    let r = DebugMode::new(cfg).check(g, &feeds(16)).unwrap();
+    r.findings
+}
+
+fn kinds(f: &[Finding]) -> Vec<String> {
+    let mut k: Vec<String> = f.iter().map(|f| f.kind.to_string()).collect();
+    k.sort();
+    k.dedup();
+    k
+}
+
+#[test]
+fn a_clean_graph_gives_no_findings_under_every_check() {
+    let g = graph(|_, x| {
+        let a = x.exp().unwrap().neg().unwrap();
+        let s = op(&a, "fixed_stencil");
+        let t = op(&s, "fixed_accumulate_out");
+        let u = op(&t, "fixed_c_order_out").add(&x).unwrap().relu().unwrap();
+        vec![u]
+    });
+    let r = DebugMode::new(DebugConfig::all()).check(&g, &feeds(16)).unwrap();
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    assert!(r.stats.rewrites >= 3, "{:?}", r.stats);
+    assert_eq!(r.stats.compared, g.nodes().len());
+    assert_eq!(r.stats.exact, r.stats.compared);
+    assert!(r.stats.reruns > 0);
+}
+
+#[test]
+fn the_callers_feeds_and_the_graphs_values_are_not_touched() {
+    let b = GraphBuilder::new("p");
+    let x = b.mutable_input("x", DType::F32, &[4]);
+    let y = x.add_inplace(&x).unwrap();
+    let g = b.build(&[&y]).unwrap();
+    let f = HashMap::from([(
+        "x".to_string(),
+        Tensor::from_vec(&[4], vec![1f32, 2., 3., 4.]).unwrap(),
+    )]);
+    let r = DebugMode::new(DebugConfig::all()).check(&g, &f).unwrap();
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    assert_eq!(f["x"].to_f64_vec().unwrap(), vec![1., 2., 3., 4.]);
+    assert_eq!(r.outputs[0].1.to_f64_vec().unwrap(), vec![2., 4., 6., 8.]);
+}
+
+#[test]
+fn a_pure_op_that_mutates_its_input_is_caught_where_the_damage_shows() {
+    let g = graph(|_, x| {
+        let c = x.copy().unwrap();
+        let s = op(&c, "broken_scale6");
+        let t = c.exp().unwrap();
+        vec![s.add(&t).unwrap()]
+    });
+    let f = check(&g, DebugConfig::default());
+    assert_eq!(kinds(&f), vec!["destroyed_input", "value_mismatch"], "{f:#?}");
+    let vm = f.iter().find(|f| f.kind == Kind::VALUE_MISMATCH).unwrap();
+    // The reader of the spoiled copy is blamed, and the writer named.
+    assert!(
+        vm.message.contains("changed after it was produced"),
+        "{}",
+        vm.message
+    );
+    assert_eq!(vm.details["written_by"]["op"], "broken_scale6", "{vm:#?}");
+    assert_eq!(vm.details["changed_after_production"], true);
+    assert!(vm.details["propagated"].as_u64().unwrap() >= 1, "{vm:#?}");
+}
+
+#[test]
+fn a_bad_in_place_variant_is_named_by_bisection() {
+    let g = graph(|_, x| {
+        // Several accepted rewrites, one of them bad.
+        let a = x.exp().unwrap().neg().unwrap();
+        let s = op(&a, "broken_stencil");
+        let t = s.neg().unwrap().sigmoid().unwrap();
+        vec![t]
+    });
+    let r = DebugMode::new(DebugConfig::default())
+        .check(&g, &feeds(16))
+        .unwrap();
+    assert_eq!(
+        kinds(&r.findings),
+        vec!["bad_rewrite", "value_mismatch"],
+        "{:#?}",
+        r.findings
+    );
+    let root = r
+        .findings
+        .iter()
+        .find(|f| f.kind == Kind::VALUE_MISMATCH)
+        .unwrap();
+    assert_eq!(root.op, "broken_stencil_inplace");
+    assert!(root.details["first"].as_array().unwrap().len() > 0);
+    assert_eq!(
+        root.details["propagated_to"].as_array().unwrap().len(),
+        2,
+        "neg and sigmoid downstream: {root:#?}"
+    );
+    let bad = r.findings.iter().find(|f| f.kind == Kind::BAD_REWRITE).unwrap();
+    assert_eq!(bad.op, "broken_stencil");
+    assert_eq!(bad.details["rewrite"]["inplace_op"], "broken_stencil_inplace");
+    assert_eq!(root.details["rewrite"]["inplace_op"], "broken_stencil_inplace");
+    assert!(r.stats.reruns >= 2, "{:?}", r.stats);
+    // The twin is clean.
+    let g = graph(|_, x| {
+        vec![op(&x.exp().unwrap().neg().unwrap(), "fixed_stencil")
+            .relu()
+            .unwrap()]
+    });
+    assert!(check(&g, DebugConfig::default()).is_empty());
+}
+
+#[test]
+fn a_hidden_view_read_after_its_buffer_is_destroyed() {
+    // broken_identity returns its input without declaring the view, so the
+    // pass lets exp overwrite the copy while the "identity" is still read.
+    let g = graph(|_, x| {
+        let c = x.copy().unwrap();
+        let y = op(&c, "broken_identity");
+        let e = c.exp().unwrap();
+        vec![y.add(&e).unwrap()]
+    });
+    let f = check(&g, DebugConfig::default());
+    let k = kinds(&f);
+    assert!(k.contains(&"read_after_destroy".to_string()), "{f:#?}");
+    assert!(k.contains(&"undeclared_view".to_string()), "{f:#?}");
+    assert!(k.contains(&"bad_rewrite".to_string()), "{f:#?}");
+    let rad = f.iter().find(|f| f.kind == Kind::READ_AFTER_DESTROY).unwrap();
+    assert!(rad.op.starts_with("add"), "{rad:#?}");
+    assert_eq!(rad.details["written_by"]["op"], "exp_inplace");
+}
+
+#[test]
+fn an_op_that_accumulates_into_its_output_buffer() {
+    let g = graph(|_, x| vec![op(&x.neg().unwrap(), "broken_accumulate_out")]);
+    let f = check(
+        &g,
+        DebugConfig::default()
+            .with_checks("lockstep,poison,prealloc")
+            .unwrap(),
+    );
+    assert_eq!(kinds(&f), vec!["preallocated_output", "value_mismatch"], "{f:#?}");
+}
+
+#[test]
+fn an_op_that_assumes_a_c_contiguous_output() {
+    let g = graph(|_, x| vec![op(&x.neg().unwrap(), "broken_c_order_out")]);
+    let f = check(&g, DebugConfig::default().with_checks("prealloc").unwrap());
+    assert_eq!(kinds(&f), vec!["preallocated_output"], "{f:#?}");
+    assert!(f.iter().all(|f| f.op == "broken_c_order_out"));
+    let layouts: Vec<&str> = f.iter().map(|f| f.details["layout"].as_str().unwrap()).collect();
+    assert!(
+        layouts.contains(&"strided") && layouts.contains(&"reversed"),
+        "{layouts:?}"
+    );
+    assert!(!layouts.contains(&"c_contiguous"), "{layouts:?}");
+}
+
+#[test]
+fn shared_state_between_kernels_depends_on_the_order() {
+    let g = graph(|_, x| {
+        let a = op(&x, "broken_stash");
+        let b = op(&x.neg().unwrap(), "broken_take");
+        vec![a, b]
+    });
+    let f = check(&g, DebugConfig::default().with_checks("orders").unwrap());
+    assert_eq!(kinds(&f), vec!["order_dependent"], "{f:#?}");
+    assert_eq!(f[0].op, "broken_take");
+    let g = graph(|_, x| vec![op(&x, "fixed_stash"), op(&x.neg().unwrap(), "fixed_take")]);
+    assert!(check(&g, DebugConfig::default().with_checks("orders").unwrap()).is_empty());
+}
+
+#[test]
+fn supplied_gradients_are_checked_against_finite_differences() {
+    // loss = sum(w * w * x); grad:w = 2 * w * x (right) or 3 * w * x (wrong).
+    let build = |factor: f32| {
+        let b = GraphBuilder::new("grad");
+        let x = b.input("x", DType::F32, &[16]);
+        let w = b.parameter(
+            "w",
+            Tensor::from_vec(&[16], (0..16).map(|i| 0.1 * i as f32 - 0.5).collect::<Vec<_>>()).unwrap(),
+        );
+        let loss = w.mul(&w).unwrap().mul(&x).unwrap().sum(None).unwrap();
+        let k = b.constant("k", Tensor::from_vec(&[1], vec![factor]).unwrap());
+        let grad = w.mul(&x).unwrap().mul(&k).unwrap();
+        let g = b
+            .apply_named("grad:w", "copy", &[&grad], Default::default())
+            .unwrap()
+            .remove(0);
+        (b, loss, g)
+    };
+    for (factor, bad) in [(2.0, false), (3.0, true)] {
+        let (b, loss, g) = build(factor);
+        let graph = b.build(&[&loss, &g]).unwrap();
+        let f = check(&graph, DebugConfig::default().with_checks("gradient").unwrap());
+        assert_eq!(!f.is_empty(), bad, "factor {factor}: {f:#?}");
+        if bad {
+            assert_eq!(f[0].kind, Kind::GRADIENT_MISMATCH);
+            assert_eq!(f[0].details["param"], "w");
+            // Every element but the two where w or x is zero.
+            assert_eq!(f[0].details["failed"], 14, "{:#?}", f[0]);
+        }
+    }
+}
