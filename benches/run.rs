@@ -37,11 +37,8 @@ fn run_1000(c: &mut Criterion) {
     assert_eq!(cases.len(), 1000);
     let mut group = c.benchmark_group("run");
     group.sample_size(10);
-    for mode in [Mode::Plain, Mode::Validate] {
-        let cfg = RunConfig {
-            mode,
-            tolerance: Tolerance::default(),
-        };
+    for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
+        let cfg = RunConfig::new(mode, Tolerance::default());
         group.bench_function(format!("1000_cases_{}", mode.name()), |b| {
             b.iter(|| {
                 let r: Vec<_> = cases.par_iter().map(|c| run_case(c, &cfg)).collect();

@@ -79,7 +79,11 @@ pub fn load_feeds(
 /// corpus (`broken_*` and their `fixed_*` twins), so `suites/broken` loads.
 pub fn registry() -> &'static OpRegistry {
     static REGISTRY: std::sync::OnceLock<OpRegistry> = std::sync::OnceLock::new();
-    REGISTRY.get_or_init(vigil_listeners::broken::registry)
+    REGISTRY.get_or_init(|| {
+        let mut r = vigil_listeners::broken::registry();
+        vigil_debugmode::broken::register(&mut r);
+        r
+    })
 }
 
 /// Loads the graph of a case.

@@ -24,6 +24,9 @@ pub enum Mode {
     Plain,
     /// Plain, plus the non-in-place, view-map and numerics listeners.
     Validate,
+    /// DebugMode: the in-place run (with the listeners) against a pure
+    /// reference run in lockstep, culprit bisection, poisoned buffers.
+    Debug,
 }
 
 impl Mode {
@@ -31,6 +34,7 @@ impl Mode {
         match self {
             Mode::Plain => "plain",
             Mode::Validate => "validate",
+            Mode::Debug => "debug",
         }
     }
 }
@@ -55,10 +59,22 @@ impl Tolerance {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct RunConfig {
     pub mode: Mode,
     pub tolerance: Tolerance,
+    /// What `--mode debug` checks.
+    pub debug: vigil_debugmode::DebugConfig,
+}
+
+impl RunConfig {
+    pub fn new(mode: Mode, tolerance: Tolerance) -> RunConfig {
+        RunConfig {
+            mode,
+            tolerance,
+            debug: vigil_debugmode::DebugConfig::default(),
+        }
+    }
 }
 
 /// Runs one case. Never fails: a broken case (bad graph, op error, panic)
@@ -87,10 +103,25 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, mut out: Case) -> Result<Case> {
     let graph = load_graph(&paths.graph)?;
     let feeds = load_feeds(&graph, paths.inputs.as_deref(), &[])?;
     let ctx = || paths.graph.display().to_string();
+    if cfg.mode == Mode::Debug {
+        let report = vigil_debugmode::DebugMode::new(cfg.debug.clone())
+            .check(&graph, &feeds)
+            .with_context(ctx)?;
+        for mut f in report.findings {
+            f.case = None;
+            out = out.with_finding(f);
+        }
+        if let Some(dir) = &paths.expected {
+            let expected = load_expected(dir)?;
+            out = compare_outputs(out, &report.outputs, &expected, &cfg.tolerance)?;
+        }
+        return Ok(out);
+    }
     let graph = inplace::run(&graph).with_context(ctx)?.graph;
     let exec = Executor::new(&graph).with_context(ctx)?;
     let outputs = match cfg.mode {
         Mode::Plain => exec.run(&feeds).with_context(ctx)?.outputs,
+        Mode::Debug => unreachable!("handled above"),
         Mode::Validate => {
             let mut noninplace = NonInplaceValidationListener::new();
             noninplace.replay_from(&graph, &feeds).with_context(ctx)?;

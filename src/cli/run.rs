@@ -27,8 +27,13 @@ pub struct RunArgs {
     /// skipped unless named) or graph.json files.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value = "validate")]
+    #[arg(long, value_enum, default_value = "debug")]
     mode: Mode,
+    /// With --mode debug: the checks to run, comma-separated (listeners,
+    /// lockstep, culprit, poison, orders, prealloc, gradient; default
+    /// listeners,lockstep,culprit,poison).
+    #[arg(long, value_name = "LIST")]
+    checks: Option<String>,
     /// Report format (table, json, markdown, html, junit). With --report,
     /// defaults to the file's extension.
     #[arg(long)]
@@ -145,13 +150,16 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     if let Some(p) = a.partition {
         cases.retain(|c| p.contains(c));
     }
-    let cfg = RunConfig {
-        mode: a.mode,
-        tolerance: Tolerance {
+    let mut cfg = RunConfig::new(
+        a.mode,
+        Tolerance {
             rtol: a.rtol,
             atol: a.atol,
         },
-    };
+    );
+    if let Some(checks) = &a.checks {
+        cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     {
