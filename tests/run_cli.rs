@@ -669,7 +669,7 @@ fn input_errors_name_the_file_and_a_way_that_exists() {
 #[test]
 fn f32_values_print_at_f32_precision() {
     let tmp = tempfile::tempdir().unwrap();
-    relu_case(&tmp.path().join("c"), Some(&[0.0037663159, 2.0]));
+    relu_case(&tmp.path().join("c"), Some(&[0.003_766_316, 2.0]));
     let r = json_of(&vigil(&[
         "run",
         tmp.path().to_str().unwrap(),

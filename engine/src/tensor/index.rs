@@ -59,9 +59,11 @@ impl IndexSpec {
             INTERVAL => "interval",
             ALL => "all",
             NEW_AXIS => "new axis",
-            t => return op_err(format!(
+            t => {
+                return op_err(format!(
                 "index {position}: unknown index type {t} (expected 0 point, 1 interval, 2 all, 3 new axis)"
-            )),
+            ))
+            }
         };
         let slots = Slots { v, position, name };
         match kind {
