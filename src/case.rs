@@ -40,12 +40,25 @@ impl CasePaths {
     }
 }
 
+/// Where a command takes its inputs from, so that an unfed input is
+/// explained in terms of what that command accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeedSource {
+    /// `vigil exec`: `--input NAME=FILE` flags and an inputs directory.
+    Flags,
+    /// `vigil run`: only the case's `inputs/` directory.
+    CaseDir,
+}
+
 /// Reads the graph's inputs: `NAME.npy` in `dir` for each graph input, then
-/// the explicit `overrides`. Every input must end up fed.
+/// the explicit `overrides`. Every input must end up fed, and every file
+/// must hold the dtype and shape its input declares: a wrong file is
+/// reported against the file, not the graph.
 pub fn load_feeds(
     graph: &Graph,
     dir: Option<&Path>,
     overrides: &[(String, PathBuf)],
+    source: FeedSource,
 ) -> Result<HashMap<String, Tensor>> {
     let mut feeds = HashMap::new();
     for (name, path) in overrides {
@@ -53,7 +66,7 @@ pub fn load_feeds(
             Some(VarKind::Input { .. } | VarKind::Parameter(_)) => {}
             _ => bail!("--input {name}: graph '{}' has no input '{name}'", graph.name()),
         }
-        feeds.insert(name.clone(), Tensor::read_npy(path)?);
+        feeds.insert(name.clone(), read_feed(graph, name, path)?);
     }
     for v in graph.inputs() {
         let name = &graph.var(v).name;
@@ -61,18 +74,46 @@ pub fn load_feeds(
             continue;
         }
         let file = dir.map(|d| d.join(format!("{name}.npy")));
-        match file {
-            Some(f) if f.is_file() => {
-                feeds.insert(name.clone(), Tensor::read_npy(&f)?);
+        match (file, source) {
+            (Some(f), _) if f.is_file() => {
+                let t = read_feed(graph, name, &f)?;
+                feeds.insert(name.clone(), t);
             }
-            _ => bail!(
+            (_, FeedSource::Flags) => bail!(
                 "input '{name}' is not fed: give --input {name}=FILE.npy{}",
                 dir.map(|d| format!(" or put {name}.npy in {}", d.display()))
                     .unwrap_or_default()
             ),
+            (Some(f), FeedSource::CaseDir) => {
+                bail!("input '{name}' is not fed: {} does not exist", f.display())
+            }
+            (None, FeedSource::CaseDir) => {
+                bail!("input '{name}' is not fed: the case has no inputs/ directory (put {name}.npy there)")
+            }
         }
     }
     Ok(feeds)
+}
+
+/// Reads one input file and checks it against the input's declared dtype
+/// and shape.
+fn read_feed(graph: &Graph, name: &str, path: &Path) -> Result<Tensor> {
+    let t = Tensor::read_npy(path)?;
+    if let Some(v) = graph.var_id(name) {
+        let ty = &graph.var(v).ty;
+        if t.dtype() != ty.dtype || !ty.admits(t.shape()) {
+            bail!(
+                "{}: holds {} {:?}, but input '{name}' of graph '{}' is {} {}",
+                path.display(),
+                t.dtype(),
+                t.shape(),
+                graph.name(),
+                ty.dtype,
+                ty.shape_string()
+            );
+        }
+    }
+    Ok(t)
 }
 
 /// The ops graph files may use: the built-in library plus the broken-op

@@ -33,7 +33,36 @@ pub fn json_num(x: f64) -> serde_json::Value {
     }
 }
 
+/// One element of a tensor of `dtype`, held as f64, printed at the dtype's
+/// own precision: the shortest text that reads back to the same value
+/// (an f32 prints as an f32, so `0.003766316` and not the f64 digits of
+/// its widening). Integers print without a fraction.
+pub fn fmt_element(dtype: engine::DType, x: f64) -> String {
+    match dtype {
+        engine::DType::F32 => (x as f32).to_string(),
+        _ => x.to_string(),
+    }
+}
+
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::DType;
+
+    #[test]
+    fn elements_print_at_their_dtype_precision() {
+        let x = 0.003_766_316_f32;
+        assert_eq!(fmt_element(DType::F32, f64::from(x)), "0.003766316");
+        // The same value as an f64 needs all of the widening's digits.
+        assert_eq!(fmt_element(DType::F64, f64::from(x)), "0.0037663159891963005");
+        assert_eq!(fmt_element(DType::F32, f64::from(f32::NAN)), "NaN");
+        assert_eq!(fmt_element(DType::F32, f64::NEG_INFINITY), "-inf");
+        assert_eq!(fmt_element(DType::I64, -42.0), "-42");
+        assert_eq!(fmt_element(DType::Bool, 1.0), "1");
+    }
+}

@@ -14,7 +14,7 @@ use vigil_listeners::{
 };
 use vigil_reports::{Case, ErrorSample, Finding, OutputComparison, TimelineEntry};
 
-use crate::case::{load_expected, load_feeds, load_graph, CasePaths};
+use crate::case::{load_expected, load_feeds, load_graph, CasePaths, FeedSource};
 use crate::suite::CaseRef;
 
 /// How a case is run.
@@ -101,7 +101,7 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 fn run_inner(case: &CaseRef, cfg: &RunConfig, mut out: Case) -> Result<Case> {
     let paths = CasePaths::resolve(&case.location)?;
     let graph = load_graph(&paths.graph)?;
-    let feeds = load_feeds(&graph, paths.inputs.as_deref(), &[])?;
+    let feeds = load_feeds(&graph, paths.inputs.as_deref(), &[], FeedSource::CaseDir)?;
     let ctx = || paths.graph.display().to_string();
     if cfg.mode == Mode::Debug {
         let report = vigil_debugmode::DebugMode::new(cfg.debug.clone())
@@ -238,8 +238,9 @@ fn compare_outputs(
                 Finding::error(
                     "output_mismatch",
                     format!(
-                        "output '{name}': {} of {} elements differ, max abs err {:.3e} (first at flat index {i}: got {x}, expected {y})",
-                        cmp.mismatched, cmp.elements, cmp.max_abs_err
+                        "output '{name}': {} of {} elements differ, max abs err {:.3e} (first at flat index {i}: got {}, expected {})",
+                        cmp.mismatched, cmp.elements, cmp.max_abs_err,
+                        crate::fmt_element(got.dtype(), x), crate::fmt_element(want.dtype(), y)
                     ),
                 )
                 .with_details(json!({"output": name, "max_abs_err": crate::json_num(cmp.max_abs_err),

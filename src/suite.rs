@@ -1,7 +1,8 @@
 //! Finding suite cases on disk, filtering them, and sharding them across
 //! CI machines.
 
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
@@ -34,12 +35,29 @@ impl CaseRef {
     }
 }
 
+impl CaseRef {
+    /// A case at `location`, shown without `.` components, so that
+    /// `./suites/x` and `suites/x` read (and shard) the same.
+    fn at(location: &Path) -> CaseRef {
+        let tidy: PathBuf = location
+            .components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .collect();
+        let path = if tidy.as_os_str().is_empty() {
+            ".".to_string()
+        } else {
+            tidy.display().to_string()
+        };
+        CaseRef {
+            path,
+            location: location.to_path_buf(),
+        }
+    }
+}
+
 fn walk(dir: &Path, out: &mut Vec<CaseRef>) -> Result<()> {
     if dir.join("graph.json").is_file() {
-        out.push(CaseRef {
-            path: dir.display().to_string(),
-            location: dir.to_path_buf(),
-        });
+        out.push(CaseRef::at(dir));
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -62,23 +80,30 @@ fn walk(dir: &Path, out: &mut Vec<CaseRef>) -> Result<()> {
 }
 
 /// The cases under `paths`: case directories, suites (walked recursively)
-/// or graph files. Sorted by path, each once.
+/// or graph files. Sorted by path, each once: a case reached twice (the
+/// same suite spelled two ways, a suite and one of its cases, a symlink)
+/// keeps the first name it was found under.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseRef>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_file() {
-            out.push(CaseRef {
-                path: p.display().to_string(),
-                location: p.clone(),
-            });
+            out.push(CaseRef::at(p));
         } else if p.is_dir() {
             walk(p, &mut out)?;
         } else {
             bail!("{}: no such file or directory", p.display());
         }
     }
+    let mut seen = HashSet::new();
+    out.retain(|c| {
+        let graph = if c.location.is_dir() {
+            c.location.join("graph.json")
+        } else {
+            c.location.clone()
+        };
+        seen.insert(std::fs::canonicalize(&graph).unwrap_or(graph))
+    });
     out.sort();
-    out.dedup();
     Ok(out)
 }
 
@@ -138,6 +163,21 @@ mod tests {
             counts[(owners[0] - 1) as usize] += 1;
         }
         assert!(counts.iter().all(|&c| c > 80), "{counts:?}");
+    }
+
+    #[test]
+    fn a_case_named_twice_runs_once_under_a_tidy_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let case = tmp.path().join("s/c");
+        std::fs::create_dir_all(&case).unwrap();
+        std::fs::write(case.join("graph.json"), "{}").unwrap();
+        let s = tmp.path().join("s");
+        let dotted = tmp.path().join(".").join("s").join(".");
+        let found = discover(&[dotted, s.clone(), case.clone(), case.join("graph.json")]).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, case.display().to_string());
+        assert_eq!(CaseRef::at(Path::new("./a/./b")).path, "a/b");
+        assert_eq!(CaseRef::at(Path::new(".")).path, ".");
     }
 
     #[test]

@@ -435,7 +435,7 @@ fn error_input_with_wrong_dtype() {
     assert_error(
         &exec(&case, &[], &out),
         &out,
-        &["graph.json", "'x'", "f64", "f32"],
+        &["inputs/x.npy", "'x'", "f64", "f32"],
     );
 
     // An index vector of i32 instead of i64.
@@ -450,7 +450,7 @@ fn error_input_with_wrong_shape() {
     let case = make_case(tmp.path(), VIEW_GRAPH, &[2, 0, 1, 1]);
     write_npy(&case.join("inputs/x.npy"), &[3, 4], x_data());
     let out = tmp.path().join("out");
-    assert_error(&exec(&case, &[], &out), &out, &["graph.json", "'x'", "[3, 4]"]);
+    assert_error(&exec(&case, &[], &out), &out, &["inputs/x.npy", "'x'", "[3, 4]"]);
 
     // A 2-D index vector where [-1] is declared.
     write_npy(&case.join("inputs/x.npy"), &[4, 3], x_data());
@@ -502,7 +502,7 @@ fn error_malformed_index_vector() {
         (&[0, 1, 1, 7], "needs 5 values"),
         (&[1, 2, 1, 0, 3, 1], "needs 7 values"),
         (&[9, 0, 1, 1], "unknown index type 9"),
-        (&[1, 2, 1, 0, 3, 0, 0], "stride is 0"),
+        (&[1, 2, 1, 0, 3, 0, 0], "stride (slot 5) is 0"),
         (&[3, 1, 10], "needs 4 or 5 values"),
         (&[], "empty index vector"),
     ];

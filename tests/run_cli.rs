@@ -161,7 +161,7 @@ fn partitions_merge_back_into_the_full_run() {
     assert_eq!(paths(&merged), paths(&full));
     let shard: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
     assert!(!paths(&shard).is_empty() && paths(&shard).len() < paths(&full).len());
-    // Merging a shard with itself names the duplicate.
+    // Merging a shard with itself names the repeated shard.
     let o = vigil(&[
         "report",
         "merge",
@@ -171,7 +171,11 @@ fn partitions_merge_back_into_the_full_run() {
         all.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("suites/views/"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("shard 1/2 is given more than once"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -406,4 +410,295 @@ fn a_failed_exec_leaves_no_recording_behind() {
     for p in [&rec, &prof, &out] {
         assert!(!p.exists(), "{} left behind", p.display());
     }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// A report without the fields that are measurements (they differ from
+/// run to run).
+fn without_timings(mut r: Value) -> Value {
+    for c in r["cases"].as_array_mut().unwrap() {
+        let c = c.as_object_mut().unwrap();
+        c.remove("duration_ms");
+        c.remove("timeline");
+    }
+    r
+}
+
+#[test]
+fn merging_keeps_every_byte_and_refuses_missing_or_repeated_shards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = |p: &str| tmp.path().join(p).to_str().unwrap().to_string();
+    // The ops suite's output comparisons hold many small errors such as
+    // 5.960464477539063e-8 that an approximate float parser changes.
+    let o = vigil(&["run", "suites/ops", "-q", "--report", &t("all.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = vigil(&["report", "merge", &t("all.json"), "-o", &t("m.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (all, merged) = (
+        std::fs::read_to_string(t("all.json")).unwrap(),
+        std::fs::read_to_string(t("m.json")).unwrap(),
+    );
+    assert!(all.contains("e-8"), "the suite should have small errors");
+    assert!(all == merged, "merging one whole report changed it");
+
+    // Shards record K/N; merged, they are the unsharded report.
+    for k in 1..=3 {
+        let part = format!("{k}/3");
+        let o = vigil(&[
+            "run",
+            "suites/ops",
+            "-q",
+            "--partition",
+            &part,
+            "--report",
+            &t(&format!("{k}.json")),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    assert_eq!(
+        read_json(&tmp.path().join("2.json"))["partition"],
+        serde_json::json!({"k": 2, "n": 3})
+    );
+    assert_eq!(read_json(&tmp.path().join("all.json"))["partition"], Value::Null);
+    let o = vigil(&[
+        "report",
+        "merge",
+        &t("3.json"),
+        &t("1.json"),
+        &t("2.json"),
+        "-o",
+        &t("s.json"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        without_timings(read_json(&tmp.path().join("s.json"))),
+        without_timings(read_json(&tmp.path().join("all.json")))
+    );
+
+    for (files, says) in [
+        (vec!["1.json", "3.json"], "missing shards: 2/3"),
+        (
+            vec!["1.json", "2.json", "2.json", "3.json"],
+            "shard 2/3 is given more than once",
+        ),
+        (vec!["1.json", "2.json", "3.json", "all.json"], "whole-run report"),
+    ] {
+        let mut args = vec!["report".to_string(), "merge".to_string()];
+        args.extend(files.iter().map(|f| t(f)));
+        args.extend(["-o".to_string(), t("bad.json")]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(2), "{files:?}");
+        assert!(stderr(&o).contains(says), "{files:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1);
+        assert!(!tmp.path().join("bad.json").exists());
+    }
+}
+
+#[test]
+fn a_bad_report_path_is_refused_before_any_case_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A failing case: had it run, its progress line would be on stderr.
+    relu_case(&tmp.path().join("bad"), Some(&[5.0, 5.0]));
+    let dir = tmp.path().to_str().unwrap();
+    let missing = tmp.path().join("no/such/dir/r.json");
+    let file = tmp.path().join("bad/graph.json");
+    std::fs::create_dir(tmp.path().join("d.json")).unwrap();
+    for (report, says) in [
+        (tmp.path().join("out.noext"), "cannot tell the format".to_string()),
+        (
+            missing.clone(),
+            format!("directory {} does not exist", missing.parent().unwrap().display()),
+        ),
+        (tmp.path().join("d.json"), "is a directory".to_string()),
+        (file.join("r.json"), "is not a directory".to_string()),
+    ] {
+        let r = report.to_str().unwrap();
+        let o = vigil(&["run", dir, "--report", r]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{r}: {err}");
+        assert_eq!(err.lines().count(), 1, "{r}: a case ran first: {err}");
+        assert!(err.contains(&says), "{r}: {err}");
+        assert_eq!(err.matches(r).count(), 1, "{r}: path repeated: {err}");
+        assert!(o.stdout.is_empty());
+    }
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        2,
+        "no file written"
+    );
+}
+
+#[test]
+fn selecting_no_case_is_an_error_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for (args, says) in [
+        (
+            vec!["run", "suites/views", "--filter", "typo"],
+            "--filter 'typo' matches none of the",
+        ),
+        (vec!["run", empty.to_str().unwrap()], "no case found in"),
+    ] {
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1);
+        assert!(o.stdout.is_empty());
+    }
+    // A shard that gets no case is not a typo: it writes its empty report.
+    relu_case(&tmp.path().join("s/only"), Some(&[0.0, 2.0]));
+    let s = tmp.path().join("s");
+    let mut empty_shards = 0;
+    for k in 1..=4 {
+        let report = tmp.path().join(format!("{k}.json"));
+        let part = format!("{k}/4");
+        let o = vigil(&[
+            "run",
+            s.to_str().unwrap(),
+            "--partition",
+            &part,
+            "-q",
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{part}: {}", stderr(&o));
+        if read_json(&report)["summary"]["cases"] == 0 {
+            empty_shards += 1;
+        }
+    }
+    assert_eq!(empty_shards, 3);
+}
+
+#[test]
+fn a_suite_named_twice_runs_each_case_once() {
+    let n = count_cases(&Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/views"));
+    let o = vigil(&[
+        "run",
+        "./suites/views",
+        "suites/views",
+        "suites/views/",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = json_of(&o);
+    assert_eq!(r["summary"]["cases"], n);
+    for c in r["cases"].as_array().unwrap() {
+        assert!(c["path"].as_str().unwrap().starts_with("suites/views/"), "{c}");
+    }
+}
+
+#[test]
+fn failing_on_warnings_says_so() {
+    let o = vigil(&[
+        "run",
+        "suites/broken",
+        "--filter",
+        "lazy_scale",
+        "--fail-on",
+        "warning",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.ends_with("2 cases: 2 passed, 0 failed, 0 errors, 1 warnings\n"),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("vigil: run failed: 1 warnings (--fail-on warning)"),
+        "{}",
+        stderr(&o)
+    );
+    // The same run passes at the default threshold.
+    let o = vigil(&[
+        "run",
+        "suites/broken",
+        "--filter",
+        "lazy_scale",
+        "-q",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn input_errors_name_the_file_and_a_way_that_exists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = relu_case(&tmp.path().join("wrong_dtype"), None);
+    let x = vigil::engine::Tensor::from_vec(&[2], vec![-1.0f64, 2.0]).unwrap();
+    x.write_npy(case.join("inputs/x.npy")).unwrap();
+    let bare = relu_case(&tmp.path().join("no_inputs"), None);
+    std::fs::remove_dir_all(bare.join("inputs")).unwrap();
+    let r = json_of(&vigil(&[
+        "run",
+        tmp.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "-q",
+    ]));
+    let error_of = |name: &str| -> String {
+        let c = r["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap();
+        c["error"].as_str().unwrap().to_string()
+    };
+    let e = error_of("wrong_dtype");
+    assert!(
+        e.contains("inputs/x.npy") && e.contains("f64") && e.contains("f32"),
+        "{e}"
+    );
+    assert!(!e.contains("graph.json"), "{e}");
+    let e = error_of("no_inputs");
+    assert!(e.contains("inputs/") && !e.contains("--input"), "{e}");
+}
+
+#[test]
+fn f32_values_print_at_f32_precision() {
+    let tmp = tempfile::tempdir().unwrap();
+    relu_case(&tmp.path().join("c"), Some(&[0.003_766_316, 2.0]));
+    let r = json_of(&vigil(&[
+        "run",
+        tmp.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "-q",
+    ]));
+    let m = r["cases"][0]["findings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("got 0, expected 0.003766316)"), "{m}");
+}
+
+#[test]
+fn logs_without_a_terminal_show_failures_not_every_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..6 {
+        relu_case(&tmp.path().join(format!("passing_case_{i}")), Some(&[0.0, 2.0]));
+    }
+    relu_case(&tmp.path().join("the_failing_case"), Some(&[0.0, 3.0]));
+    let o = vigil(&["run", tmp.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(!err.contains("passing_case_"), "{err}");
+    let bad: Vec<&str> = err.lines().filter(|l| l.contains("the_failing_case")).collect();
+    assert_eq!(bad.len(), 1, "{err}");
+    assert!(
+        bad[0].contains("fail") && bad[0].contains("output_mismatch"),
+        "{err}"
+    );
 }

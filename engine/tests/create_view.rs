@@ -419,7 +419,7 @@ fn zero_stride_is_an_error() {
     let e = IndexSpec::decode(&[1, 2, 1, 0, 3, 0, 0], 2)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("index 2") && e.contains("stride is 0"), "{e}");
+    assert!(e.contains("index 2") && e.contains("stride (slot 5) is 0"), "{e}");
     assert!(x.slice(&[IndexSpec::range(0, 3, 0)]).is_err());
     assert!(create_view_op(&x, &[IndexSpec::range(0, 3, 0)]).is_err());
 }

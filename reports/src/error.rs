@@ -17,6 +17,19 @@ pub enum ReportError {
     /// Two shards ran the same case; merging would count it twice.
     #[error("case '{0}' appears in more than one report")]
     DuplicateCase(String),
+    /// Some reports are shards and some are not: not the files of one run.
+    #[error("cannot merge a whole-run report with shard reports (such as shard {0})")]
+    WholeRunWithShards(crate::Shard),
+    #[error("cannot merge shards of different partitions: {first} and {other}")]
+    ShardCountMismatch {
+        first: crate::Shard,
+        other: crate::Shard,
+    },
+    #[error("shard {0} is given more than once")]
+    DuplicateShard(crate::Shard),
+    /// The merge would look like a whole run without being one.
+    #[error("missing shards: {0}")]
+    MissingShards(String),
     #[error("cannot merge reports of different modes: '{first}' and '{other}'")]
     ModeMismatch { first: String, other: String },
     #[error("cannot merge reports of different Vigil versions: '{first}' and '{other}'")]

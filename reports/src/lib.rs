@@ -19,7 +19,7 @@ pub mod write;
 pub use error::ReportError;
 pub use merge::merge;
 pub use model::{
-    Case, ErrorSample, Finding, OutputComparison, Report, Severity, Status, Summary, TimelineEntry,
+    Case, ErrorSample, Finding, OutputComparison, Report, Severity, Shard, Status, Summary, TimelineEntry,
     CASE_ERROR, FORMAT, MAX_SAMPLE,
 };
 pub use render::{render, Format, UnknownFormat};

@@ -272,13 +272,28 @@ impl Summary {
         self.failed == 0 && self.errors == 0
     }
 
-    /// `N cases: P passed, F failed, E errors`, a fixed form that scripts
-    /// may match.
+    /// `N cases: P passed, F failed, E errors, W warnings`, a fixed form
+    /// that scripts may match. Warnings are counted because `--fail-on
+    /// warning` can fail a run in which every case passed.
     pub fn line(&self) -> String {
         format!(
-            "{} cases: {} passed, {} failed, {} errors",
-            self.cases, self.passed, self.failed, self.errors
+            "{} cases: {} passed, {} failed, {} errors, {} warnings",
+            self.cases, self.passed, self.failed, self.errors, self.warnings
         )
+    }
+}
+
+/// Which shard of a `--partition K/N` run a report holds (1 <= k <= n).
+/// Recorded so that merging can tell a missing or repeated shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Shard {
+    pub k: u64,
+    pub n: u64,
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
     }
 }
 
@@ -290,6 +305,7 @@ impl Summary {
 pub struct Report {
     vigil_version: String,
     mode: String,
+    partition: Option<Shard>,
     cases: Vec<Case>,
 }
 
@@ -307,6 +323,7 @@ impl Report {
         Report {
             vigil_version,
             mode,
+            partition: None,
             cases,
         }
     }
@@ -316,6 +333,17 @@ impl Report {
     pub fn with_vigil_version(mut self, version: impl Into<String>) -> Report {
         self.vigil_version = version.into();
         self
+    }
+
+    /// Marks the report as shard `shard` of a partitioned run.
+    pub fn with_partition(mut self, shard: Shard) -> Report {
+        self.partition = Some(shard);
+        self
+    }
+
+    /// The shard this report holds; `None` for a whole run (or a merge).
+    pub fn partition(&self) -> Option<Shard> {
+        self.partition
     }
 
     pub fn vigil_version(&self) -> &str {
@@ -365,6 +393,7 @@ impl Serialize for Report {
             format: FORMAT,
             vigil_version: &self.vigil_version,
             mode: &self.mode,
+            partition: self.partition,
             summary: self.summary(),
             cases: &self.cases,
         }
@@ -379,7 +408,9 @@ impl TryFrom<ReportFile> for Report {
         if file.format != FORMAT {
             return Err(ReportError::UnsupportedFormat(file.format));
         }
-        Ok(Report::build(file.vigil_version, file.mode, file.cases))
+        let mut r = Report::build(file.vigil_version, file.mode, file.cases);
+        r.partition = file.partition;
+        Ok(r)
     }
 }
 
@@ -389,6 +420,7 @@ struct ReportOut<'a> {
     format: &'a str,
     vigil_version: &'a str,
     mode: &'a str,
+    partition: Option<Shard>,
     summary: Summary,
     cases: &'a [Case],
 }
@@ -401,6 +433,8 @@ pub(crate) struct ReportFile {
     #[serde(default)]
     vigil_version: String,
     mode: String,
+    #[serde(default)]
+    partition: Option<Shard>,
     cases: Vec<Case>,
 }
 
@@ -474,7 +508,7 @@ mod tests {
             (3, 1, 1, 1, 1)
         );
         assert_eq!(s.findings_by_kind["destroyed_input"], 1);
-        assert_eq!(s.line(), "3 cases: 1 passed, 1 failed, 1 errors");
+        assert_eq!(s.line(), "3 cases: 1 passed, 1 failed, 1 errors, 1 warnings");
         assert!(!s.ok());
     }
 

@@ -24,6 +24,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     Ok(())
 }
 
+/// Checks that [`write_atomic`] could write `path`, without touching it:
+/// creates and removes the temporary file it would use. Lets a command
+/// refuse a bad output path before doing long work.
+pub fn probe(path: &Path) -> Result<(), ReportError> {
+    let tmp = temp_path(path)?;
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| ReportError::io(path, e))?;
+    let _ = fs::remove_file(&tmp);
+    Ok(())
+}
+
 /// Renders `report` in `format` (without colour: files are not terminals)
 /// and writes it with [`write_atomic`].
 pub fn write_report(path: &Path, report: &Report, format: Format) -> Result<(), ReportError> {

@@ -16,7 +16,10 @@ fn merge_concatenates_sorts_and_recounts() {
     let b = cases.split_off(2);
     let merged = merge([shard("validate", b), shard("validate", cases)]).unwrap();
     assert_eq!(merged, common::report());
-    assert_eq!(merged.summary().line(), "5 cases: 2 passed, 2 failed, 1 errors");
+    assert_eq!(
+        merged.summary().line(),
+        "5 cases: 2 passed, 2 failed, 1 errors, 2 warnings"
+    );
     let paths: Vec<&str> = merged.cases().iter().map(|c| c.path.as_str()).collect();
     assert!(paths.windows(2).all(|w| w[0] < w[1]), "{paths:?}");
     assert_eq!(render_json(&merged), render_json(&common::report()));

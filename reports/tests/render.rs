@@ -12,9 +12,19 @@ use common::{report, NASTY};
 
 #[test]
 fn table_lists_findings_and_error_cases_then_the_summary_line() {
-    let out = render(&report(), Format::Table, false);
+    let width = render(&report(), Format::Table, false)
+        .lines()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    assert!(width <= 140, "table is {width} wide");
+    // Wide enough that no cell wraps, so rows can be matched line by line.
+    let out = vigil_reports::render::table::render_width(&report(), false, 400);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.last(), Some(&"5 cases: 2 passed, 2 failed, 1 errors"));
+    assert_eq!(
+        lines.last(),
+        Some(&"5 cases: 2 passed, 2 failed, 1 errors, 2 warnings")
+    );
     assert!(!out.contains('\x1b'), "no colour when not a terminal");
     for needle in [
         "suites/views/transpose_inplace",
@@ -35,15 +45,65 @@ fn table_lists_findings_and_error_cases_then_the_summary_line() {
     assert!(row("suites/numerics/log_zero", "non_finite"));
     // Passing cases with no findings get no row.
     assert!(!out.contains("add_two_views"));
-    let width = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
-    assert!(width <= 140, "table is {width} wide");
 }
 
 #[test]
 fn table_colours_severity_only_when_asked() {
     let out = render(&report(), Format::Table, true);
     assert!(out.contains("\x1b["), "expected ANSI colour codes");
-    assert!(out.ends_with("5 cases: 2 passed, 2 failed, 1 errors\n"));
+    assert!(out.ends_with("5 cases: 2 passed, 2 failed, 1 errors, 2 warnings\n"));
+}
+
+/// The fixture plus a case with a long path and a long message: the
+/// shape that made the table wider than the terminal.
+fn wide_report() -> Report {
+    let mut cases = common::cases();
+    cases.push(
+        vigil_reports::Case::new("k", "suites/generated/a_rather_long_directory_name/case_with_a_long_name_too")
+            .with_finding(
+                vigil_reports::Finding::error(
+                    "declared_destroy_unused",
+                    "the op declares that it destroys input 1 but never wrote a single element of it during the run",
+                )
+                .at("node_with_a_long_name", "some_inplace_op")
+                .with_input(1),
+            ),
+    );
+    Report::new("validate", cases)
+}
+
+fn widest_line(s: &str) -> usize {
+    s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+#[test]
+fn table_fits_its_width_and_wraps_the_case_column_first() {
+    let r = wide_report();
+    // Not a terminal: the documented 140 columns.
+    let out = render(&r, Format::Table, false);
+    assert!(widest_line(&out) <= 140, "{} wide:\n{out}", widest_line(&out));
+    for width in [100u16, 120, 140, 210] {
+        let out = vigil_reports::render::table::render_width(&r, false, width);
+        assert!(widest_line(&out) <= width as usize, "{width}:\n{out}");
+        if width >= 140 {
+            // Names wrap only in very narrow terminals.
+            assert!(out.contains("declared_destroy_unused") && out.contains("node_with_a_long_name"));
+        }
+    }
+    // When only one of them can stay whole, the long path wraps and the
+    // long message stays on one line.
+    let out = vigil_reports::render::table::render_width(&r, false, 210);
+    assert!(
+        !out.contains("a_rather_long_directory_name/case_with_a_long_name_too"),
+        "{out}"
+    );
+    assert!(
+        out.contains("never wrote a single element of it during the run"),
+        "{out}"
+    );
+    // Wide enough for everything: nothing wraps.
+    let out = vigil_reports::render::table::render_width(&r, false, 400);
+    assert!(out.contains("suites/generated/a_rather_long_directory_name/case_with_a_long_name_too"));
 }
 
 #[test]
@@ -51,7 +111,7 @@ fn table_of_a_clean_run_says_so() {
     let r = Report::new("validate", vec![vigil_reports::Case::new("a", "s/a")]);
     assert_eq!(
         render(&r, Format::Table, false),
-        "no findings\n1 cases: 1 passed, 0 failed, 0 errors\n"
+        "no findings\n1 cases: 1 passed, 0 failed, 0 errors, 0 warnings\n"
     );
 }
 
@@ -103,7 +163,7 @@ fn json_follows_the_schema() {
 fn markdown_has_summary_escaped_table_rows_and_details() {
     let out = render(&report(), Format::Markdown, false);
     assert!(out.starts_with("### ❌ Vigil validate: failed\n"));
-    assert!(out.contains("**5 cases: 2 passed, 2 failed, 1 errors**, 2 warnings"));
+    assert!(out.contains("**5 cases: 2 passed, 2 failed, 1 errors, 2 warnings**"));
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| suites/")).collect();
     // 3 findings + 1 case error + 1 finding + 1 warning-only case.
     assert_eq!(rows.len(), 6, "{out}");
@@ -243,7 +303,7 @@ fn junit_is_well_formed_with_one_suite_per_directory() {
 fn html_is_self_contained_escaped_and_sortable() {
     let html = render(&report(), Format::Html, false);
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(html.contains("5 cases: 2 passed, 2 failed, 1 errors"));
+    assert!(html.contains("5 cases: 2 passed, 2 failed, 1 errors, 2 warnings"));
     assert!(
         !html.contains(NASTY) && !html.contains("<script>alert"),
         "report text must be escaped"

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use vigil::case::{load_feeds, load_graph, CasePaths};
+use vigil::case::{load_feeds, load_graph, CasePaths, FeedSource};
 use vigil_engine::graph::VarKind;
 use vigil_engine::{DType, Executor, RunOptions, Tensor};
 use vigil_listeners::{ListenerSet, ProfilingListener, RecordingListener, TracingListener};
@@ -79,7 +79,7 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
             );
         }
     }
-    let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs)?;
+    let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs, FeedSource::Flags)?;
     let graph = if a.no_inplace {
         graph
     } else {

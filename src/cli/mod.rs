@@ -5,6 +5,7 @@ mod compare;
 mod exec;
 mod explain;
 mod output;
+mod progress;
 mod report;
 mod run;
 mod selftest;

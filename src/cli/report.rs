@@ -30,6 +30,7 @@ pub fn run(c: ReportCommand) -> Result<ExitCode> {
         reports.push(Report::from_json(&text).with_context(|| p.display().to_string())?);
     }
     let merged = merge(reports)?;
-    write_report(&a.output, &merged, Format::Json).with_context(|| a.output.display().to_string())?;
+    // The error names the file already.
+    write_report(&a.output, &merged, Format::Json).context("-o")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `vigil run`: run graph suites, in parallel, and write a report.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -9,11 +9,16 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
 use vigil::suite::{discover, CaseRef, Partition};
-use vigil_reports::{render, write_report, Format, Report, Severity, Status};
+use vigil_reports::{render, write_report, Format, Report, Shard, Summary};
+
+use super::progress::Progress;
+
+/// Exit code when no case is selected (a typo in a path or `--filter`
+/// must not pass CI as an empty green run).
+pub const EXIT_NO_CASES: u8 = 3;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
@@ -71,59 +76,6 @@ fn format_for(path: &std::path::Path) -> Option<Format> {
         .find(|f| f.extension() == ext || (ext == "md" && *f == Format::Markdown))
 }
 
-/// Progress on stderr: a bar on a terminal, plain lines otherwise.
-enum Progress {
-    Bar(ProgressBar),
-    Lines { total: usize, done: AtomicUsize },
-    Quiet,
-}
-
-impl Progress {
-    fn new(total: usize, quiet: bool) -> Progress {
-        if quiet {
-            Progress::Quiet
-        } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(total as u64);
-            bar.set_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} cases, {msg} [{elapsed}<{eta}]")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar.set_message("0 findings");
-            Progress::Bar(bar)
-        } else {
-            Progress::Lines {
-                total,
-                done: AtomicUsize::new(0),
-            }
-        }
-    }
-
-    fn case_done(&self, case: &vigil_reports::Case, findings_so_far: usize) {
-        match self {
-            Progress::Bar(b) => {
-                b.set_message(format!("{findings_so_far} findings"));
-                b.inc(1);
-            }
-            Progress::Lines { total, done } => {
-                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-                eprintln!(
-                    "[{k}/{total}] {} {} ({} ms)",
-                    case.status.name(),
-                    case.path,
-                    case.duration_ms
-                );
-            }
-            Progress::Quiet => {}
-        }
-    }
-
-    fn finish(&self) {
-        if let Progress::Bar(b) = self {
-            b.finish_and_clear();
-        }
-    }
-}
-
 pub fn run(a: RunArgs) -> Result<ExitCode> {
     for (flag, v) in [("--rtol", a.rtol), ("--atol", a.atol)] {
         if v.is_some_and(|x| !(x >= 0.0 && x.is_finite())) {
@@ -143,12 +95,37 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         })?,
         (None, None) => Format::Table,
     };
+    if let Some(p) = &a.report {
+        check_report_path(p)?;
+    }
     let mut cases: Vec<CaseRef> = discover(&a.paths)?;
+    let found = cases.len();
     if let Some(f) = &a.filter {
         cases.retain(|c| c.path.contains(f.as_str()));
     }
+    let selected = cases.len();
+    if selected == 0 {
+        let paths: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
+        let why = match &a.filter {
+            Some(f) if found > 0 => format!("--filter '{f}' matches none of the {found} cases found"),
+            _ => format!(
+                "no case found in {} (a case is a directory with graph.json)",
+                paths.join(", ")
+            ),
+        };
+        eprintln!("vigil: error: no case selected: {why}");
+        return Ok(ExitCode::from(EXIT_NO_CASES));
+    }
     if let Some(p) = a.partition {
         cases.retain(|c| p.contains(c));
+        // A shard may be empty when there are few cases; it still writes
+        // its (empty) report so that the merge sees every shard.
+        if cases.is_empty() {
+            eprintln!(
+                "vigil: note: shard {}/{} holds none of the {selected} cases",
+                p.k, p.n
+            );
+        }
     }
     let mut cfg = RunConfig::new(
         a.mode,
@@ -172,7 +149,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         });
     }
     super::quiet_panics(true);
-    let progress = Progress::new(cases.len(), a.quiet);
+    let progress = Progress::new(cases.len(), a.quiet, std::io::stderr().is_terminal());
     let findings = AtomicUsize::new(0);
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new()
@@ -195,8 +172,11 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     progress.finish();
     super::quiet_panics(false);
     let interrupted = stop.load(Ordering::Relaxed);
-    let report = Report::new(cfg.mode.name(), results.into_iter().flatten().collect())
+    let mut report = Report::new(cfg.mode.name(), results.into_iter().flatten().collect())
         .with_vigil_version(env!("CARGO_PKG_VERSION"));
+    if let Some(p) = a.partition {
+        report = report.with_partition(Shard { k: p.k, n: p.n });
+    }
     tracing::info!(
         cases = report.cases().len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
@@ -206,7 +186,8 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let color = std::io::stdout().is_terminal();
     match &a.report {
         Some(path) => {
-            write_report(path, &report, format).with_context(|| path.display().to_string())?;
+            // The error names the file already.
+            write_report(path, &report, format).context("--report")?;
             if !a.quiet {
                 super::emit(&render(&report, Format::Table, color))?;
             }
@@ -220,19 +201,71 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(130));
     }
-    let threshold = match a.fail_on {
-        FailOn::Warning => Severity::Warning,
-        FailOn::Error => Severity::Error,
-    };
-    let failed = report.cases().iter().any(|c| {
-        c.status == Status::Error
-            || c.findings
-                .iter()
-                .any(|f| f.severity == Severity::Error || threshold == Severity::Warning)
-    });
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    let summary = report.summary();
+    Ok(match failure(&summary, a.fail_on) {
+        Some(why) => {
+            eprintln!("vigil: run failed: {why}");
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
     })
+}
+
+/// Why the run fails at `fail_on`, or `None` when it passes.
+fn failure(s: &Summary, fail_on: FailOn) -> Option<String> {
+    if !s.ok() {
+        return Some(format!(
+            "{} failed and {} errored cases (--fail-on {})",
+            s.failed,
+            s.errors,
+            fail_on.name()
+        ));
+    }
+    if fail_on == FailOn::Warning && s.warnings > 0 {
+        return Some(format!("{} warnings (--fail-on warning)", s.warnings));
+    }
+    None
+}
+
+impl FailOn {
+    fn name(self) -> &'static str {
+        match self {
+            FailOn::Warning => "warning",
+            FailOn::Error => "error",
+        }
+    }
+}
+
+/// Refuses a report path that cannot be written, before any case runs:
+/// a missing directory, a directory as the file, or no permission.
+fn check_report_path(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if dir.is_file() {
+        bail!(
+            "--report {}: {} is not a directory",
+            path.display(),
+            dir.display()
+        );
+    }
+    if !dir.is_dir() {
+        bail!(
+            "--report {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    if path.is_dir() {
+        bail!("--report {}: is a directory", path.display());
+    }
+    if let Err(e) = vigil_reports::write::probe(path) {
+        let why = match &e {
+            vigil_reports::ReportError::Io { source, .. } => source.to_string(),
+            e => e.to_string(),
+        };
+        bail!("--report {}: cannot write there: {why}", path.display());
+    }
+    Ok(())
 }

@@ -46,53 +46,68 @@ impl IndexSpec {
     }
 
     /// Decodes one index vector. `position` is the index's place among the
-    /// op's index inputs, for the error message.
+    /// op's index inputs, for the error message. Every slot is checked
+    /// against the encoding: a vector that only looks like an index (a
+    /// wrong count, stride hint or flag) is more likely a bug in whatever
+    /// produced it than a request we should guess at.
     pub fn decode(v: &[i64], position: usize) -> Result<IndexSpec> {
-        let want = |n: usize| -> Result<()> {
-            if v.len() == n {
-                Ok(())
-            } else {
-                op_err(format!(
-                    "index {position}: type {} needs {n} values, got {} ({v:?})",
-                    v[0],
-                    v.len()
-                ))
+        let Some(&kind) = v.first() else {
+            return op_err(format!("index {position}: empty index vector"));
+        };
+        let name = match kind {
+            POINT => "point",
+            INTERVAL => "interval",
+            ALL => "all",
+            NEW_AXIS => "new axis",
+            t => {
+                return op_err(format!(
+                "index {position}: unknown index type {t} (expected 0 point, 1 interval, 2 all, 3 new axis)"
+            ))
             }
         };
-        match v.first() {
-            None => op_err(format!("index {position}: empty index vector")),
-            Some(&POINT) => {
-                want(5)?;
+        let slots = Slots { v, position, name };
+        match kind {
+            POINT => {
+                slots.len(&[5])?;
+                slots.fixed(1, "offset count", 1)?;
+                slots.fixed(2, "stride hint", 1)?;
+                slots.flag(4)?;
                 Ok(IndexSpec::Point(v[3]))
             }
-            Some(&INTERVAL) => {
-                want(7)?;
+            INTERVAL => {
+                slots.len(&[7])?;
+                slots.fixed(1, "offset count", 2)?;
+                slots.fixed(2, "stride hint", 1)?;
                 if v[5] == 0 {
-                    return op_err(format!("index {position}: interval stride is 0 ({v:?})"));
+                    return slots.err(5, "stride", "must not be 0");
                 }
                 Ok(IndexSpec::Interval {
                     start: v[3],
                     end: v[4],
                     stride: v[5],
-                    inclusive: v[6] != 0,
+                    inclusive: slots.flag(6)?,
                 })
             }
-            Some(&ALL) => {
-                want(4)?;
+            ALL => {
+                slots.len(&[4])?;
+                slots.fixed(1, "offset count", 0)?;
+                slots.fixed(2, "stride hint", 1)?;
+                slots.flag(3)?;
                 Ok(IndexSpec::All)
             }
-            Some(&NEW_AXIS) => {
-                if v.len() != 4 && v.len() != 5 {
-                    return op_err(format!(
-                        "index {position}: type 3 needs 4 or 5 values, got {} ({v:?})",
-                        v.len()
-                    ));
+            _ => {
+                slots.len(&[4, 5])?;
+                slots.fixed(1, "offset count", 1)?;
+                if v.len() == 4 {
+                    slots.fixed(2, "stride hint", 10)?;
+                    slots.flag(3)?;
+                } else {
+                    slots.fixed(2, "stride hint", 1)?;
+                    slots.fixed(3, "offset", 0)?;
+                    slots.flag(4)?;
                 }
                 Ok(IndexSpec::NewAxis)
             }
-            Some(&t) => op_err(format!(
-                "index {position}: unknown index type {t} (expected 0 point, 1 interval, 2 all, 3 new axis)"
-            )),
         }
     }
 
@@ -108,6 +123,57 @@ impl IndexSpec {
             } => vec![INTERVAL, 2, 1, start, end, stride, inclusive as i64],
             IndexSpec::All => vec![ALL, 0, 1, 1],
             IndexSpec::NewAxis => vec![NEW_AXIS, 1, 10, 1],
+        }
+    }
+}
+
+/// Checks the slots of one index vector; errors name the index, its kind,
+/// the slot and the whole vector, on one line.
+struct Slots<'a> {
+    v: &'a [i64],
+    position: usize,
+    name: &'static str,
+}
+
+impl Slots<'_> {
+    fn err<T>(&self, slot: usize, field: &str, why: &str) -> Result<T> {
+        op_err(format!(
+            "index {} ({}): {field} (slot {slot}) is {}, {why}, in {:?}",
+            self.position, self.name, self.v[slot], self.v
+        ))
+    }
+
+    fn len(&self, allowed: &[usize]) -> Result<()> {
+        if allowed.contains(&self.v.len()) {
+            return Ok(());
+        }
+        let want = match allowed {
+            [n] => n.to_string(),
+            _ => format!("{} or {}", allowed[0], allowed[1]),
+        };
+        op_err(format!(
+            "index {} ({}): needs {want} values, got {} in {:?}",
+            self.position,
+            self.name,
+            self.v.len(),
+            self.v
+        ))
+    }
+
+    fn fixed(&self, slot: usize, field: &str, want: i64) -> Result<()> {
+        if self.v[slot] == want {
+            Ok(())
+        } else {
+            self.err(slot, field, &format!("must be {want}"))
+        }
+    }
+
+    /// The inclusive flag: 0 or 1, nothing else counts as true.
+    fn flag(&self, slot: usize) -> Result<bool> {
+        match self.v[slot] {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => self.err(slot, "inclusive flag", "must be 0 or 1"),
         }
     }
 }
@@ -242,6 +308,59 @@ mod tests {
             .contains("index 2"));
         assert!(IndexSpec::decode(&[0, 1, 1, 7], 0).is_err());
         assert!(IndexSpec::decode(&[1, 2, 1, 0, 3, 0, 0], 0).is_err());
+    }
+
+    #[test]
+    fn every_slot_is_checked_against_the_encoding() {
+        // (vector, the field the error must name)
+        let bad: [(&[i64], &str); 15] = [
+            (&[0, 9, 9, 1, 9], "offset count (slot 1) is 9"),
+            (&[0, 1, 9, 1, 1], "stride hint (slot 2) is 9"),
+            (&[0, 1, 1, 1, 5], "inclusive flag (slot 4) is 5"),
+            (&[0, 1, 1, 1, -1], "inclusive flag (slot 4) is -1"),
+            (&[1, 3, 1, 0, 3, 1, 0], "offset count (slot 1) is 3"),
+            (&[1, 2, 0, 0, 3, 1, 0], "stride hint (slot 2) is 0"),
+            (&[1, 2, 1, 0, 3, 0, 0], "stride (slot 5) is 0"),
+            (&[1, 2, 1, 0, 3, 1, 5], "inclusive flag (slot 6) is 5"),
+            (&[2, 1, 1, 1], "offset count (slot 1) is 1"),
+            (&[2, 0, 2, 1], "stride hint (slot 2) is 2"),
+            (&[2, 0, 1, 7], "inclusive flag (slot 3) is 7"),
+            (&[3, 1, 99, 1], "stride hint (slot 2) is 99"),
+            (&[3, 0, 10, 1], "offset count (slot 1) is 0"),
+            (&[3, 1, 10, 2], "inclusive flag (slot 3) is 2"),
+            (&[3, 1, 1, 4, 1], "offset (slot 3) is 4"),
+        ];
+        for (v, field) in bad {
+            let e = IndexSpec::decode(v, 1).unwrap_err().to_string();
+            assert!(e.contains(field), "{v:?}: {e}");
+            assert!(e.contains("index 1 (") && !e.contains('\n'), "{v:?}: {e}");
+        }
+        assert!(IndexSpec::decode(&[3, 1, 1, 0, 1, 0], 0)
+            .unwrap_err()
+            .to_string()
+            .contains("needs 4 or 5 values, got 6"));
+        // Both flag values and both new-axis forms are accepted.
+        let good: [(&[i64], IndexSpec); 7] = [
+            (&[0, 1, 1, 2, 0], IndexSpec::Point(2)),
+            (&[0, 1, 1, -2, 1], IndexSpec::Point(-2)),
+            (
+                &[1, 2, 1, 0, 3, -1, 1],
+                IndexSpec::Interval {
+                    start: 0,
+                    end: 3,
+                    stride: -1,
+                    inclusive: true,
+                },
+            ),
+            (&[2, 0, 1, 0], IndexSpec::All),
+            (&[3, 1, 10, 0], IndexSpec::NewAxis),
+            (&[3, 1, 10, 1], IndexSpec::NewAxis),
+            (&[3, 1, 1, 0, 1], IndexSpec::NewAxis),
+        ];
+        for (v, want) in good {
+            assert_eq!(IndexSpec::decode(v, 0).unwrap(), want, "{v:?}");
+            assert_eq!(IndexSpec::decode(&want.encode(), 0).unwrap(), want);
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ const STYLE: &str = r#"
 *{box-sizing:border-box}
 body{margin:0;background:var(--soft);color:var(--fg);font:14px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI",
 Roboto,"Helvetica Neue",Arial,sans-serif}
-main{max-width:1180px;margin:0 auto;padding:24px 24px 48px}
+main{max-width:1320px;margin:0 auto;padding:24px 24px 48px}
 h1{font-size:22px;margin:0}
 h2{font-size:17px;margin:32px 0 12px}
 h3{font-size:15px;margin:0;display:flex;align-items:center;gap:10px;flex-wrap:wrap}
@@ -50,6 +50,7 @@ table.sortable th[aria-sort=ascending]::after{content:"\25B2";color:var(--accent
 table.sortable th[aria-sort=descending]::after{content:"\25BC";color:var(--accent)}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.msg{min-width:200px;white-space:pre-line;overflow-wrap:anywhere}
+#findings td{overflow-wrap:anywhere}#findings td.mono{overflow-wrap:normal}.pill{white-space:nowrap}#findings td.msg{min-width:260px;width:32%}#findings td.detail{min-width:120px}
 .pill{display:inline-block;border-radius:999px;padding:0 8px;font-size:12px;font-weight:600;line-height:20px}
 .pill.pass{color:var(--pass);background:var(--pass-bg)}.pill.fail,.pill.sev-error{color:var(--fail);
 background:var(--fail-bg)}.pill.error{color:var(--err);background:var(--err-bg)}
@@ -68,8 +69,8 @@ pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;paddin
 max-height:320px;margin:6px 0}
 .outputs{margin-top:14px;display:inline-block;max-width:100%}
 .plots{display:flex;flex-wrap:wrap;gap:16px;margin-top:14px}
-figure{margin:0;flex:1 1 440px;min-width:0}figcaption{color:var(--muted);font-size:12.5px;margin-bottom:4px}
-svg.plot{display:block;width:100%;height:auto;background:var(--bg);border:1px solid var(--line);
+figure{margin:0;flex:0 1 540px;min-width:0}figcaption{color:var(--muted);font-size:12.5px;margin-bottom:4px}
+svg.plot{display:block;max-width:100%;height:auto;background:var(--bg);border:1px solid var(--line);
 border-radius:6px;font-family:inherit}
 svg .axis{stroke:#8c959f;stroke-width:1}svg .grid{stroke:#eaeef2;stroke-width:1}
 svg .tick{fill:#57606a;font-size:11px}svg .axis-title{fill:#57606a;font-size:11.5px}
@@ -211,15 +212,15 @@ fn findings_table(h: &mut String, report: &Report) {
         let _ = writeln!(
             h,
             "<tr><td><a href=\"#case-{}\">{}</a></td><td data-sort=\"{}\">{}</td><td class=\"mono\">{}</td>\
-             <td class=\"mono\">{}</td><td class=\"mono\">{}</td><td data-sort=\"{}\">{}</td><td>{}</td>\
+             <td class=\"mono\">{}</td><td class=\"mono\">{}</td><td data-sort=\"{}\">{}</td><td class=\"detail\">{}</td>\
              <td class=\"msg\">{}</td></tr>",
             index,
             path_html(&r.case.path),
             status_rank(r.case.status),
             status_pill(r.case.status),
-            esc(r.node),
-            esc(r.op),
-            esc(r.kind),
+            name_html(r.node),
+            name_html(r.op),
+            name_html(r.kind),
             severity_rank(r.severity),
             severity_pill(r.severity),
             esc(&r.detail),
@@ -393,6 +394,12 @@ fn passed_table(h: &mut String, report: &Report) {
 /// widen the table.
 fn path_html(path: &str) -> String {
     path.split('/').map(esc).collect::<Vec<_>>().join("/<wbr>")
+}
+
+/// An escaped snake_case name that may wrap after each `_`, so a narrow
+/// column breaks `declared_view_not_aliased` between words, not inside.
+fn name_html(name: &str) -> String {
+    name.split('_').map(esc).collect::<Vec<_>>().join("_<wbr>")
 }
 
 /// `1 case`, `3 cases`.

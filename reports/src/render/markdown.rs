@@ -27,9 +27,6 @@ pub fn render(report: &Report) -> String {
     };
     let _ = writeln!(out, "### {icon} Vigil {}: {verdict}\n", md_text(report.mode()));
     let _ = write!(out, "**{}**", summary.line());
-    if summary.warnings > 0 {
-        let _ = write!(out, ", {} warnings", summary.warnings);
-    }
     let _ = writeln!(out, " · Vigil {}\n", md_text(report.vigil_version()));
     if !summary.findings_by_kind.is_empty() {
         let kinds: Vec<String> = summary

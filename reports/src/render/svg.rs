@@ -17,13 +17,18 @@ const BOTTOM: f64 = 40.0;
 /// Most ops drawn in a timeline; the rest are counted in a note.
 pub(crate) const MAX_TIMELINE_ROWS: usize = 40;
 
+/// Height of the legend band above the error plot.
+const LEGEND: f64 = 20.0;
+
 /// Bars of the sampled absolute errors over the flat index. Bars above
 /// `atol` (or every non-zero bar when there is none) are red; non-finite
-/// errors are drawn full height in dark red; `atol` is a dashed line.
+/// errors are drawn full height in dark red; `atol` is a dashed line. The
+/// legend sits in its own band above the plot, so no bar can cover it.
 pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> String {
-    const HEIGHT: f64 = 220.0;
+    const HEIGHT: f64 = 220.0 + LEGEND;
+    const PLOT_TOP: f64 = TOP + LEGEND;
     let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
+    let plot_h = HEIGHT - PLOT_TOP - BOTTOM;
     let values = &sample.abs_err;
     let finite_max = values
         .iter()
@@ -33,10 +38,11 @@ pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> Str
     let atol = output.atol.filter(|a| a.is_finite() && *a >= 0.0);
     let (step, ticks) = nice_axis(finite_max.max(atol.unwrap_or(0.0) * 1.25));
     let y_max = step * ticks as f64;
-    let y_of = |v: f64| TOP + plot_h - (v / y_max).clamp(0.0, 1.0) * plot_h;
+    let y_of = |v: f64| PLOT_TOP + plot_h - (v / y_max).clamp(0.0, 1.0) * plot_h;
 
     let mut s = svg_open(HEIGHT, &format!("Absolute error of output {}", output.name));
-    axes(&mut s, plot_w, plot_h);
+    legend(&mut s, atol, values.iter().any(|v| !v.is_finite()));
+    axes(&mut s, PLOT_TOP, plot_w, plot_h);
     for k in 0..=ticks {
         let v = step * k as f64;
         let y = y_of(v);
@@ -62,17 +68,17 @@ pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> Str
     for (i, &v) in values.iter().enumerate() {
         let x = LEFT + slot * i as f64 + gap / 2.0;
         let (top, class) = if !v.is_finite() {
-            (TOP, "bar nonfinite")
+            (PLOT_TOP, "bar nonfinite")
         } else if atol.map_or(v > 0.0, |a| v > a) {
             (y_of(v), "bar bad")
         } else {
             (y_of(v), "bar ok")
         };
-        let h = (TOP + plot_h - top).max(if v != 0.0 { 1.0 } else { 0.0 });
+        let h = (PLOT_TOP + plot_h - top).max(if v != 0.0 { 1.0 } else { 0.0 });
         let _ = write!(
             s,
             r##"<rect x="{x:.2}" y="{:.2}" width="{:.2}" height="{h:.2}" class="{class}"><title>element {}: {}</title></rect>"##,
-            TOP + plot_h - h,
+            PLOT_TOP + plot_h - h,
             (slot - gap).max(0.5),
             sample.index(i),
             fmt_num(v),
@@ -82,11 +88,8 @@ pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> Str
         let y = y_of(a);
         let _ = write!(
             s,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="tol"/><text x="{:.1}" y="{:.1}" class="tick tol-label" text-anchor="end">atol {}</text>"##,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" class="tol"/>"##,
             LEFT + plot_w,
-            LEFT + plot_w - 4.0,
-            y - 4.0,
-            fmt_num(a),
         );
     }
 
@@ -98,13 +101,13 @@ pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> Str
     if values.len() > 1 {
         ticks.push((1.0, sample.index(values.len() - 1).to_string()));
     }
-    x_ticks(&mut s, &ticks, plot_w, plot_h);
+    x_ticks(&mut s, &ticks, PLOT_TOP, plot_w, plot_h);
     let title = if sample.step > 1 {
         format!("flat element index (1 in {} elements shown)", sample.step)
     } else {
         "flat element index".to_string()
     };
-    axis_titles(&mut s, &title, "|error|", plot_w, HEIGHT);
+    axis_titles(&mut s, &title, "|error|", PLOT_TOP, plot_w, HEIGHT);
     s.push_str("</svg>");
     s
 }
@@ -199,19 +202,62 @@ fn svg_open(height: f64, label: &str) -> String {
     )
 }
 
-fn axes(s: &mut String, plot_w: f64, plot_h: f64) {
+/// The error plot's key: a swatch per bar colour (the non-finite one only
+/// when such bars are drawn) and the dashed `atol` line.
+fn legend(s: &mut String, atol: Option<f64>, non_finite: bool) {
+    let y = TOP;
+    let (ok, bad) = match atol {
+        Some(_) => ("within atol", "above atol"),
+        None => ("zero", "non-zero"),
+    };
+    let mut items: Vec<(&str, String)> = vec![("bar ok", ok.to_string()), ("bar bad", bad.to_string())];
+    if non_finite {
+        items.push(("bar nonfinite", "NaN or inf (full height)".to_string()));
+    }
+    let mut x = LEFT;
+    for (class, label) in items {
+        let _ = write!(
+            s,
+            r##"<rect x="{x:.1}" y="{y:.1}" width="10" height="10" class="{class}"/><text x="{:.1}" y="{:.1}" class="tick">{}</text>"##,
+            x + 14.0,
+            y + 9.0,
+            esc(&label),
+        );
+        x += 14.0 + text_w(&label) + 16.0;
+    }
+    if let Some(a) = atol {
+        let label = format!("atol {}", fmt_num(a));
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="tol"/><text x="{:.1}" y="{:.1}" class="tick tol-label">{}</text>"##,
+            y + 5.0,
+            x + 22.0,
+            y + 5.0,
+            x + 26.0,
+            y + 9.0,
+            esc(&label),
+        );
+    }
+}
+
+/// A generous estimate of the width of `text` at the 11 px tick font.
+fn text_w(text: &str) -> f64 {
+    text.chars().count() as f64 * 6.5
+}
+
+fn axes(s: &mut String, top: f64, plot_w: f64, plot_h: f64) {
     let _ = write!(
         s,
-        r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" class="axis"/><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="axis"/>"##,
-        TOP + plot_h,
-        TOP + plot_h,
+        r##"<line x1="{LEFT}" y1="{top}" x2="{LEFT}" y2="{:.1}" class="axis"/><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="axis"/>"##,
+        top + plot_h,
+        top + plot_h,
         LEFT + plot_w,
-        TOP + plot_h,
+        top + plot_h,
     );
 }
 
 /// Labels under the x axis at fractions of the plot width.
-fn x_ticks(s: &mut String, ticks: &[(f64, String)], plot_w: f64, plot_h: f64) {
+fn x_ticks(s: &mut String, ticks: &[(f64, String)], top: f64, plot_w: f64, plot_h: f64) {
     for (frac, label) in ticks {
         let anchor = if *frac <= 0.0 {
             "start"
@@ -224,20 +270,20 @@ fn x_ticks(s: &mut String, ticks: &[(f64, String)], plot_w: f64, plot_h: f64) {
             s,
             r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{}</text>"##,
             LEFT + plot_w * frac,
-            TOP + plot_h + 16.0,
+            top + plot_h + 16.0,
             esc(label),
         );
     }
 }
 
-fn axis_titles(s: &mut String, x_title: &str, y_title: &str, plot_w: f64, height: f64) {
+fn axis_titles(s: &mut String, x_title: &str, y_title: &str, top: f64, plot_w: f64, height: f64) {
     let _ = write!(
         s,
         r##"<text x="{:.1}" y="{:.1}" class="axis-title" text-anchor="middle">{}</text><text transform="translate(14 {:.1}) rotate(-90)" class="axis-title" text-anchor="middle">{}</text>"##,
         LEFT + plot_w / 2.0,
         height - 6.0,
         esc(x_title),
-        TOP + (height - TOP - BOTTOM) / 2.0,
+        top + (height - top - BOTTOM) / 2.0,
         esc(y_title),
     );
 }
@@ -295,11 +341,55 @@ mod tests {
             abs_err: vec![0.0, 0.5, f64::NAN, 0.05],
         };
         let svg = error_plot(&o, &sample);
-        assert_eq!(svg.matches("<rect").count(), 4);
-        assert_eq!(svg.matches("bar bad").count(), 1);
-        assert_eq!(svg.matches("bar nonfinite").count(), 1);
-        assert!(svg.contains("atol 0.1"));
+        let bars: Vec<&str> = svg
+            .split("<rect")
+            .filter(|r| r.contains("<title>element"))
+            .collect();
+        assert_eq!(bars.len(), 4);
+        assert_eq!(bars.iter().filter(|r| r.contains("bar bad")).count(), 1);
+        assert_eq!(bars.iter().filter(|r| r.contains("bar nonfinite")).count(), 1);
         assert!(svg.contains("aria-label=\"Absolute error of output y&lt;1&gt;\""));
+    }
+
+    #[test]
+    fn the_legend_names_every_colour_above_the_bars() {
+        let mut o = OutputComparison::new("y", 4);
+        o.atol = Some(0.1);
+        let sample = ErrorSample {
+            start: 0,
+            step: 1,
+            abs_err: vec![0.0, 0.5, f64::NAN, 0.5],
+        };
+        let svg = error_plot(&o, &sample);
+        for label in ["within atol", "above atol", "NaN or inf", "atol 0.1"] {
+            assert!(svg.contains(&format!(">{label}")), "{label}: {svg}");
+        }
+        // Every legend item lies in the band above the plot, where no bar
+        // reaches: the tallest bar starts at TOP + LEGEND.
+        let legend_y = |label: &str| -> f64 {
+            let before = &svg[..svg.find(&format!(">{label}")).unwrap()];
+            let y = before.rsplit("y=\"").next().unwrap();
+            y[..y.find('"').unwrap()].parse().unwrap()
+        };
+        for label in ["within atol", "NaN or inf", "atol 0.1"] {
+            assert!(legend_y(label) < TOP + LEGEND, "{label}");
+        }
+        let top_bar = svg
+            .split("<rect")
+            .filter(|r| r.contains("<title>element"))
+            .map(|r| {
+                let y = r.split("y=\"").nth(1).unwrap();
+                y[..y.find('"').unwrap()].parse::<f64>().unwrap()
+            })
+            .fold(f64::INFINITY, f64::min);
+        assert!(top_bar >= TOP + LEGEND, "{top_bar}");
+        // Without non-finite errors, no key for them.
+        let sample = ErrorSample {
+            start: 0,
+            step: 1,
+            abs_err: vec![0.0, 0.5],
+        };
+        assert!(!error_plot(&o, &sample).contains("NaN or inf"));
     }
 
     #[test]
