@@ -1,84 +1,90 @@
-//! Per-variable digests of a run: a hash of each value's elements in
-//! logical order as it was produced. Re-runs (other orders, pre-allocated
-//! outputs) are compared with the default run through them, so nothing but
-//! one node's outputs is held at a time.
+//! Re-runs compared with a baseline run: the baseline keeps a copy of every
+//! value it produces, and each re-run (another order, pre-allocated
+//! outputs) compares its values with them as they are produced, within the
+//! configured tolerance (a different memory layout may legitimately change
+//! the order of a reduction, and so its last bits).
 
 use std::collections::HashMap;
 
+use vigil_engine::compare::compare;
 use vigil_engine::exec::{At, Listener, OpEvent, Prealloc, RunOptions};
 use vigil_engine::graph::{Graph, NodeId, VarId};
-use vigil_engine::{Executor, PoolPolicy};
-use vigil_listeners::hash::view_hash;
+use vigil_engine::{Executor, PoolPolicy, Tensor};
 
+use crate::config::DebugConfig;
 use crate::error::Result;
 use crate::lockstep::{fresh, Feeds};
 
-/// Digests of one run, and where each variable was produced.
-#[derive(Default)]
-pub struct Digests {
-    pub hash: HashMap<VarId, u64>,
-    /// Production order of the variables.
-    pub order: Vec<VarId>,
+/// What one run produced, or how it differed from its baseline.
+pub struct Run<'a> {
+    base: Option<(&'a Run<'a>, &'a DebugConfig)>,
+    /// Copies of every produced value (baseline runs only).
+    values: HashMap<VarId, Tensor>,
     /// Position of each node in the run's order.
     pub position: HashMap<NodeId, usize>,
+    /// The first produced variable that differs from the baseline.
+    pub first_difference: Option<VarId>,
     error: Option<String>,
 }
 
-impl Listener for Digests {
+impl Listener for Run<'_> {
     fn post_op(&mut self, at: &At, ev: &OpEvent) {
         if let Some(p) = at.node_index {
             self.position.insert(ev.node_id, p);
         }
         for (k, t) in ev.outputs.iter().enumerate() {
             let v = ev.node.outputs[k];
-            match view_hash(t) {
-                Ok(h) => {
-                    self.hash.insert(v, h.hash);
-                    self.order.push(v);
-                }
-                Err(e) => {
-                    self.error.get_or_insert(e.to_string());
-                }
+            let result = match self.base {
+                None => t.deep_copy().map(|c| {
+                    self.values.insert(v, c);
+                }),
+                Some(_) if self.first_difference.is_some() => Ok(()),
+                Some((base, cfg)) => match base.values.get(&v) {
+                    Some(want) => compare(t, want, cfg.tolerance(want.dtype())).map(|c| {
+                        if !c.is_close() {
+                            self.first_difference = Some(v);
+                        }
+                    }),
+                    None => Ok(()),
+                },
+            };
+            if let Err(e) = result {
+                self.error.get_or_insert(e.to_string());
             }
         }
     }
 }
 
 /// Runs `graph` on fresh copies in `order` (the default when `None`), with
-/// zeroed fresh buffers (so the baseline is clean even for an op that
-/// reads its output before writing it) and `prealloc`, and digests every
-/// produced value.
-pub fn digest(
+/// zeroed fresh buffers (so the baseline is clean even for an op that reads
+/// its output before writing it) and `prealloc`; compares with `base`.
+pub fn run<'a>(
     graph: &Graph,
     feeds: &Feeds,
     order: Option<Vec<NodeId>>,
     prealloc: Option<Prealloc>,
-) -> Result<Digests> {
+    base: Option<(&'a Run<'a>, &'a DebugConfig)>,
+) -> Result<Run<'a>> {
     let (g, f) = fresh(graph, feeds)?;
     let exec = match order {
         Some(o) => Executor::with_order(&g, o)?,
         None => Executor::new(&g)?,
     };
-    let mut d = Digests::default();
+    let mut r = Run {
+        base,
+        values: HashMap::new(),
+        position: HashMap::new(),
+        first_difference: None,
+        error: None,
+    };
     let opts = RunOptions {
         pool: PoolPolicy::Zero,
         prealloc,
         ..RunOptions::default()
     };
-    exec.run_with(&f, &mut d, &opts)?;
-    if let Some(e) = d.error.take() {
+    exec.run_with(&f, &mut r, &opts)?;
+    if let Some(e) = r.error.take() {
         return Err(vigil_engine::Error::Graph(e).into());
     }
-    Ok(d)
-}
-
-impl Digests {
-    /// The first variable (in this run's production order) whose digest
-    /// differs in `other`.
-    pub fn first_difference(&self, other: &Digests) -> Option<VarId> {
-        self.order
-            .iter()
-            .copied()
-            .find(|v| other.hash.get(v).is_some_and(|h| Some(h) != self.hash.get(v)))
-    }
+    Ok(r)
 }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use vigil_engine::exec::Copier;
 use vigil_engine::graph::Graph;
 use vigil_engine::ops::{Arity, Attrs, Op, OpCtx, TypeInfo};
 use vigil_engine::{Result, Tensor};
@@ -25,9 +26,16 @@ impl Op for Isolated {
         self.0.infer(inputs)
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        let private = inputs.iter().map(Tensor::deep_copy).collect::<Result<Vec<_>>>()?;
+        // Whole buffers, layouts kept and sharing between inputs kept, so
+        // even an op that writes outside its inputs' views only touches
+        // its private copy.
+        let mut c = Copier::default();
+        let private = inputs.iter().map(|t| c.copy(t)).collect::<Result<Vec<_>>>()?;
         let out = self.0.compute(&private, ctx)?;
-        out.iter().map(Tensor::deep_copy).collect()
+        // Outputs too keep their whole buffer (a view's neighbours stay
+        // reachable for the next op, as in the in-place run).
+        let mut c = Copier::default();
+        out.iter().map(|t| c.copy(t)).collect()
     }
     // Copies share nothing: the reference declares no views and no
     // destroys, so the destroy handler adds no orderings of its own.
@@ -36,11 +44,17 @@ impl Op for Isolated {
     }
 }
 
-/// `pure` with every op isolated.
-pub fn isolate(pure: &Graph) -> Result<Graph> {
-    let (sources, mut specs, outputs) = pure.to_specs();
+/// The reference graph: every in-place op replaced by its pure twin, and
+/// every op isolated. An in-place op without a twin is kept: isolated, it
+/// destroys only its private copy, so it acts as a pure op.
+pub fn reference(g: &Graph) -> Result<Graph> {
+    let (sources, mut specs, outputs) = g.to_specs();
     for s in &mut specs {
-        s.op = Arc::new(Isolated(s.op.clone()));
+        let op = match s.op.pure_twin() {
+            Some(twin) if !s.op.destroy_map().is_empty() => twin,
+            _ => s.op.clone(),
+        };
+        s.op = Arc::new(Isolated(op));
     }
-    Graph::new(pure.name(), sources, specs, &outputs)
+    Graph::new(g.name(), sources, specs, &outputs)
 }

@@ -12,7 +12,7 @@ use vigil_findings::Kind;
 use crate::bisect::{self, Verdict};
 use crate::config::{Check, DebugConfig};
 use crate::error::Result;
-use crate::isolate::isolate;
+use crate::isolate::reference;
 use crate::lockstep::{self, Opts};
 use crate::report::{DebugReport, DebugStats};
 
@@ -39,7 +39,7 @@ impl DebugMode {
         let snap = Snapshot::take(graph, feeds)?;
         let user = snap.graph();
         let pass = inplace::run(user)?;
-        let reference = isolate(&inplace::purify(user)?)?;
+        let reference = reference(user)?;
         let opts = Opts {
             listeners: cfg.has(Check::Listeners),
             poison: cfg.has(Check::Poison),
@@ -100,6 +100,7 @@ impl DebugMode {
             findings.extend(crate::prealloc::check(
                 &pass.graph,
                 snap.feeds(),
+                cfg,
                 &mut stats.reruns,
             )?);
         }

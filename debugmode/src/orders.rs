@@ -11,7 +11,7 @@ use vigil_engine::Executor;
 use vigil_findings::{Finding, Kind};
 
 use crate::config::DebugConfig;
-use crate::digest::digest;
+use crate::digest;
 use crate::error::Result;
 use crate::lockstep::Feeds;
 
@@ -64,12 +64,12 @@ pub fn alternative_orders(graph: &Graph, cfg: &DebugConfig) -> Result<Vec<(Strin
 /// Findings of `order_dependent`, one at most.
 pub fn check(graph: &Graph, feeds: &Feeds, cfg: &DebugConfig, runs: &mut usize) -> Result<Vec<Finding>> {
     *runs += 1;
-    let base = digest(graph, feeds, None, None)?;
+    let base = digest::run(graph, feeds, None, None, None)?;
     let default = Executor::new(graph)?.order().to_vec();
     for (name, order) in alternative_orders(graph, cfg)? {
         *runs += 1;
-        let other = digest(graph, feeds, Some(order.clone()), None)?;
-        if let Some(v) = base.first_difference(&other) {
+        let other = digest::run(graph, feeds, Some(order.clone()), None, Some((&base, cfg)))?;
+        if let Some(v) = other.first_difference {
             let (node, _) = graph.producer(v).expect("digests cover node outputs only");
             let nd = graph.node(node);
             let (p0, p1) = (base.position[&node], other.position[&node]);

@@ -9,7 +9,8 @@ use vigil_engine::graph::{Graph, Node, NodeId};
 use vigil_engine::{DType, Layout, Tensor};
 use vigil_findings::{Finding, Kind};
 
-use crate::digest::digest;
+use crate::config::DebugConfig;
+use crate::digest;
 use crate::error::Result;
 use crate::lockstep::{poison_buffer, Feeds};
 
@@ -62,16 +63,16 @@ fn buffers(g: &Graph, node: &Node, layout: &str) -> Vec<Option<Tensor>> {
 }
 
 /// Findings of `preallocated_output`, at most one per layout.
-pub fn check(graph: &Graph, feeds: &Feeds, runs: &mut usize) -> Result<Vec<Finding>> {
+pub fn check(graph: &Graph, feeds: &Feeds, cfg: &DebugConfig, runs: &mut usize) -> Result<Vec<Finding>> {
     *runs += 1;
-    let base = digest(graph, feeds, None, None)?;
+    let base = digest::run(graph, feeds, None, None, None)?;
     let mut out = Vec::new();
     for layout in LAYOUTS {
         *runs += 1;
         let supply = |_: NodeId, node: &Node| buffers(graph, node, layout);
-        match digest(graph, feeds, None, Some(&supply)) {
+        match digest::run(graph, feeds, None, Some(&supply), Some((&base, cfg))) {
             Ok(d) => {
-                if let Some(v) = base.first_difference(&d) {
+                if let Some(v) = d.first_difference {
                     let (n, k) = graph.producer(v).expect("digests cover node outputs only");
                     let node = graph.node(n);
                     out.push(
