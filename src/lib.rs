@@ -2,11 +2,16 @@
 //! views and in-place operations.
 //!
 //! This crate is the `vigil` command plus a facade over the workspace crates:
-//! [`engine`] (tensors, ops, graphs, destroy handler, executor).
+//! [`engine`] (tensors, ops, graphs, destroy handler, executor),
+//! [`listeners`], [`debugmode`], [`findings`] and [`reports`].
 
 #![forbid(unsafe_code)]
 
+pub use vigil_debugmode as debugmode;
 pub use vigil_engine as engine;
+pub use vigil_findings as findings;
+pub use vigil_listeners as listeners;
+pub use vigil_reports as reports;
 
 pub mod case;
 pub mod runner;

@@ -60,18 +60,62 @@ fn count_cases(dir: &Path) -> usize {
     n
 }
 
+/// Every op of the library on every shipped suite: no finding in the
+/// default mode (debug), with every DebugMode check on, or in validate.
 #[test]
 fn shipped_suites_give_zero_findings() {
-    let o = vigil(&["run", "suites", "--format", "json", "-q"]);
+    let all = "--checks=listeners,lockstep,culprit,poison,orders,prealloc,gradient";
+    for (args, mode) in [
+        (vec![], "debug"),
+        (vec![all], "debug"),
+        (vec!["--mode", "validate"], "validate"),
+    ] {
+        let mut a = vec!["run", "suites", "--format", "json", "-q"];
+        a.extend(args);
+        let o = vigil(&a);
+        let r = json_of(&o);
+        assert_eq!(o.status.code(), Some(0), "{a:?}: stderr: {}", stderr(&o));
+        let s = &r["summary"];
+        let n = count_cases(&Path::new(env!("CARGO_MANIFEST_DIR")).join("suites"));
+        assert!(n >= 56);
+        assert_eq!(s["cases"], n);
+        assert_eq!(s["passed"], n, "{}", serde_json::to_string_pretty(s).unwrap());
+        assert_eq!(s["findings_by_kind"], serde_json::json!({}), "{a:?}");
+        assert_eq!(r["mode"], mode);
+    }
+}
+
+#[test]
+fn vigil_debug_shows_one_case_and_refuses_unknown_checks() {
+    let o = vigil(&["debug", "suites/broken/broken_accumulate", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
     let r = json_of(&o);
+    assert_eq!(r["mode"], "debug");
+    let kinds: Vec<&str> = r["cases"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["destroyed_input"]);
+    let o = vigil(&["debug", "suites/broken/fixed_accumulate"]);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let s = &r["summary"];
-    let n = count_cases(&Path::new(env!("CARGO_MANIFEST_DIR")).join("suites"));
-    assert!(n >= 56);
-    assert_eq!(s["cases"], n);
-    assert_eq!(s["passed"], n, "{}", serde_json::to_string_pretty(s).unwrap());
-    assert_eq!(s["findings_by_kind"], serde_json::json!({}));
-    assert_eq!(r["mode"], "validate");
+    let o = vigil(&[
+        "debug",
+        "suites/broken/fixed_accumulate",
+        "--checks",
+        "lockstep,frobnicate",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown check 'frobnicate'"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    let o = vigil(&["debug", "suites/broken"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("vigil debug takes one"), "{}", stderr(&o));
 }
 
 #[test]
@@ -700,5 +744,73 @@ fn logs_without_a_terminal_show_failures_not_every_case() {
     assert!(
         bad[0].contains("fail") && bad[0].contains("output_mismatch"),
         "{err}"
+    );
+}
+
+#[test]
+fn minimize_writes_a_small_runnable_case_with_the_same_finding() {
+    use vigil::engine::{DType, GraphBuilder, Tensor};
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("long");
+    std::fs::create_dir_all(case.join("inputs")).unwrap();
+    let b = GraphBuilder::with_registry("long", vigil::case::registry().clone());
+    let x = b.input("x", DType::F32, &[8]);
+    let mut y = x.exp().unwrap();
+    for i in 0..30 {
+        y = if i == 15 {
+            y.op("broken_stencil", &[], Default::default()).unwrap()
+        } else {
+            y.neg().unwrap()
+        };
+    }
+    let g = b.build(&[&y]).unwrap();
+    std::fs::write(case.join("graph.json"), g.to_json().unwrap()).unwrap();
+    Tensor::from_vec(&[8], (0..8).map(|i| i as f32 * 0.1).collect::<Vec<_>>())
+        .unwrap()
+        .write_npy(case.join("inputs/x.npy"))
+        .unwrap();
+    let out = tmp.path().join("min");
+    let (c, o) = (case.to_str().unwrap(), out.to_str().unwrap());
+    let r = vigil(&[
+        "minimize",
+        c,
+        "--out",
+        o,
+        "--kind",
+        "bad_rewrite",
+        "--checks",
+        "lockstep,culprit",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "stderr: {}", stderr(&r));
+    let said = String::from_utf8_lossy(&r.stdout).to_string();
+    assert!(
+        said.contains("31 nodes -> ") && said.contains("DebugMode runs"),
+        "{said}"
+    );
+    let expect: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("expect.json")).unwrap()).unwrap();
+    assert_eq!(expect["finding"], "bad_rewrite");
+    assert_eq!(expect["op"], "broken_stencil");
+    assert!(std::fs::read_to_string(out.join("README.md"))
+        .unwrap()
+        .contains("vigil debug"));
+    let graph: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("graph.json")).unwrap()).unwrap();
+    assert!(graph["nodes"].as_array().unwrap().len() <= 2, "{graph}");
+    // The written case runs and fails the same way.
+    let d = vigil(&["debug", o, "--format", "json", "--checks", "lockstep,culprit"]);
+    assert_eq!(d.status.code(), Some(1), "stderr: {}", stderr(&d));
+    assert!(json_of(&d)["cases"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "bad_rewrite"));
+    // An existing, non-empty --out is refused before any work.
+    let again = vigil(&["minimize", c, "--out", o]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("not an empty directory"),
+        "{}",
+        stderr(&again)
     );
 }

@@ -8,6 +8,9 @@ pub enum DebugError {
     /// an op that failed in the in-place run).
     #[error(transparent)]
     Engine(#[from] vigil_engine::Error),
+    /// The minimizer was given a graph that does not fail (as asked).
+    #[error("nothing to minimize: {0}")]
+    NotFailing(String),
     /// A `--checks` name that is not a check.
     #[error("unknown check '{0}' (known: {known})", known = crate::Check::names().join(", "))]
     UnknownCheck(String),

@@ -40,6 +40,7 @@ mod error;
 mod gradcheck;
 mod isolate;
 mod lockstep;
+mod minimize;
 mod mode;
 mod orders;
 mod prealloc;
@@ -47,6 +48,7 @@ mod report;
 
 pub use config::{Check, DebugConfig, GradConfig};
 pub use error::DebugError;
+pub use minimize::{minimize, Minimized};
 pub use mode::DebugMode;
 pub use report::{DebugReport, DebugStats};
 pub use vigil_findings::{Finding, Kind, Severity};

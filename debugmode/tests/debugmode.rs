@@ -233,3 +233,52 @@ fn supplied_gradients_are_checked_against_finite_differences() {
         }
     }
 }
+
+/// A long graph with one bad in-place variant in the middle.
+fn long_graph(n: usize) -> Graph {
+    graph(|_, x| {
+        let mut y = x.exp().unwrap().neg().unwrap();
+        let mut side = x.sigmoid().unwrap();
+        for i in 0..n {
+            y = match i % 3 {
+                0 => y.tanh().unwrap(),
+                1 => y.add(&side).unwrap(),
+                _ => y.neg().unwrap(),
+            };
+            side = side.mul(&side).unwrap();
+            if i == n / 2 {
+                y = op(&y, "broken_stencil");
+            }
+        }
+        vec![y, side]
+    })
+}
+
+#[test]
+fn the_minimizer_keeps_the_finding_and_drops_the_rest() {
+    let g = long_graph(40);
+    let before = g.nodes().len();
+    assert!(before > 80);
+    let m =
+        vigil_debugmode::minimize(&g, &feeds(16), &DebugConfig::default(), Some(&Kind::BAD_REWRITE)).unwrap();
+    assert_eq!(m.finding.kind, Kind::BAD_REWRITE);
+    assert_eq!(m.finding.op, "broken_stencil");
+    assert_eq!(m.nodes_before, before);
+    assert!(m.graph.nodes().len() <= 2, "{:?}", m.graph.nodes());
+    assert!(m.graph.nodes().iter().any(|n| n.op.name() == "broken_stencil"));
+    assert!(m.runs > 2 && m.runs < 60, "{} runs", m.runs);
+    // The reduced case fails the same way on its own.
+    let again = DebugMode::new(DebugConfig::default())
+        .check(&m.graph, &m.feeds)
+        .unwrap();
+    assert!(again
+        .findings
+        .iter()
+        .any(|f| f.kind == Kind::BAD_REWRITE && f.op == "broken_stencil"));
+    // A clean graph has nothing to minimize.
+    let clean = graph(|_, x| vec![x.exp().unwrap()]);
+    let err = vigil_debugmode::minimize(&clean, &feeds(16), &DebugConfig::default(), None)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("nothing to minimize"), "{err}");
+}

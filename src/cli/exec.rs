@@ -158,7 +158,7 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
 }
 
 /// True for names that are safe as `<name>.npy` in the output directory.
-fn is_file_stem(name: &str) -> bool {
+pub(crate) fn is_file_stem(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('.')
         && name

@@ -2,8 +2,10 @@
 //! here; every failure is one line on stderr and exit code 2.
 
 mod compare;
+mod debug;
 mod exec;
 mod explain;
+mod minimize;
 mod output;
 mod progress;
 mod report;
@@ -71,6 +73,10 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Run graph suites with validation listeners and write a report.
     Run(run::RunArgs),
+    /// Run DebugMode on one case (every check) and show all its findings.
+    Debug(debug::DebugArgs),
+    /// Reduce a failing case to a small graph with the same finding.
+    Minimize(minimize::MinimizeArgs),
     /// Compare two recordings made by the RecordingListener.
     Compare(compare::CompareArgs),
     /// Reports: merge shards.
@@ -151,6 +157,8 @@ pub fn main() -> ExitCode {
         Command::Exec(a) => exec::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Run(a) => run::run(a),
+        Command::Debug(a) => debug::debug(a),
+        Command::Minimize(a) => minimize::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(c) => report::run(c),
         Command::Selftest(a) => selftest::run(a),

@@ -1,0 +1,56 @@
+//! `vigil debug CASE`: DebugMode on one case, every check on by default,
+//! with the full findings.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
+use vigil::suite::discover;
+use vigil_debugmode::DebugConfig;
+use vigil_reports::{render, Format, Report};
+
+#[derive(Args)]
+pub struct DebugArgs {
+    /// A suite case directory (graph.json, inputs/, expected/) or a graph.json.
+    case: PathBuf,
+    /// The checks to run, comma-separated (listeners, lockstep, culprit,
+    /// poison, orders, prealloc, gradient; default: all).
+    #[arg(long, value_name = "LIST")]
+    checks: Option<String>,
+    /// table, json, markdown, html or junit.
+    #[arg(long, default_value = "table")]
+    format: Format,
+    /// Seed of the random orders and gradient directions.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+pub fn debug(a: DebugArgs) -> Result<ExitCode> {
+    let cases = discover(std::slice::from_ref(&a.case))?;
+    let [case] = cases.as_slice() else {
+        bail!(
+            "{}: holds {} cases; vigil debug takes one (use vigil run for suites)",
+            a.case.display(),
+            cases.len()
+        );
+    };
+    let mut cfg = RunConfig::new(Mode::Debug, Tolerance::default());
+    cfg.debug = DebugConfig {
+        seed: a.seed,
+        ..DebugConfig::all()
+    };
+    if let Some(checks) = &a.checks {
+        cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
+    }
+    let result = run_case(case, &cfg);
+    let failed = result.status != vigil_reports::Status::Pass;
+    let report = Report::new(Mode::Debug.name(), vec![result]);
+    super::emit(&render(&report, a.format, false))?;
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
