@@ -1,10 +1,14 @@
 //! Writes `suites/broken`: the self-test corpus (ops with known defects, and
 //! their correct twins) as suite cases, each with `expect.json` naming the
-//! one finding kind it must give (or none).
+//! finding kind it must give (or none) and the kinds its effect must also
+//! cause, under `vigil run`'s default (debug) mode.
 //!
 //! `cargo run --example gen_broken_suite -- suites/broken`
 
+use std::collections::HashMap;
 use std::path::Path;
+
+type Feeds = HashMap<String, vigil::engine::Tensor>;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::env::args().nth(1).unwrap_or_else(|| "suites/broken".into());
@@ -18,9 +22,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "`cargo run --example gen_broken_suite -- suites/broken`.".to_string(),
         String::new(),
     ];
+    // Listener cases (a panicking listener is no property of a graph).
+    let mut cases: Vec<(String, vigil::engine::Graph, Feeds, Vec<String>)> = Vec::new();
     for case in vigil_listeners::selftest::cases() {
+        if case.name == "panicking_listener" {
+            continue;
+        }
         let (graph, feeds) = (case.build)()?;
-        let dir = out.join(&case.name);
+        let kinds = case.expected.iter().map(|k| k.to_string()).collect();
+        cases.push((case.name.clone(), graph, feeds, kinds));
+    }
+    // DebugMode cases that `vigil run`'s default checks catch.
+    for case in vigil_debugmode::selftest::cases() {
+        if let Some(kinds) = case.default_kinds {
+            let (graph, feeds) = (case.build)(&case.op)?;
+            cases.push((
+                case.name,
+                graph,
+                feeds,
+                kinds.iter().map(|k| k.to_string()).collect(),
+            ));
+        }
+    }
+    for (name, graph, feeds, kinds) in cases {
+        let dir = out.join(&name);
         std::fs::create_dir_all(dir.join("inputs"))?;
         std::fs::write(dir.join("graph.json"), graph.to_json()? + "\n")?;
         let mut names: Vec<&String> = feeds.keys().collect();
@@ -28,12 +53,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for name in names {
             feeds[name].write_npy(dir.join("inputs").join(format!("{name}.npy")))?;
         }
-        let expected = case.expected.as_ref().map(|k| k.name());
-        std::fs::write(
-            dir.join("expect.json"),
-            serde_json::json!({ "finding": expected }).to_string() + "\n",
-        )?;
-        lines.push(format!("- `{}`: {}", case.name, expected.unwrap_or("no finding")));
+        let expect = match kinds.split_first() {
+            None => serde_json::json!({ "finding": null }),
+            Some((first, [])) => serde_json::json!({ "finding": first }),
+            Some((first, also)) => serde_json::json!({ "finding": first, "also": also }),
+        };
+        std::fs::write(dir.join("expect.json"), expect.to_string() + "\n")?;
+        let said = if kinds.is_empty() {
+            "no finding".to_string()
+        } else {
+            kinds.join(" + ")
+        };
+        lines.push(format!("- `{name}`: {said}"));
     }
     std::fs::write(out.join("README.md"), lines.join("\n") + "\n")?;
     Ok(())

@@ -45,6 +45,7 @@ mod mode;
 mod orders;
 mod prealloc;
 mod report;
+pub mod selftest;
 
 pub use config::{Check, DebugConfig, GradConfig};
 pub use error::DebugError;

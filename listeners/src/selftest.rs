@@ -38,6 +38,11 @@ pub struct Case {
 pub struct SelftestResult {
     pub case: String,
     pub expected: Option<Kind>,
+    /// Kinds the defect's effect must also cause (a value it spoils shows
+    /// as a mismatch too); the case passes when the kinds found are exactly
+    /// `expected` and these.
+    #[serde(default)]
+    pub also: Vec<Kind>,
     pub found: Vec<Kind>,
     pub pass: bool,
     pub findings: Vec<Finding>,
@@ -215,6 +220,11 @@ pub fn cases() -> Vec<Case> {
     v.extend(pair("safe_div", K::NON_FINITE, |op| {
         two_vectors(op, &[1.0, 0.0, 2.0, 0.0])
     }));
+    v.push(Case {
+        name: "panicking_listener".into(),
+        expected: Some(K::LISTENER_PANIC),
+        build: Box::new(builtin_elementwise),
+    });
     let samples: [(&str, Build); 4] = [
         ("builtin_elementwise", builtin_elementwise),
         ("builtin_views", builtin_views),
@@ -240,9 +250,22 @@ fn run_findings(graph: &Graph, feeds: &Feeds, case: &str) -> Result<Vec<Finding>
         .with(noninplace)
         .with(ViewMapValidationListener::new())
         .with(NumericsListener::new());
+    if case == "panicking_listener" {
+        set.push_listener(Panicking);
+    }
     set.set_case(Some(case.to_string()));
     Executor::new(graph)?.run_with(feeds, &mut set, &RunOptions::default())?;
     Ok(set.take_findings())
+}
+
+/// A listener with a bug of its own: the set must survive it, switch it
+/// off and report `listener_panic`.
+struct Panicking;
+
+impl vigil_engine::exec::Listener for Panicking {
+    fn post_op(&mut self, _: &vigil_engine::exec::At, _: &vigil_engine::exec::OpEvent) {
+        panic!("a listener bug");
+    }
 }
 
 pub fn run_case(case: &Case) -> SelftestResult {
@@ -260,6 +283,7 @@ pub fn run_case(case: &Case) -> SelftestResult {
     SelftestResult {
         case: case.name.clone(),
         expected: case.expected.clone(),
+        also: Vec::new(),
         found,
         pass,
         findings,

@@ -24,7 +24,8 @@ pub struct SelftestArgs {
 
 pub fn run(a: SelftestArgs) -> Result<ExitCode> {
     super::quiet_panics(true);
-    let results = run_selftest();
+    let mut results = run_selftest();
+    results.extend(vigil_debugmode::selftest::run());
     super::quiet_panics(false);
     let passed = results.iter().filter(|r| r.pass).count();
     let ok = passed == results.len();
@@ -34,6 +35,7 @@ pub fn run(a: SelftestArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|r| {
                     json!({"case": r.case, "expected": r.expected.as_ref().map(|k| k.name()),
+                           "also": r.also.iter().map(|k| k.name()).collect::<Vec<_>>(),
                            "found": r.found.iter().map(|k| k.name()).collect::<Vec<_>>(),
                            "pass": r.pass, "error": r.error})
                 })
@@ -49,11 +51,14 @@ pub fn run(a: SelftestArgs) -> Result<ExitCode> {
                 let found: Vec<&str> = r.found.iter().map(|k| k.name()).collect();
                 t.add_row(vec![
                     r.case.clone(),
-                    r.expected
-                        .as_ref()
-                        .map(|k| k.name())
-                        .unwrap_or("(none)")
-                        .to_string(),
+                    match &r.expected {
+                        None => "(none)".to_string(),
+                        Some(k) => std::iter::once(k)
+                            .chain(&r.also)
+                            .map(|k| k.name())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    },
                     if found.is_empty() {
                         "(none)".to_string()
                     } else {
