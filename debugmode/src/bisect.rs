@@ -22,17 +22,24 @@ pub enum Verdict {
     NotARewrite,
 }
 
+/// The graphs of one check: as built, after the pass, and the reference.
+pub struct Graphs<'a> {
+    pub user: &'a Graph,
+    pub inplace: &'a Graph,
+    pub reference: &'a Graph,
+    /// The rewrites the pass accepted on `user`, in its order.
+    pub rewrites: &'a [Rewrite],
+}
+
 /// Finds the culprit of `first`'s divergence; `runs` counts the re-runs.
 pub fn culprit(
-    user: &Graph,
-    inplace_graph: &Graph,
-    reference: &Graph,
-    rewrites: &[Rewrite],
+    gs: &Graphs,
     feeds: &Feeds,
     cfg: &DebugConfig,
     first: &Outcome,
     runs: &mut usize,
 ) -> Result<Verdict> {
+    let (user, inplace_graph, reference, rewrites) = (gs.user, gs.inplace, gs.reference, gs.rewrites);
     let opts = Opts {
         listeners: false,
         poison: cfg.has(crate::Check::Poison),

@@ -164,7 +164,10 @@ pub fn check(
         }
         let bad: Vec<&(Value, f64, f64)> = probes
             .iter()
-            .filter(|(_, a, n)| !((a - n).abs() <= cfg.atol + cfg.rtol * a.abs()))
+            .filter(|(_, a, n)| {
+                let err = (a - n).abs();
+                err.is_nan() || err > cfg.atol + cfg.rtol * a.abs()
+            })
             .collect();
         if bad.is_empty() {
             continue;

@@ -59,16 +59,13 @@ impl DebugMode {
         };
         let mut findings = out.findings.clone();
         if cfg.has(Check::Culprit) && out.diverged() {
-            match bisect::culprit(
+            let graphs = bisect::Graphs {
                 user,
-                &pass.graph,
-                &reference,
-                &pass.rewrites,
-                snap.feeds(),
-                cfg,
-                &out,
-                &mut stats.reruns,
-            )? {
+                inplace: &pass.graph,
+                reference: &reference,
+                rewrites: &pass.rewrites,
+            };
+            match bisect::culprit(&graphs, snap.feeds(), cfg, &out, &mut stats.reruns)? {
                 Verdict::Nondeterministic(f) => findings.push(f),
                 Verdict::Culprit(f, r) => {
                     // The root-cause findings name the rewrite too.

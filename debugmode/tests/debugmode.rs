@@ -121,7 +121,7 @@ fn a_bad_in_place_variant_is_named_by_bisection() {
         .find(|f| f.kind == Kind::VALUE_MISMATCH)
         .unwrap();
     assert_eq!(root.op, "broken_stencil_inplace");
-    assert!(root.details["first"].as_array().unwrap().len() > 0);
+    assert!(!root.details["first"].as_array().unwrap().is_empty());
     assert_eq!(
         root.details["propagated_to"].as_array().unwrap().len(),
         2,

@@ -53,8 +53,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::json;
 use vigil_engine::exec::{At, Flow, Listener, OpEvent, Operation};
-use vigil_engine::graph::{Graph, VarId};
-use vigil_engine::Tensor;
+use vigil_engine::forward_listener_hooks_to_0;
 
 use crate::finding::{Finding, Kind, Validator};
 
@@ -65,45 +64,16 @@ impl<L: Listener> Listener for Plain<L> {
     fn is_active(&self, op: Operation) -> bool {
         self.0.is_active(op)
     }
-    fn operation_start(&mut self, at: &At, graph: &Graph) {
-        self.0.operation_start(at, graph)
-    }
-    fn operation_end(&mut self, at: &At, graph: &Graph) {
-        self.0.operation_end(at, graph)
-    }
-    fn epoch_start(&mut self, at: &At) {
-        self.0.epoch_start(at)
-    }
     fn epoch_end(&mut self, at: &At) -> Flow {
         self.0.epoch_end(at)
     }
     fn validation_done(&mut self, at: &At) -> Flow {
         self.0.validation_done(at)
     }
-    fn iteration_start(&mut self, at: &At) {
-        self.0.iteration_start(at)
-    }
-    fn iteration_done(&mut self, at: &At, loss: Option<f64>) {
-        self.0.iteration_done(at, loss)
-    }
-    fn pre_op(&mut self, at: &At, ev: &OpEvent) {
-        self.0.pre_op(at, ev)
-    }
-    fn post_op(&mut self, at: &At, ev: &OpEvent) {
-        self.0.post_op(at, ev)
-    }
-    fn activation_available(&mut self, at: &At, ev: &OpEvent, output: usize, value: &Tensor) {
-        self.0.activation_available(at, ev, output, value)
-    }
-    fn value_released(&mut self, at: &At, graph: &Graph, var: VarId, value: &Tensor, freed: bool) {
-        self.0.value_released(at, graph, var, value, freed)
-    }
-    fn pre_update(&mut self, at: &At, param: &str, old: &Tensor, new_value: &Tensor) {
-        self.0.pre_update(at, param, old, new_value)
-    }
     fn required_variables(&self) -> Vec<String> {
         self.0.required_variables()
     }
+    vigil_engine::listener_unit_hooks!(forward_listener_hooks_to_0);
 }
 
 impl<L: Listener> Validator for Plain<L> {
@@ -113,6 +83,23 @@ impl<L: Listener> Validator for Plain<L> {
     fn take_findings(&mut self) -> Vec<Finding> {
         Vec::new()
     }
+}
+
+/// Each unit hook goes to every enabled member (see [`ListenerSet::each`]);
+/// the end of a run or an iteration also collects the members' findings.
+macro_rules! fan_out {
+    ($($(#[doc = $doc:literal])* $name:ident(at: $at:ty $(, $arg:ident: $ty:ty)* $(,)?) => $ev:expr;)*) => {
+        $(fn $name(&mut self, at: $at $(, $arg: $ty)*) {
+            let ev: Option<&OpEvent> = $ev;
+            self.each(stringify!($name), at, ev, |v| {
+                v.$name(at $(, $arg)*);
+                Flow::Continue
+            });
+            if matches!(stringify!($name), "operation_end" | "iteration_done") {
+                self.collect();
+            }
+        })*
+    };
 }
 
 /// A member as the set stores it: a validator that can be downcast.
@@ -333,25 +320,6 @@ impl Listener for ListenerSet {
             m.enabled && catch_unwind(AssertUnwindSafe(|| m.slot.v_ref().is_active(op))).unwrap_or(true)
         })
     }
-    fn operation_start(&mut self, at: &At, graph: &Graph) {
-        self.each("operation_start", at, None, |v| {
-            v.operation_start(at, graph);
-            Flow::Continue
-        });
-    }
-    fn operation_end(&mut self, at: &At, graph: &Graph) {
-        self.each("operation_end", at, None, |v| {
-            v.operation_end(at, graph);
-            Flow::Continue
-        });
-        self.collect();
-    }
-    fn epoch_start(&mut self, at: &At) {
-        self.each("epoch_start", at, None, |v| {
-            v.epoch_start(at);
-            Flow::Continue
-        });
-    }
     fn epoch_end(&mut self, at: &At) -> Flow {
         let flow = self.each("epoch_end", at, None, |v| v.epoch_end(at));
         self.collect();
@@ -362,49 +330,7 @@ impl Listener for ListenerSet {
         self.collect();
         flow
     }
-    fn iteration_start(&mut self, at: &At) {
-        self.each("iteration_start", at, None, |v| {
-            v.iteration_start(at);
-            Flow::Continue
-        });
-    }
-    fn iteration_done(&mut self, at: &At, loss: Option<f64>) {
-        self.each("iteration_done", at, None, |v| {
-            v.iteration_done(at, loss);
-            Flow::Continue
-        });
-        self.collect();
-    }
-    fn pre_op(&mut self, at: &At, ev: &OpEvent) {
-        self.each("pre_op", at, Some(ev), |v| {
-            v.pre_op(at, ev);
-            Flow::Continue
-        });
-    }
-    fn post_op(&mut self, at: &At, ev: &OpEvent) {
-        self.each("post_op", at, Some(ev), |v| {
-            v.post_op(at, ev);
-            Flow::Continue
-        });
-    }
-    fn activation_available(&mut self, at: &At, ev: &OpEvent, output: usize, value: &Tensor) {
-        self.each("activation_available", at, Some(ev), |v| {
-            v.activation_available(at, ev, output, value);
-            Flow::Continue
-        });
-    }
-    fn value_released(&mut self, at: &At, graph: &Graph, var: VarId, value: &Tensor, freed: bool) {
-        self.each("value_released", at, None, |v| {
-            v.value_released(at, graph, var, value, freed);
-            Flow::Continue
-        });
-    }
-    fn pre_update(&mut self, at: &At, param: &str, old: &Tensor, new_value: &Tensor) {
-        self.each("pre_update", at, None, |v| {
-            v.pre_update(at, param, old, new_value);
-            Flow::Continue
-        });
-    }
+    vigil_engine::listener_unit_hooks!(fan_out);
     fn required_variables(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for m in self.members.iter().filter(|m| m.enabled) {

@@ -179,3 +179,60 @@ fn only_the_op_that_creates_nan_is_blamed() {
     }
     assert!(l.health("add_3").unwrap().outputs[0].nan >= 1);
 }
+
+/// Records the name of every hook it receives.
+#[derive(Default)]
+struct Names(std::rc::Rc<std::cell::RefCell<Vec<&'static str>>>);
+
+macro_rules! record_hooks {
+    ($($(#[doc = $doc:literal])* $name:ident($($arg:ident: $ty:ty),* $(,)?) => $ev:expr;)*) => {
+        $(fn $name(&mut self, $(_: $ty),*) {
+            self.0.borrow_mut().push(stringify!($name));
+        })*
+    };
+}
+
+impl vigil_engine::exec::Listener for Names {
+    vigil_engine::listener_unit_hooks!(record_hooks);
+}
+
+#[test]
+fn the_set_and_its_adapter_forward_every_hook() {
+    use vigil_engine::exec::{At, Listener, Operation};
+    let b = vigil_engine::graph::GraphBuilder::new("hooks");
+    let x = b.input("x", vigil_engine::DType::F32, &[2]);
+    let y = x.exp().unwrap().neg().unwrap();
+    let g = b.build(&[&y]).unwrap();
+    let feeds = std::collections::HashMap::from([(
+        "x".to_string(),
+        vigil_engine::Tensor::from_vec(&[2], vec![1f32, 2.0]).unwrap(),
+    )]);
+    let seen = Names::default();
+    let log = seen.0.clone();
+    let mut set = ListenerSet::new().with_listener(seen);
+    let at = At::new(Operation::Training);
+    set.epoch_start(&at);
+    set.iteration_start(&at);
+    vigil_engine::Executor::new(&g)
+        .unwrap()
+        .run_with(&feeds, &mut set, &vigil_engine::RunOptions::default())
+        .unwrap();
+    let t = vigil_engine::Tensor::from_vec(&[2], vec![0f32, 0.0]).unwrap();
+    set.pre_update(&at, "w", &t, &t);
+    set.iteration_done(&at, Some(0.5));
+    let names = log.borrow();
+    for hook in [
+        "operation_start",
+        "operation_end",
+        "epoch_start",
+        "iteration_start",
+        "iteration_done",
+        "pre_op",
+        "post_op",
+        "activation_available",
+        "value_released",
+        "pre_update",
+    ] {
+        assert!(names.contains(&hook), "{hook} not forwarded: {names:?}");
+    }
+}

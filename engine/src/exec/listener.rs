@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{Graph, Node, NodeId, VarId};
+use crate::graph::{Graph, Node, NodeId};
 use crate::tensor::Tensor;
 
 /// What kind of run a hook belongs to.
@@ -72,6 +72,69 @@ impl OpEvent<'_> {
     }
 }
 
+/// Calls macro `$m` with every hook of [`Listener`] that returns nothing,
+/// each as `docs name(arg: Type, ...) => event;` where `event` is the
+/// [`OpEvent`] argument (`Some(ev)`) or `None`. The trait's default methods
+/// and every forwarding listener (adapters, sets) are expanded from this one
+/// list, so a new hook is one edit here.
+#[macro_export]
+macro_rules! listener_unit_hooks {
+    ($m:ident) => {
+        $m! {
+            /// A whole run (fit, evaluation, or one graph execution) starts.
+            operation_start(at: &$crate::exec::At, graph: &$crate::graph::Graph) => None;
+            /// A whole run ends (also after an op failed).
+            operation_end(at: &$crate::exec::At, graph: &$crate::graph::Graph) => None;
+            epoch_start(at: &$crate::exec::At) => None;
+            iteration_start(at: &$crate::exec::At) => None;
+            /// An iteration ends; `loss` is set when training.
+            iteration_done(at: &$crate::exec::At, loss: Option<f64>) => None;
+            /// Inputs are bound; the op has not run.
+            pre_op(at: &$crate::exec::At, ev: &$crate::exec::OpEvent) => Some(ev);
+            /// The op ran; outputs are ready.
+            post_op(at: &$crate::exec::At, ev: &$crate::exec::OpEvent) => Some(ev);
+            /// Once per output of each op, after `post_op`.
+            activation_available(
+                at: &$crate::exec::At,
+                ev: &$crate::exec::OpEvent,
+                output: usize,
+                value: &$crate::Tensor
+            ) => Some(ev);
+            /// The executor released variable `var` (its last reader ran).
+            /// `freed` is true when no live value holds its buffer any more,
+            /// so the memory is dead for the rest of the run (unless the
+            /// caller, a constant or a kept output still holds it).
+            value_released(
+                at: &$crate::exec::At,
+                graph: &$crate::graph::Graph,
+                var: $crate::graph::VarId,
+                value: &$crate::Tensor,
+                freed: bool
+            ) => None;
+            /// A parameter is about to be overwritten with `new_value`.
+            pre_update(at: &$crate::exec::At, param: &str, old: &$crate::Tensor, new_value: &$crate::Tensor) => None;
+        }
+    };
+}
+
+/// The trait's do-nothing defaults of the unit hooks.
+macro_rules! default_hooks {
+    ($($(#[doc = $doc:literal])* $name:ident($($arg:ident: $ty:ty),* $(,)?) => $ev:expr;)*) => {
+        $($(#[doc = $doc])* fn $name(&mut self, $($arg: $ty),*) {})*
+    };
+}
+
+/// Forwards every unit hook to `self.0`, for adapters that wrap one
+/// listener: `vigil_engine::listener_unit_hooks!(forward_listener_hooks_to_0);`
+#[macro_export]
+macro_rules! forward_listener_hooks_to_0 {
+    ($($(#[doc = $doc:literal])* $name:ident($($arg:ident: $ty:ty),* $(,)?) => $ev:expr;)*) => {
+        $(fn $name(&mut self, $($arg: $ty),*) {
+            self.0.$name($($arg),*)
+        })*
+    };
+}
+
 /// Observer of runs. Hooks take `&mut self`; a [`Listener`] that wants to
 /// stop training returns [`Flow::Stop`] from `epoch_end` or `validation_done`.
 #[allow(unused_variables)]
@@ -80,36 +143,17 @@ pub trait Listener {
     fn is_active(&self, op: Operation) -> bool {
         true
     }
-    /// A whole run (fit, evaluation, or one graph execution) starts.
-    fn operation_start(&mut self, at: &At, graph: &Graph) {}
-    fn operation_end(&mut self, at: &At, graph: &Graph) {}
-    fn epoch_start(&mut self, at: &At) {}
     fn epoch_end(&mut self, at: &At) -> Flow {
         Flow::Continue
     }
     fn validation_done(&mut self, at: &At) -> Flow {
         Flow::Continue
     }
-    fn iteration_start(&mut self, at: &At) {}
-    /// An iteration ends; `loss` is set when training.
-    fn iteration_done(&mut self, at: &At, loss: Option<f64>) {}
-    /// Inputs are bound; the op has not run.
-    fn pre_op(&mut self, at: &At, ev: &OpEvent) {}
-    /// The op ran; outputs are ready.
-    fn post_op(&mut self, at: &At, ev: &OpEvent) {}
-    /// Once per output of each op, after `post_op`.
-    fn activation_available(&mut self, at: &At, ev: &OpEvent, output: usize, value: &Tensor) {}
-    /// The executor released variable `var` (its last reader ran). `freed`
-    /// is true when no live value holds its buffer any more, so the memory
-    /// is dead for the rest of the run (unless the caller, a constant or a
-    /// kept output still holds it).
-    fn value_released(&mut self, at: &At, graph: &Graph, var: VarId, value: &Tensor, freed: bool) {}
-    /// A parameter is about to be overwritten with `new_value`.
-    fn pre_update(&mut self, at: &At, param: &str, old: &Tensor, new_value: &Tensor) {}
     /// Variables this listener needs kept alive until the run ends.
     fn required_variables(&self) -> Vec<String> {
         Vec::new()
     }
+    crate::listener_unit_hooks!(default_hooks);
 }
 
 /// A listener that does nothing.
