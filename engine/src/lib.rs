@@ -18,6 +18,7 @@ pub mod exec;
 pub mod graph;
 pub mod inplace;
 pub mod memory;
+pub mod parallel;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
 pub use exec::{At, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput};
