@@ -23,9 +23,9 @@
 
 use std::collections::HashMap;
 
+use std::hash::Hasher;
 use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::{Layout, Result, Tensor};
-use std::hash::Hasher;
 
 use twox_hash::XxHash3_64;
 
