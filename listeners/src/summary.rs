@@ -268,7 +268,29 @@ macro_rules! exact_summary {
 }
 exact_summary!(i32);
 exact_summary!(i64);
-exact_summary!(bool);
+
+impl Summarize for bool {
+    /// Masks (`gt`, `eq`...) are common outputs: count the trues in one
+    /// vectorizable pass instead of converting every element to f64.
+    fn summarize_run(run: &[bool], acc: &mut Acc) {
+        let trues = run.iter().map(|&b| b as usize).sum::<usize>();
+        let falses = run.len() - trues;
+        acc.positive += trues;
+        acc.zero += falses;
+        acc.sum += trues as f64;
+        if falses > 0 {
+            acc.lo = acc.lo.min(0.0);
+            acc.hi = acc.hi.max(0.0);
+        }
+        if trues > 0 {
+            acc.lo = acc.lo.min(1.0);
+            acc.hi = acc.hi.max(1.0);
+        }
+    }
+    fn all_finite(_: &[bool]) -> bool {
+        true
+    }
+}
 
 /// Calls `f` on contiguous runs that together hold every logical element of
 /// `v` (a broadcast element once per position it appears at): the whole
@@ -348,7 +370,18 @@ mod tests {
         let mag: f64 = xs.iter().filter(|x| x.is_finite()).map(|x| x.abs() as f64).sum();
         assert!((a.sum - b.sum).abs() <= 1e-7 * mag, "{} vs {}", a.sum, b.sum);
         assert!(!f32::all_finite(&xs));
-        assert!(f32::all_finite(&vec![1.5f32; 40_000]));
+        assert!(f32::all_finite(&[1.5f32; 40_000]));
+    }
+
+    #[test]
+    fn bool_runs_count_like_the_scalar_path() {
+        for xs in [vec![true, false, true], vec![true; 5], vec![false; 4], vec![]] {
+            let mut a = Acc::default();
+            bool::summarize_run(&xs, &mut a);
+            let mut b = Acc::default();
+            xs.iter().for_each(|&x| b.push(x as u8 as f64));
+            assert_eq!(a, b);
+        }
     }
 
     #[test]
