@@ -79,7 +79,7 @@ pub fn mlp_step() -> (Graph, HashMap<String, Tensor>) {
     // Backward: d logits = (softmax - onehot) / N.
     let p = h.op("softmax", &[], Attrs::new()).unwrap();
     let mut d = p.sub(&onehot).unwrap().mul(&inv_n).unwrap();
-    let mut grads = vec![None, None, None];
+    let mut grads = [None, None, None];
     for l in (0..3).rev() {
         let gw = acts[l].transpose(None).unwrap().matmul(&d).unwrap();
         let gb = d.sum(Some(&[0])).unwrap();
@@ -92,10 +92,10 @@ pub fn mlp_step() -> (Graph, HashMap<String, Tensor>) {
     }
     // In-place updates.
     let mut outs = vec![loss];
-    for l in 0..3 {
-        let (gw, gb) = grads[l].take().unwrap();
-        outs.push(w[l].sub_inplace(&gw.mul(&lr).unwrap()).unwrap());
-        outs.push(b[l].sub_inplace(&gb.mul(&lr).unwrap()).unwrap());
+    for ((grad, wl), bl) in grads.iter_mut().zip(&w).zip(&b) {
+        let (gw, gb) = grad.take().unwrap();
+        outs.push(wl.sub_inplace(&gw.mul(&lr).unwrap()).unwrap());
+        outs.push(bl.sub_inplace(&gb.mul(&lr).unwrap()).unwrap());
     }
     let refs: Vec<_> = outs.iter().collect();
     let graph = g.build(&refs).unwrap();
@@ -229,6 +229,13 @@ fn paired_main(reps: usize) {
             Side::new("plain", &mlp_exec, Box::new(NoListener)),
             Side::new("plain_1t", &mlp_exec, Box::new(NoListener)).one_thread(),
             Side::new("validate", &mlp_exec, Box::new(validate_set())),
+            Side::new(
+                "noninplace",
+                &mlp_exec,
+                Box::new(NonInplaceValidationListener::new()),
+            ),
+            Side::new("viewmap", &mlp_exec, Box::new(ViewMapValidationListener::new())),
+            Side::new("numerics", &mlp_exec, Box::new(NumericsListener::new())),
         ],
         &mlp_feeds,
         reps,
@@ -248,6 +255,12 @@ fn paired_main(reps: usize) {
             Side::new("inplace", &inplace_exec, Box::new(NoListener)),
             Side::new("inplace_1t", &inplace_exec, Box::new(NoListener)).one_thread(),
             Side::new("validate", &inplace_exec, Box::new(validate_set())),
+            Side::new(
+                "noninplace",
+                &inplace_exec,
+                Box::new(NonInplaceValidationListener::new()),
+            ),
+            Side::new("numerics", &inplace_exec, Box::new(NumericsListener::new())),
         ],
         &chain_feeds,
         reps,

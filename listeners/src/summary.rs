@@ -164,7 +164,7 @@ fn finite_block(block: &[f32], acc: &mut Acc) -> bool {
     let mut hi = f32x8::splat(f32::NEG_INFINITY);
     for c in block.chunks_exact(8) {
         let v = vec8(c);
-        bad |= (v - v).simd_ne(zero);
+        bad |= !v.is_finite();
         lt += v.simd_lt(zero) & one;
         eq += v.simd_eq(zero) & one;
         lo = lo.fast_min(v);
@@ -196,7 +196,7 @@ fn mixed_block(block: &[f32], acc: &mut Acc) {
     let mut sum = zero;
     for c in block.chunks_exact(8) {
         let v = vec8(c);
-        let fin = (v - v).simd_eq(zero);
+        let fin = v.is_finite();
         n[0] += v.simd_ne(v) & one;
         n[1] += v.simd_eq(inf) & one;
         n[2] += v.simd_eq(ninf) & one;
@@ -245,7 +245,7 @@ impl Summarize for f32 {
             let mut bad = zero;
             for c in block.chunks_exact(8) {
                 let v = vec8(c);
-                bad |= (v - v).simd_ne(zero);
+                bad |= !v.is_finite();
             }
             !bad.any()
         }) && run[whole..].iter().all(|x| x.is_finite())
