@@ -1,8 +1,8 @@
 //! Intra-op parallelism: large matmuls (faer) and long elementwise math
-//! kernels split their work across the global rayon pool, the same pool
-//! `vigil run --jobs N` runs cases on, so the two never oversubscribe the
-//! cores: a kernel called from a busy pool just runs its pieces on the
-//! threads that are free. Small ops stay on the calling thread (see
+//! kernels split their work across the rayon pool they are called from:
+//! the global pool, or inside `vigil run` the `--jobs N` pool its cases run
+//! on, so cases and kernels never oversubscribe the cores: a kernel called
+//! from a busy pool just runs its pieces on the threads that are free. Small ops stay on the calling thread (see
 //! `ops::linalg::PARALLEL_MACS` and `ops::vmath::PARALLEL_ELEMS`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
