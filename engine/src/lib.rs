@@ -19,6 +19,7 @@ pub mod exec;
 pub mod graph;
 pub mod inplace;
 pub mod memory;
+pub mod parallel;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
 pub use exec::{At, Cursor, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step};

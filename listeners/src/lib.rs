@@ -25,6 +25,7 @@ mod region;
 pub mod replay;
 pub mod selftest;
 pub mod set;
+pub mod summary;
 pub mod viewmap;
 
 pub mod compare;

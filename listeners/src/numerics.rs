@@ -11,9 +11,10 @@ use serde::Serialize;
 use serde_json::json;
 use vigil_engine::exec::{At, Listener, OpEvent};
 use vigil_engine::tensor::storage::BufferId;
-use vigil_engine::{DType, Element, Layout, Tensor};
+use vigil_engine::{DType, Layout, Tensor};
 
 use crate::finding::{at_op, Finding, Kind, Validator};
+use crate::summary::{for_each_run, summarize, Acc, Summarize};
 
 /// Counts and range of one tensor's elements. `negative`, `zero` and
 /// `positive` count finite elements; `min`, `max` and `mean` are over finite
@@ -35,52 +36,32 @@ pub struct Health {
 }
 
 impl Health {
+    /// One pass over the elements: contiguous views (in any memory order)
+    /// and contiguous innermost rows go through a lane-parallel kernel that
+    /// LLVM vectorizes; other views are walked element by element.
     pub fn of(t: &Tensor) -> vigil_engine::Result<Health> {
-        let mut h = Health {
+        let mut acc = Acc::default();
+        vigil_engine::dispatch_all!(t.dtype(), T => t.read(|v: ArrayViewD<'_, T>| summarize(&v, &mut acc))?);
+        let finite = acc.negative + acc.zero + acc.positive;
+        let (min, max, mean) = if finite > 0 {
+            (Some(acc.lo), Some(acc.hi), Some(acc.sum / finite as f64))
+        } else {
+            (None, None, None)
+        };
+        Ok(Health {
             dtype: t.dtype(),
             shape: t.shape().to_vec(),
             elements: t.size(),
-            nan: 0,
-            neg_inf: 0,
-            pos_inf: 0,
-            negative: 0,
-            zero: 0,
-            positive: 0,
-            min: None,
-            max: None,
-            mean: None,
-        };
-        let (mut lo, mut hi, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
-        vigil_engine::dispatch_all!(t.dtype(), T => t.read(|v: ArrayViewD<'_, T>| {
-            for &x in v.iter() {
-                let f = x.to_f64();
-                if f.is_nan() {
-                    h.nan += 1;
-                } else if f == f64::INFINITY {
-                    h.pos_inf += 1;
-                } else if f == f64::NEG_INFINITY {
-                    h.neg_inf += 1;
-                } else {
-                    if f < 0.0 {
-                        h.negative += 1;
-                    } else if f == 0.0 {
-                        h.zero += 1;
-                    } else {
-                        h.positive += 1;
-                    }
-                    lo = lo.min(f);
-                    hi = hi.max(f);
-                    sum += f;
-                }
-            }
-        })?);
-        let finite = h.negative + h.zero + h.positive;
-        if finite > 0 {
-            h.min = Some(lo);
-            h.max = Some(hi);
-            h.mean = Some(sum / finite as f64);
-        }
-        Ok(h)
+            nan: acc.nan,
+            neg_inf: acc.neg_inf,
+            pos_inf: acc.pos_inf,
+            negative: acc.negative,
+            zero: acc.zero,
+            positive: acc.positive,
+            min,
+            max,
+            mean,
+        })
     }
 
     pub fn non_finite(&self) -> usize {
@@ -114,7 +95,11 @@ pub struct NumericsListener {
 }
 
 fn all_finite(t: &Tensor) -> vigil_engine::Result<bool> {
-    vigil_engine::dispatch_float!(t.dtype(), T => t.read(|v: ArrayViewD<'_, T>| v.iter().all(|x| x.is_finite())), Ok(true))
+    vigil_engine::dispatch_all!(t.dtype(), T => t.read(|v: ArrayViewD<'_, T>| {
+        let mut ok = true;
+        for_each_run(&v, |run| ok &= T::all_finite(run));
+        ok
+    }))
 }
 
 impl NumericsListener {

@@ -9,6 +9,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
 use crate::dtype::{DType, Element, Float, Num};
 use crate::error::{op_err, Result};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
+use crate::ops::vmath::{par_map, par_map_inplace, MathFn, VMath};
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -482,13 +483,40 @@ fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
     }
 }
 
-fn run_unary_float<T: Float>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
+/// `out = f(a)` through the slice kernels of [`VMath`] when both views
+/// cover their elements contiguously in one memory order (or `out` is `a`);
+/// other layouts apply the same function element by element.
+fn map_math<T: Element + VMath>(f: MathFn, a: &Tensor, out: &Tensor) -> Result<()> {
+    if out.same_buffer(a) {
+        if out.layout() == a.layout() {
+            return out.write(
+                |mut v: ArrayViewMutD<'_, T>| match v.as_slice_memory_order_mut() {
+                    Some(s) => par_map_inplace(f, s),
+                    None => v.mapv_inplace(|x| T::one(f, x)),
+                },
+            );
+        }
+        return map_math::<T>(f, &a.deep_copy()?, out);
+    }
+    a.read(|av: ArrayViewD<'_, T>| {
+        out.write(|mut ov: ArrayViewMutD<'_, T>| {
+            let same_order = av.strides() == ov.strides();
+            match (av.as_slice_memory_order(), ov.as_slice_memory_order_mut()) {
+                (Some(src), Some(dst)) if same_order => par_map(f, src, dst),
+                _ => Zip::from(&mut ov).and(&av).for_each(|o, &x| *o = T::one(f, x)),
+            }
+        })
+    })??;
+    Ok(())
+}
+
+fn run_unary_float<T: Float + VMath>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
     match kind {
-        UnKind::Exp => map1(a, out, |x: T| x.exp()),
-        UnKind::Log => map1(a, out, |x: T| x.ln()),
-        UnKind::Sqrt => map1(a, out, |x: T| x.sqrt()),
-        UnKind::Tanh => map1(a, out, |x: T| x.tanh()),
-        UnKind::Sigmoid => map1(a, out, |x: T| T::one() / (T::one() + (-x).exp())),
+        UnKind::Exp => map_math::<T>(MathFn::Exp, a, out),
+        UnKind::Log => map_math::<T>(MathFn::Log, a, out),
+        UnKind::Sqrt => map_math::<T>(MathFn::Sqrt, a, out),
+        UnKind::Tanh => map_math::<T>(MathFn::Tanh, a, out),
+        UnKind::Sigmoid => map_math::<T>(MathFn::Sigmoid, a, out),
         _ => run_unary_num::<T>(kind, a, out),
     }
 }

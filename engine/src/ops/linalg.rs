@@ -9,13 +9,18 @@
 //! - 0-d operands are errors, as in numpy.
 //!
 //! Both inputs must have the same dtype (f32, f64, i32 or i64; bool is
-//! rejected). Float blocks go through ndarray's `general_mat_mul`
-//! (matrixmultiply), which takes any strides, so transposed, reversed and
-//! broadcast inputs are read in place. Integer products wrap on overflow
+//! rejected). Float blocks whose operands are contiguous in row- or
+//! column-major order (so plain, transposed and batched operands) go through
+//! faer's GEMM, on the rayon pool above [`PARALLEL_MACS`] multiply-adds;
+//! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
+//! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
+//! inputs are read in place, never copied. Integer products wrap on overflow
 //! instead of panicking.
 
 use std::sync::Arc;
 
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, IxDyn};
 
@@ -30,13 +35,67 @@ trait MatMulElem: Num {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>);
 }
 
+/// Products with at least this many multiply-adds run on the rayon pool
+/// (shared with `vigil run --jobs`); smaller ones stay on the calling thread,
+/// where the fork-join would cost more than it saves.
+pub const PARALLEL_MACS: usize = 1 << 21;
+
+/// `v` as a faer matrix, when it is contiguous in row- or column-major
+/// order (a transposed view is column-major: read in place, no copy).
+fn faer_ref<'a, T>(v: &'a ArrayView2<'_, T>) -> Option<MatRef<'a, T>> {
+    let (r, c) = v.dim();
+    if v.is_standard_layout() {
+        Some(MatRef::from_row_major_slice(v.as_slice_memory_order()?, r, c))
+    } else if v.t().is_standard_layout() {
+        Some(MatRef::from_column_major_slice(v.as_slice_memory_order()?, r, c))
+    } else {
+        None
+    }
+}
+
+/// `c = a · b` through faer's GEMM (runtime-dispatched AVX2/AVX-512/FMA
+/// kernels). Returns false, leaving `c` alone, when a layout is not one
+/// faer's safe constructors take (rows or columns with gaps, negative or
+/// zero strides); the caller then uses matrixmultiply, which takes any
+/// strides.
+fn faer_gemm<T>(a: &ArrayView2<'_, T>, b: &ArrayView2<'_, T>, c: &mut ArrayViewMut2<'_, T>) -> bool
+where
+    T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One,
+{
+    let (Some(fa), Some(fb)) = (faer_ref(a), faer_ref(b)) else {
+        return false;
+    };
+    let (n, m) = c.dim();
+    let k = a.ncols();
+    if !c.is_standard_layout() {
+        return false;
+    }
+    let Some(dst) = c.as_slice_memory_order_mut() else {
+        return false;
+    };
+    if k == 0 {
+        dst.fill(T::zero());
+        return true;
+    }
+    let par = if n.saturating_mul(m).saturating_mul(k) >= PARALLEL_MACS && crate::parallel::intra_op() {
+        Par::rayon(0)
+    } else {
+        Par::Seq
+    };
+    let dst = MatMut::from_row_major_slice_mut(dst, n, m);
+    matmul(dst, Accum::Replace, fa, fb, T::one(), par);
+    true
+}
+
 macro_rules! matmul_float {
     ($t:ty) => {
         impl MatMulElem for $t {
             fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
-                // beta = 0: `c` is overwritten without being read (also
-                // when k = 0), so its unspecified contents never leak.
-                general_mat_mul(1.0, a, b, 0.0, c);
+                if !faer_gemm(a, b, c) {
+                    // beta = 0: `c` is overwritten without being read (also
+                    // when k = 0), so its unspecified contents never leak.
+                    general_mat_mul(1.0, a, b, 0.0, c);
+                }
             }
         }
     };
@@ -551,6 +610,47 @@ mod tests {
             }
         }
         assert_eq!(vals::<f64>(&mm(&a, &b).unwrap()), (vec![5, 3], want));
+    }
+
+    /// The textbook triple loop in f64.
+    fn naive(a: &Tensor, b: &Tensor) -> Vec<f64> {
+        let (av, bv) = (a.to_array::<f32>().unwrap(), b.to_array::<f32>().unwrap());
+        let (n, k, m) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+        let mut want = vec![0.0f64; n * m];
+        for i in 0..n {
+            for j in 0..m {
+                for l in 0..k {
+                    want[i * m + j] += av[[i, l]] as f64 * bv[[l, j]] as f64;
+                }
+            }
+        }
+        want
+    }
+
+    #[test]
+    fn large_products_on_every_path_match_a_naive_product() {
+        // Big enough for the parallel faer path; operands plain, transposed
+        // (column-major, read in place by faer) and gapped (every other
+        // column: matrixmultiply).
+        let (n, k, m) = (96, 160, 144);
+        assert!(n * k * m >= PARALLEL_MACS);
+        let gen = |len: usize, s: usize| (0..len).map(|i| ((i * s) % 17) as f32 * 0.25 - 2.0).collect();
+        let a = t(&[n, k], gen(n * k, 7));
+        let at = t(&[k, n], gen(n * k, 7)).t(None).unwrap();
+        let wide = t(&[n, 2 * k], gen(2 * n * k, 3));
+        let ag = wide
+            .slice(&[IndexSpec::All, IndexSpec::range(0, 2 * k as i64, 2)])
+            .unwrap();
+        let b = t(&[k, m], gen(k * m, 5));
+        let bt = t(&[m, k], gen(k * m, 5)).t(None).unwrap();
+        for (x, y) in [(&a, &b), (&at, &b), (&a, &bt), (&at, &bt), (&ag, &b), (&ag, &bt)] {
+            let want = naive(x, y);
+            let (shape, got) = vals::<f32>(&mm(x, y).unwrap());
+            assert_eq!(shape, vec![n, m]);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((*g as f64 - w).abs() <= 1e-3 * w.abs().max(1.0), "{g} vs {w}");
+            }
+        }
     }
 
     #[test]

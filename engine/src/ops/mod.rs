@@ -18,6 +18,7 @@ pub mod random;
 pub mod reduce;
 pub mod subtensor;
 pub mod view;
+pub mod vmath;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,0 +1,207 @@
+//! Elementwise transcendental math over slices.
+//!
+//! f32 goes through `wide`'s `f32x8` functions (SIMD exp, ln, tanh, sqrt
+//! with fdlibm/cephes-style range reduction and special-value handling), 8
+//! lanes at a time; a tail shorter than 8 is padded into one more vector,
+//! so every element gets the same function whatever its position. Two fixes
+//! on top of `wide`, for numpy's special-value behaviour:
+//!
+//! - `ln` of a subnormal: `wide` returns -inf; here a positive one is
+//!   scaled by 2^24 first and 24·ln 2 subtracted, so the result is finite,
+//!   and a negative one gives NaN.
+//! - `sigmoid` is `1 / (1 + e)` for x ≥ 0 and `e / (1 + e)` for x < 0 with
+//!   `e = exp(-|x|)`, so it never overflows and stays accurate (subnormal
+//!   results included) for large negative x.
+//!
+//! f64 uses the standard library's scalar functions (correctly handled
+//! special values, ≤ 1 ULP), as numpy does without AVX-512.
+//!
+//! Accuracy: ≤ 2 ULP against an f64 reference for every f32 input,
+//! property-tested in `engine/tests/vmath.rs`.
+
+use wide::f32x8;
+
+/// Slices at least this long are split across the rayon pool (shared with
+/// `vigil run --jobs` and the matmul kernel); shorter ones stay on the
+/// calling thread.
+pub const PARALLEL_ELEMS: usize = 1 << 16;
+/// Elements per parallel task (a multiple of the vector width).
+const TASK: usize = 1 << 14;
+
+/// `dst[i] = f(src[i])`, on the rayon pool for long slices.
+pub fn par_map<T: VMath>(f: MathFn, src: &[T], dst: &mut [T]) {
+    use rayon::prelude::*;
+    if src.len() < PARALLEL_ELEMS || !crate::parallel::intra_op() {
+        return T::map(f, src, dst);
+    }
+    dst.par_chunks_mut(TASK)
+        .zip(src.par_chunks(TASK))
+        .for_each(|(d, s)| T::map(f, s, d));
+}
+
+/// `buf[i] = f(buf[i])`, on the rayon pool for long slices.
+pub fn par_map_inplace<T: VMath>(f: MathFn, buf: &mut [T]) {
+    use rayon::prelude::*;
+    if buf.len() < PARALLEL_ELEMS || !crate::parallel::intra_op() {
+        return T::map_inplace(f, buf);
+    }
+    buf.par_chunks_mut(TASK).for_each(|b| T::map_inplace(f, b));
+}
+
+/// The unary functions with a slice kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathFn {
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Sigmoid,
+}
+
+/// Float types with slice kernels for [`MathFn`].
+pub trait VMath: Copy + Send + Sync + 'static {
+    /// `dst[i] = f(src[i])`; the slices have one length.
+    fn map(f: MathFn, src: &[Self], dst: &mut [Self]);
+    /// `buf[i] = f(buf[i])`.
+    fn map_inplace(f: MathFn, buf: &mut [Self]);
+    /// `f(x)`, exactly as the slice kernels compute it.
+    fn one(f: MathFn, x: Self) -> Self;
+}
+
+// ----- f32 ------------------------------------------------------------------
+
+const LN2_X24: f32 = 16.635_532; // 24 · ln 2, rounded to f32
+const TWO_POW_24: f32 = 16_777_216.0;
+
+#[inline(always)]
+fn ln8(v: f32x8) -> f32x8 {
+    let r = v.ln();
+    // Below the smallest normal: zeros, subnormals and negatives (NaN
+    // compares false and is already NaN).
+    let low = v.simd_lt(f32x8::splat(f32::MIN_POSITIVE));
+    if !low.any() {
+        return r;
+    }
+    let sub = v.simd_gt(f32x8::ZERO) & low;
+    let scaled = (v * f32x8::splat(TWO_POW_24)).ln() - f32x8::splat(LN2_X24);
+    let r = sub.select(scaled, r);
+    v.simd_lt(f32x8::ZERO).select(f32x8::splat(f32::NAN), r)
+}
+
+#[inline(always)]
+fn sigmoid8(v: f32x8) -> f32x8 {
+    let e = (-v.abs()).exp();
+    let d = f32x8::ONE + e;
+    let pos = f32x8::ONE / d;
+    let neg = e / d;
+    v.simd_lt(f32x8::ZERO).select(neg, pos)
+}
+
+#[inline(always)]
+fn apply8(f: MathFn, v: f32x8) -> f32x8 {
+    match f {
+        MathFn::Exp => v.exp(),
+        MathFn::Log => ln8(v),
+        MathFn::Sqrt => v.sqrt(),
+        MathFn::Tanh => v.tanh(),
+        MathFn::Sigmoid => sigmoid8(v),
+    }
+}
+
+#[inline(always)]
+fn load8(s: &[f32]) -> f32x8 {
+    let mut a = [0.0f32; 8];
+    a[..s.len()].copy_from_slice(s);
+    f32x8::new(a)
+}
+
+/// The kernel for one function: full vectors, then the padded tail.
+#[inline(always)]
+fn map_f32(src: &[f32], dst: &mut [f32], g: impl Fn(f32x8) -> f32x8) {
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (o, i) in (&mut d).zip(&mut s) {
+        o.copy_from_slice(&g(load8(i)).to_array());
+    }
+    let (o, i) = (d.into_remainder(), s.remainder());
+    if !i.is_empty() {
+        let r = g(load8(i)).to_array();
+        o.copy_from_slice(&r[..i.len()]);
+    }
+}
+
+#[inline(always)]
+fn map_f32_inplace(buf: &mut [f32], g: impl Fn(f32x8) -> f32x8) {
+    let mut d = buf.chunks_exact_mut(8);
+    for o in &mut d {
+        let r = g(load8(o)).to_array();
+        o.copy_from_slice(&r);
+    }
+    let o = d.into_remainder();
+    if !o.is_empty() {
+        let r = g(load8(o)).to_array();
+        let n = o.len();
+        o.copy_from_slice(&r[..n]);
+    }
+}
+
+impl VMath for f32 {
+    fn map(f: MathFn, src: &[f32], dst: &mut [f32]) {
+        match f {
+            MathFn::Exp => map_f32(src, dst, |v| apply8(MathFn::Exp, v)),
+            MathFn::Log => map_f32(src, dst, |v| apply8(MathFn::Log, v)),
+            MathFn::Sqrt => map_f32(src, dst, |v| apply8(MathFn::Sqrt, v)),
+            MathFn::Tanh => map_f32(src, dst, |v| apply8(MathFn::Tanh, v)),
+            MathFn::Sigmoid => map_f32(src, dst, |v| apply8(MathFn::Sigmoid, v)),
+        }
+    }
+
+    fn map_inplace(f: MathFn, buf: &mut [f32]) {
+        match f {
+            MathFn::Exp => map_f32_inplace(buf, |v| apply8(MathFn::Exp, v)),
+            MathFn::Log => map_f32_inplace(buf, |v| apply8(MathFn::Log, v)),
+            MathFn::Sqrt => map_f32_inplace(buf, |v| apply8(MathFn::Sqrt, v)),
+            MathFn::Tanh => map_f32_inplace(buf, |v| apply8(MathFn::Tanh, v)),
+            MathFn::Sigmoid => map_f32_inplace(buf, |v| apply8(MathFn::Sigmoid, v)),
+        }
+    }
+
+    fn one(f: MathFn, x: f32) -> f32 {
+        apply8(f, f32x8::splat(x)).to_array()[0]
+    }
+}
+
+// ----- f64 ------------------------------------------------------------------
+
+fn f64_fn(f: MathFn) -> fn(f64) -> f64 {
+    match f {
+        MathFn::Exp => f64::exp,
+        MathFn::Log => f64::ln,
+        MathFn::Sqrt => f64::sqrt,
+        MathFn::Tanh => f64::tanh,
+        MathFn::Sigmoid => |x: f64| {
+            let e = (-x.abs()).exp();
+            if x < 0.0 {
+                e / (1.0 + e)
+            } else {
+                1.0 / (1.0 + e)
+            }
+        },
+    }
+}
+
+impl VMath for f64 {
+    fn map(f: MathFn, src: &[f64], dst: &mut [f64]) {
+        let g = f64_fn(f);
+        dst.iter_mut().zip(src).for_each(|(o, &x)| *o = g(x));
+    }
+
+    fn map_inplace(f: MathFn, buf: &mut [f64]) {
+        let g = f64_fn(f);
+        buf.iter_mut().for_each(|x| *x = g(*x));
+    }
+
+    fn one(f: MathFn, x: f64) -> f64 {
+        f64_fn(f)(x)
+    }
+}

@@ -1,0 +1,406 @@
+//! One-pass element summaries for the numerics listener: counts of NaN,
+//! ±inf, negative, zero and positive elements, and the min, max and sum of
+//! the finite ones.
+//!
+//! f32 runs go through `wide::f32x8` compares, blends and adds, one pass,
+//! no branches. f64 runs use `L` independent scalar accumulators per
+//! statistic (counters `u32` per lane, flushed every `CHUNK` elements; sums
+//! in f64).
+
+use ndarray::{ArrayViewD, Axis};
+use vigil_engine::Element;
+use wide::f32x8;
+
+/// Lanes per statistic.
+const L: usize = 16;
+/// Elements per flush of the lane counters (far below `u32::MAX` per lane).
+const CHUNK: usize = L * 4096;
+
+/// What a summary accumulates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Acc {
+    pub nan: usize,
+    pub neg_inf: usize,
+    pub pos_inf: usize,
+    pub negative: usize,
+    pub zero: usize,
+    pub positive: usize,
+    /// Min and max of the finite elements (±inf while there are none).
+    pub lo: f64,
+    pub hi: f64,
+    /// Sum of the finite elements.
+    pub sum: f64,
+}
+
+impl Default for Acc {
+    fn default() -> Acc {
+        Acc {
+            nan: 0,
+            neg_inf: 0,
+            pos_inf: 0,
+            negative: 0,
+            zero: 0,
+            positive: 0,
+            lo: f64::INFINITY,
+            hi: f64::NEG_INFINITY,
+            sum: 0.0,
+        }
+    }
+}
+
+impl Acc {
+    /// Adds one element, given as f64 (the scalar path).
+    pub fn push(&mut self, f: f64) {
+        if f.is_nan() {
+            self.nan += 1;
+        } else if f == f64::INFINITY {
+            self.pos_inf += 1;
+        } else if f == f64::NEG_INFINITY {
+            self.neg_inf += 1;
+        } else {
+            if f < 0.0 {
+                self.negative += 1;
+            } else if f == 0.0 {
+                self.zero += 1;
+            } else {
+                self.positive += 1;
+            }
+            self.lo = self.lo.min(f);
+            self.hi = self.hi.max(f);
+            self.sum += f;
+        }
+    }
+}
+
+/// Element types with a summary kernel over contiguous runs.
+pub trait Summarize: Element {
+    fn summarize_run(run: &[Self], acc: &mut Acc);
+    fn all_finite(run: &[Self]) -> bool;
+}
+
+macro_rules! float_summary {
+    ($t:ty) => {
+        impl Summarize for $t {
+            fn summarize_run(run: &[$t], acc: &mut Acc) {
+                for chunk in run.chunks(CHUNK) {
+                    let mut nan = [0u32; L];
+                    let mut pinf = [0u32; L];
+                    let mut ninf = [0u32; L];
+                    let mut neg = [0u32; L];
+                    let mut zero = [0u32; L];
+                    let mut pos = [0u32; L];
+                    let mut lo = [<$t>::INFINITY; L];
+                    let mut hi = [<$t>::NEG_INFINITY; L];
+                    let mut sum = [0f64; L];
+                    let mut it = chunk.chunks_exact(L);
+                    for c in &mut it {
+                        for j in 0..L {
+                            let x = c[j];
+                            // x - x is 0 exactly for finite x, NaN otherwise.
+                            let fin = (x - x) == 0.0;
+                            nan[j] += (x != x) as u32;
+                            pinf[j] += (x == <$t>::INFINITY) as u32;
+                            ninf[j] += (x == <$t>::NEG_INFINITY) as u32;
+                            neg[j] += (fin & (x < 0.0)) as u32;
+                            zero[j] += (x == 0.0) as u32;
+                            pos[j] += (fin & (x > 0.0)) as u32;
+                            let xl = if fin { x } else { <$t>::INFINITY };
+                            let xh = if fin { x } else { <$t>::NEG_INFINITY };
+                            lo[j] = if xl < lo[j] { xl } else { lo[j] };
+                            hi[j] = if xh > hi[j] { xh } else { hi[j] };
+                            sum[j] += if fin { x as f64 } else { 0.0 };
+                        }
+                    }
+                    for j in 0..L {
+                        acc.nan += nan[j] as usize;
+                        acc.pos_inf += pinf[j] as usize;
+                        acc.neg_inf += ninf[j] as usize;
+                        acc.negative += neg[j] as usize;
+                        acc.zero += zero[j] as usize;
+                        acc.positive += pos[j] as usize;
+                        acc.lo = acc.lo.min(lo[j] as f64);
+                        acc.hi = acc.hi.max(hi[j] as f64);
+                        acc.sum += sum[j];
+                    }
+                    for &x in it.remainder() {
+                        acc.push(x as f64);
+                    }
+                }
+            }
+
+            fn all_finite(run: &[$t]) -> bool {
+                run.chunks(CHUNK).all(|chunk| {
+                    let mut ok = [true; L];
+                    let mut it = chunk.chunks_exact(L);
+                    for c in &mut it {
+                        for j in 0..L {
+                            ok[j] &= (c[j] - c[j]) == 0.0;
+                        }
+                    }
+                    ok.iter().all(|&o| o) && it.remainder().iter().all(|x| x.is_finite())
+                })
+            }
+        }
+    };
+}
+float_summary!(f64);
+
+/// Vectors per block of the f32 kernel (16 KiB: a block stays in L1 cache
+/// if it has to be summarized a second time).
+const VCHUNK: usize = 512;
+
+#[inline(always)]
+fn vec8(c: &[f32]) -> f32x8 {
+    f32x8::new(c.try_into().unwrap_or([0.0; 8]))
+}
+
+/// One block, assuming every element is finite: counts of negatives and
+/// zeros, min, max and sum in 8 lanes. Returns false (and adds nothing)
+/// when the block holds a NaN or an infinity.
+fn finite_block(block: &[f32], acc: &mut Acc) -> bool {
+    let (one, zero) = (f32x8::ONE, f32x8::ZERO);
+    let (mut lt, mut eq, mut sum, mut bad) = (zero, zero, zero, zero);
+    let mut lo = f32x8::splat(f32::INFINITY);
+    let mut hi = f32x8::splat(f32::NEG_INFINITY);
+    for c in block.chunks_exact(8) {
+        let v = vec8(c);
+        bad |= !v.is_finite();
+        lt += v.simd_lt(zero) & one;
+        eq += v.simd_eq(zero) & one;
+        lo = lo.fast_min(v);
+        hi = hi.fast_max(v);
+        sum += v;
+    }
+    if bad.any() {
+        return false;
+    }
+    let count = |x: f32x8| x.to_array().iter().map(|&c| c as usize).sum::<usize>();
+    let (neg, zer) = (count(lt), count(eq));
+    acc.negative += neg;
+    acc.zero += zer;
+    acc.positive += block.len() - neg - zer;
+    acc.sum += sum.to_array().iter().map(|&x| x as f64).sum::<f64>();
+    for (&l, &h) in lo.to_array().iter().zip(&hi.to_array()) {
+        acc.lo = acc.lo.min(l as f64);
+        acc.hi = acc.hi.max(h as f64);
+    }
+    true
+}
+
+/// One block with NaN or infinities: every class counted.
+fn mixed_block(block: &[f32], acc: &mut Acc) {
+    let (one, zero) = (f32x8::ONE, f32x8::ZERO);
+    let (inf, ninf) = (f32x8::splat(f32::INFINITY), f32x8::splat(f32::NEG_INFINITY));
+    let (mut lo, mut hi) = (inf, ninf);
+    let mut n = [zero; 6];
+    let mut sum = zero;
+    for c in block.chunks_exact(8) {
+        let v = vec8(c);
+        let fin = v.is_finite();
+        n[0] += v.simd_ne(v) & one;
+        n[1] += v.simd_eq(inf) & one;
+        n[2] += v.simd_eq(ninf) & one;
+        n[3] += (fin & v.simd_lt(zero)) & one;
+        n[4] += v.simd_eq(zero) & one;
+        n[5] += (fin & v.simd_gt(zero)) & one;
+        lo = lo.fast_min(fin.select(v, inf));
+        hi = hi.fast_max(fin.select(v, ninf));
+        sum += fin & v;
+    }
+    let count = |x: f32x8| x.to_array().iter().map(|&c| c as usize).sum::<usize>();
+    acc.nan += count(n[0]);
+    acc.pos_inf += count(n[1]);
+    acc.neg_inf += count(n[2]);
+    acc.negative += count(n[3]);
+    acc.zero += count(n[4]);
+    acc.positive += count(n[5]);
+    acc.sum += sum.to_array().iter().map(|&x| x as f64).sum::<f64>();
+    for (&l, &h) in lo.to_array().iter().zip(&hi.to_array()) {
+        acc.lo = acc.lo.min(l as f64);
+        acc.hi = acc.hi.max(h as f64);
+    }
+}
+
+impl Summarize for f32 {
+    /// `wide::f32x8` compares, blends and adds over blocks of 4096
+    /// elements: an all-finite block (the usual case) needs only five
+    /// accumulators; a block with NaN or infinities is summarized again,
+    /// from cache, counting every class.
+    fn summarize_run(run: &[f32], acc: &mut Acc) {
+        let whole = run.len() - run.len() % 8;
+        for block in run[..whole].chunks(VCHUNK * 8) {
+            if !finite_block(block, acc) {
+                mixed_block(block, acc);
+            }
+        }
+        for &x in &run[whole..] {
+            acc.push(x as f64);
+        }
+    }
+
+    fn all_finite(run: &[f32]) -> bool {
+        let zero = f32x8::ZERO;
+        let whole = run.len() - run.len() % 8;
+        run[..whole].chunks(VCHUNK * 8).all(|block| {
+            let mut bad = zero;
+            for c in block.chunks_exact(8) {
+                let v = vec8(c);
+                bad |= !v.is_finite();
+            }
+            !bad.any()
+        }) && run[whole..].iter().all(|x| x.is_finite())
+    }
+}
+
+macro_rules! exact_summary {
+    ($t:ty) => {
+        impl Summarize for $t {
+            fn summarize_run(run: &[$t], acc: &mut Acc) {
+                for &x in run {
+                    acc.push(x.to_f64());
+                }
+            }
+            fn all_finite(_: &[$t]) -> bool {
+                true
+            }
+        }
+    };
+}
+exact_summary!(i32);
+exact_summary!(i64);
+
+impl Summarize for bool {
+    /// Masks (`gt`, `eq`...) are common outputs: count the trues in one
+    /// vectorizable pass instead of converting every element to f64.
+    fn summarize_run(run: &[bool], acc: &mut Acc) {
+        let trues = run.iter().map(|&b| b as usize).sum::<usize>();
+        let falses = run.len() - trues;
+        acc.positive += trues;
+        acc.zero += falses;
+        acc.sum += trues as f64;
+        if falses > 0 {
+            acc.lo = acc.lo.min(0.0);
+            acc.hi = acc.hi.max(0.0);
+        }
+        if trues > 0 {
+            acc.lo = acc.lo.min(1.0);
+            acc.hi = acc.hi.max(1.0);
+        }
+    }
+    fn all_finite(_: &[bool]) -> bool {
+        true
+    }
+}
+
+/// Calls `f` on contiguous runs that together hold every logical element of
+/// `v` (a broadcast element once per position it appears at): the whole
+/// buffer range when `v` is contiguous in some memory order, else its
+/// innermost rows, else single elements.
+pub fn for_each_run<T: Element>(v: &ArrayViewD<'_, T>, mut f: impl FnMut(&[T])) {
+    if let Some(s) = v.as_slice_memory_order() {
+        f(s);
+        return;
+    }
+    let Some(last) = v.ndim().checked_sub(1) else {
+        v.iter().for_each(|x| f(std::slice::from_ref(x)));
+        return;
+    };
+    for lane in v.lanes(Axis(last)) {
+        match lane.as_slice() {
+            Some(s) => f(s),
+            None => lane.iter().for_each(|x| f(std::slice::from_ref(x))),
+        }
+    }
+}
+
+/// Summarizes every logical element of `v` into `acc`.
+pub fn summarize<T: Summarize>(v: &ArrayViewD<'_, T>, acc: &mut Acc) {
+    for_each_run(v, |run| T::summarize_run(run, acc));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array1, Array2, Axis, Slice};
+
+    fn scalar(xs: &[f32]) -> Acc {
+        let mut a = Acc::default();
+        xs.iter().for_each(|&x| a.push(x as f64));
+        a
+    }
+
+    #[test]
+    fn kernel_matches_the_scalar_path() {
+        let mut xs: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) * 0.25).collect();
+        xs[3] = f32::NAN;
+        xs[77] = f32::INFINITY;
+        xs[500] = -0.0;
+        xs[999] = f32::NEG_INFINITY;
+        xs[12] = f32::MIN_POSITIVE / 8.0;
+        let mut a = Acc::default();
+        f32::summarize_run(&xs, &mut a);
+        let b = scalar(&xs);
+        assert_eq!((a.nan, a.pos_inf, a.neg_inf), (1, 1, 1));
+        assert_eq!((a.negative, a.zero, a.positive), (b.negative, b.zero, b.positive));
+        assert_eq!((a.lo, a.hi), (b.lo, b.hi));
+        assert!((a.sum - b.sum).abs() < 1e-9);
+        assert!(!f32::all_finite(&xs));
+        assert!(f32::all_finite(&xs[13..70]));
+    }
+
+    #[test]
+    fn long_runs_flush_their_lanes() {
+        // More than one flush of the f32 lanes, with specials throughout.
+        let xs: Vec<f32> = (0..50_001)
+            .map(|i| match i % 997 {
+                0 => f32::NAN,
+                1 => f32::INFINITY,
+                2 => f32::NEG_INFINITY,
+                3 => 0.0,
+                _ => ((i * 37) % 1001) as f32 * 0.01 - 5.0,
+            })
+            .collect();
+        let mut a = Acc::default();
+        f32::summarize_run(&xs, &mut a);
+        let b = scalar(&xs);
+        assert_eq!((a.nan, a.pos_inf, a.neg_inf), (b.nan, b.pos_inf, b.neg_inf));
+        assert_eq!((a.negative, a.zero, a.positive), (b.negative, b.zero, b.positive));
+        assert_eq!((a.lo, a.hi), (b.lo, b.hi));
+        // f32 lane sums: within a few f32 roundings of the magnitudes added.
+        let mag: f64 = xs.iter().filter(|x| x.is_finite()).map(|x| x.abs() as f64).sum();
+        assert!((a.sum - b.sum).abs() <= 1e-7 * mag, "{} vs {}", a.sum, b.sum);
+        assert!(!f32::all_finite(&xs));
+        assert!(f32::all_finite(&[1.5f32; 40_000]));
+    }
+
+    #[test]
+    fn bool_runs_count_like_the_scalar_path() {
+        for xs in [vec![true, false, true], vec![true; 5], vec![false; 4], vec![]] {
+            let mut a = Acc::default();
+            bool::summarize_run(&xs, &mut a);
+            let mut b = Acc::default();
+            xs.iter().for_each(|&x| b.push(x as u8 as f64));
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn strided_and_broadcast_views_count_logical_elements() {
+        let a = Array2::from_shape_fn((5, 7), |(i, j)| (i * 7 + j) as f64 - 10.0);
+        let v = a.slice_axis(Axis(1), Slice::new(0, None, 2)).into_dyn();
+        let mut got = Acc::default();
+        summarize(&v, &mut got);
+        let mut want = Acc::default();
+        v.iter().for_each(|&x| want.push(x));
+        assert_eq!(got, want);
+        let row = Array1::from(vec![1.0f32, f32::NAN]);
+        let b = row.broadcast((3, 2)).unwrap().into_dyn();
+        let mut got = Acc::default();
+        summarize(&b, &mut got);
+        assert_eq!((got.nan, got.positive), (3, 3));
+        let t = a.t().into_dyn();
+        let mut got = Acc::default();
+        summarize(&t, &mut got);
+        assert_eq!(got.negative + got.zero + got.positive, 35);
+    }
+}
