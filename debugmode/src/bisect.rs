@@ -9,6 +9,7 @@ use vigil_findings::{Finding, Kind};
 
 use crate::config::DebugConfig;
 use crate::error::Result;
+use crate::isolate::Isolation;
 use crate::lockstep::{self, Feeds, Opts, Outcome};
 
 /// What bisection concluded.
@@ -27,6 +28,7 @@ pub struct Graphs<'a> {
     pub user: &'a Graph,
     pub inplace: &'a Graph,
     pub reference: &'a Graph,
+    pub iso: &'a Isolation,
     /// The rewrites the pass accepted on `user`, in its order.
     pub rewrites: &'a [Rewrite],
 }
@@ -46,7 +48,7 @@ pub fn culprit(
         compare: true,
     };
     *runs += 1;
-    let again = lockstep::run(inplace_graph, reference, feeds, cfg, opts)?;
+    let again = lockstep::run(inplace_graph, reference, gs.iso, feeds, cfg, opts)?;
     if again.roots != first.roots {
         let names = |o: &Outcome| {
             o.roots
@@ -68,7 +70,7 @@ pub fn culprit(
     let diverges = |k: usize, runs: &mut usize| -> Result<bool> {
         *runs += 1;
         let g = inplace::apply(user, &rewrites[..k])?;
-        Ok(lockstep::run(&g, reference, feeds, cfg, opts)?.diverged())
+        Ok(lockstep::run(&g, reference, gs.iso, feeds, cfg, opts)?.diverged())
     };
     if rewrites.is_empty() || diverges(0, runs)? {
         return Ok(Verdict::NotARewrite);

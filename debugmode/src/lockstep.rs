@@ -18,6 +18,7 @@ use vigil_listeners::{
 use crate::capture::{Capture, Writer};
 use crate::config::DebugConfig;
 use crate::error::Result;
+use crate::isolate::Isolation;
 
 pub type Feeds = HashMap<String, Tensor>;
 
@@ -68,19 +69,26 @@ pub fn poison_buffer(t: &Tensor) -> vigil_engine::Result<()> {
     Ok(())
 }
 
-/// Runs `inplace` (on fresh copies of its values and of `feeds`) beside
-/// `reference` (on `feeds` as given; its ops copy what they read).
+/// Runs `inplace` beside `reference` (built with `iso`), each on fresh
+/// copies of its values and of `feeds`. A reference value written after it
+/// was produced trips `iso`; the caller then repeats with a copying one.
 pub fn run(
     inplace: &Graph,
     reference: &Graph,
+    iso: &Isolation,
     feeds: &Feeds,
     cfg: &DebugConfig,
     opts: Opts,
 ) -> Result<Outcome> {
     let (ig, ifeeds) = fresh(inplace, feeds)?;
     let ie = Executor::new(&ig)?;
+    let (rg, rfeeds) = if opts.compare {
+        fresh(reference, feeds)?
+    } else {
+        (reference.clone(), Feeds::new())
+    };
     let re = if opts.compare {
-        Some(Executor::with_order(reference, ie.order().to_vec())?)
+        Some(Executor::with_order(&rg, ie.order().to_vec())?)
     } else {
         None
     };
@@ -92,8 +100,10 @@ pub fn run(
         },
         ..RunOptions::default()
     };
+    // Zeroed buffers: no stale contents, without the page faults of fresh
+    // memory.
     let ropts = RunOptions {
-        pool: PoolPolicy::Fresh,
+        pool: PoolPolicy::Zero,
         ..RunOptions::default()
     };
     let mut set = ListenerSet::new();
@@ -107,7 +117,7 @@ pub fn run(
 
     let mut ic = ie.start(&ifeeds, &mut set, &iopts)?;
     let mut rc = match &re {
-        Some(re) => Some(re.start(feeds, &mut rcap, &ropts)?),
+        Some(re) => Some(re.start(&rfeeds, &mut rcap, &ropts)?),
         None => None,
     };
     let sources: HashSet<BufferId> = ig
@@ -119,6 +129,9 @@ pub fn run(
         .collect();
     if let Some(cap) = set.get_mut::<Capture>() {
         cap.bind(&ig, |v| ic.value(v).cloned());
+    }
+    if let Some(rc) = &rc {
+        rcap.bind(&rg, |v| rc.value(v).cloned());
     }
     let mut st = State {
         g: &ig,
@@ -136,6 +149,9 @@ pub fn run(
         while let Some(n) = ic.next_node() {
             if let Some(rc) = &rc {
                 st.check_inputs(n, &ic, rc, set.get::<Capture>())?;
+                if !iso.is_copying() && changed_after_production(rg.node(n).inputs.as_slice(), rc, &rcap) {
+                    iso.trip();
+                }
             }
             ic.step(&mut set)?;
             let produced = set
@@ -192,6 +208,16 @@ pub fn run(
         propagated: n_propagated,
         peak_inplace: iout.stats.peak_live_bytes,
         peak_both,
+    })
+}
+
+/// Whether a value `n` reads was written after it was produced.
+fn changed_after_production(inputs: &[VarId], c: &Cursor, cap: &Capture) -> bool {
+    inputs.iter().any(|&v| {
+        let (Some(t), Some(&(buf, version))) = (c.value(v), cap.born.get(&v)) else {
+            return false;
+        };
+        t.buffer_id() == buf && t.version() != version
     })
 }
 

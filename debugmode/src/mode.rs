@@ -12,7 +12,7 @@ use vigil_findings::Kind;
 use crate::bisect::{self, Verdict};
 use crate::config::{Check, DebugConfig};
 use crate::error::Result;
-use crate::isolate::reference;
+use crate::isolate::{reference, Isolation};
 use crate::lockstep::{self, Opts};
 use crate::report::{DebugReport, DebugStats};
 
@@ -39,13 +39,21 @@ impl DebugMode {
         let snap = Snapshot::take(graph, feeds)?;
         let user = snap.graph();
         let pass = inplace::run(user)?;
-        let reference = reference(user)?;
+        let mut iso = Isolation::watch();
+        let mut reference = reference(user, &iso)?;
         let opts = Opts {
             listeners: cfg.has(Check::Listeners),
             poison: cfg.has(Check::Poison),
             compare: cfg.has(Check::Lockstep),
         };
-        let out = lockstep::run(&pass.graph, &reference, snap.feeds(), cfg, opts)?;
+        let mut out = lockstep::run(&pass.graph, &reference, &iso, snap.feeds(), cfg, opts)?;
+        if iso.tripped() {
+            // A reference value was written after it was produced: repeat
+            // with a reference whose ops work on private copies.
+            iso = Isolation::copying();
+            reference = crate::isolate::reference(user, &iso)?;
+            out = lockstep::run(&pass.graph, &reference, &iso, snap.feeds(), cfg, opts)?;
+        }
         let mut stats = DebugStats {
             nodes: user.nodes().len(),
             rewrites: pass.rewrites.len(),
@@ -63,6 +71,7 @@ impl DebugMode {
                 user,
                 inplace: &pass.graph,
                 reference: &reference,
+                iso: &iso,
                 rewrites: &pass.rewrites,
             };
             match bisect::culprit(&graphs, snap.feeds(), cfg, &out, &mut stats.reruns)? {

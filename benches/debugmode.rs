@@ -1,0 +1,162 @@
+//! What DebugMode costs, on the MLP SGD step and the 16-op chain over 8M
+//! f32: the default checks (listeners, lockstep, culprit, poison), and the
+//! orders, pre-allocation and gradient checks each on their own; and the
+//! minimizer on a 200-node failing graph.
+//!
+//! `cargo bench --bench debugmode` runs them under criterion. For ratios to
+//! the plain run measured the way the README reports them (sides alternated
+//! rep by rep in one process, medians), and peak live bytes:
+//!
+//! ```text
+//! VIGIL_PAIRED=7 cargo bench --bench debugmode
+//! ```
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::time::Instant;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use vigil::debugmode::{minimize, DebugConfig, DebugMode, Kind};
+use vigil::engine::exec::NoListener;
+use vigil::engine::{inplace, DType, Executor, Graph, GraphBuilder, RunOptions, Tensor};
+
+#[path = "common/workloads.rs"]
+mod workloads;
+use workloads::{chain16, mlp_step};
+
+type Feeds = HashMap<String, Tensor>;
+
+fn checks(list: &str) -> DebugConfig {
+    DebugConfig::default().with_checks(list).unwrap()
+}
+
+/// The ways a workload is run: the plain in-place run first.
+fn sides() -> Vec<(&'static str, Option<DebugConfig>)> {
+    vec![
+        ("plain", None),
+        ("debug", Some(DebugConfig::default())),
+        ("orders", Some(checks("orders"))),
+        ("prealloc", Some(checks("prealloc"))),
+    ]
+}
+
+fn run(graph: &Graph, exec: &Executor, feeds: &Feeds, cfg: &Option<DebugConfig>) -> usize {
+    match cfg {
+        None => {
+            let out = exec
+                .run_with(feeds, &mut NoListener, &RunOptions::default())
+                .unwrap();
+            out.stats.peak_live_bytes
+        }
+        Some(cfg) => {
+            let r = DebugMode::new(cfg.clone()).check(graph, feeds).unwrap();
+            assert!(r.findings.is_empty(), "{:#?}", r.findings);
+            r.stats.peak_lockstep_bytes
+        }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn paired(title: &str, graph: &Graph, feeds: &Feeds, reps: usize) {
+    let pass = inplace::run(graph).unwrap().graph;
+    let exec = Executor::new(&pass).unwrap();
+    let sides = sides();
+    let mut peaks = vec![0usize; sides.len()];
+    let mut times = vec![Vec::new(); sides.len()];
+    for rep in 0..=reps {
+        for (i, (_, cfg)) in sides.iter().enumerate() {
+            let start = Instant::now();
+            peaks[i] = run(graph, &exec, feeds, cfg);
+            if rep > 0 {
+                times[i].push(start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+    }
+    let meds: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    for (i, (name, _)) in sides.iter().enumerate() {
+        let peak = if i == 1 {
+            format!("  peak {:.2}x", peaks[1] as f64 / peaks[0] as f64)
+        } else {
+            String::new()
+        };
+        println!(
+            "{title:<16} {name:<9} {:9.2} ms  {:5.2}x{peak}",
+            meds[i],
+            meds[i] / meds[0]
+        );
+    }
+}
+
+/// A long graph with one bad in-place variant in the middle.
+fn failing_graph(nodes: usize) -> (Graph, Feeds) {
+    let mut r = vigil::case::registry().clone();
+    vigil::debugmode::broken::register(&mut r);
+    let b = GraphBuilder::with_registry("failing", r);
+    let x = b.input("x", DType::F32, &[64]);
+    let mut y = x.exp().unwrap();
+    let mut side = x.sigmoid().unwrap();
+    for i in 0..(nodes - 3) / 2 {
+        y = if i % 2 == 0 { y.tanh() } else { y.add(&side) }.unwrap();
+        side = side.neg().unwrap();
+        if i == nodes / 4 {
+            y = y.op("broken_stencil", &[], Default::default()).unwrap();
+        }
+    }
+    let g = b.build(&[&y, &side]).unwrap();
+    let v: Vec<f32> = (0..64).map(|i| (i as f32 * 0.3).sin()).collect();
+    (
+        g,
+        HashMap::from([("x".to_string(), Tensor::from_vec(&[64], v).unwrap())]),
+    )
+}
+
+fn minimizer() {
+    let (g, f) = failing_graph(200);
+    let start = Instant::now();
+    let m = minimize(&g, &f, &DebugConfig::default(), Some(&Kind::BAD_REWRITE)).unwrap();
+    println!(
+        "minimize         {} nodes -> {} in {} DebugMode runs, {:.1} ms",
+        m.nodes_before,
+        m.graph.nodes().len(),
+        m.runs,
+        start.elapsed().as_secs_f64() * 1e3
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    let (mlp, mlp_feeds) = mlp_step();
+    let (chain, chain_feeds) = chain16(8 << 20);
+    if let Some(reps) = std::env::var("VIGIL_PAIRED").ok().and_then(|r| r.parse().ok()) {
+        paired("mlp_step", &mlp, &mlp_feeds, reps);
+        paired("chain16_8m", &chain, &chain_feeds, reps);
+        minimizer();
+        return;
+    }
+    for (name, graph, feeds) in [
+        ("mlp_step", &mlp, &mlp_feeds),
+        ("chain16_8m", &chain, &chain_feeds),
+    ] {
+        let pass = inplace::run(graph).unwrap().graph;
+        let exec = Executor::new(&pass).unwrap();
+        let mut g = c.benchmark_group(format!("debugmode/{name}"));
+        g.sample_size(10);
+        for (side, cfg) in sides() {
+            g.bench_function(side, |b| b.iter(|| black_box(run(graph, &exec, feeds, &cfg))));
+        }
+        g.finish();
+    }
+    let (g, f) = failing_graph(200);
+    let mut grp = c.benchmark_group("debugmode/minimize");
+    grp.sample_size(10);
+    grp.bench_function("200_nodes", |b| {
+        b.iter(|| black_box(minimize(&g, &f, &DebugConfig::default(), Some(&Kind::BAD_REWRITE)).unwrap()))
+    });
+    grp.finish();
+}
+
+criterion_group!(group, benches);
+criterion_main!(group);
