@@ -61,8 +61,9 @@ impl Loss<'_> {
         let mut feeds = self.feeds.clone();
         feeds.insert(param.to_string(), Tensor::from_vec(shape, value)?);
         let out = self.exec.run(&feeds)?;
-        let t = out.get(&self.loss).expect("loss is an output");
-        Ok(t.to_f64_vec()?[0])
+        let missing = || vigil_engine::Error::Graph(format!("loss output '{}' was not computed", self.loss));
+        let t = out.get(&self.loss).ok_or_else(missing)?;
+        t.to_f64_vec()?.first().copied().ok_or_else(|| missing().into())
     }
 }
 
