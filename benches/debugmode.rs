@@ -10,6 +10,9 @@
 //! ```text
 //! VIGIL_PAIRED=7 cargo bench --bench debugmode
 //! ```
+//!
+//! `VIGIL_SIDES=debug,orders` and `VIGIL_WORKLOADS=mlp_step,chain16_8m,minimize`
+//! narrow the paired run (the plain side always runs: it is the baseline).
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -31,13 +34,21 @@ fn checks(list: &str) -> DebugConfig {
 }
 
 /// The ways a workload is run: the plain in-place run first.
+/// `VIGIL_SIDES=plain,debug` keeps only the sides named (for profiling).
 fn sides() -> Vec<(&'static str, Option<DebugConfig>)> {
-    vec![
+    let all = vec![
         ("plain", None),
         ("debug", Some(DebugConfig::default())),
         ("orders", Some(checks("orders"))),
         ("prealloc", Some(checks("prealloc"))),
-    ]
+    ];
+    match std::env::var("VIGIL_SIDES") {
+        Ok(keep) => all
+            .into_iter()
+            .filter(|(name, _)| *name == "plain" || keep.split(',').any(|k| k == *name))
+            .collect(),
+        Err(_) => all,
+    }
 }
 
 fn run(graph: &Graph, exec: &Executor, feeds: &Feeds, cfg: &Option<DebugConfig>) -> usize {
@@ -131,9 +142,17 @@ fn benches(c: &mut Criterion) {
     let (mlp, mlp_feeds) = mlp_step();
     let (chain, chain_feeds) = chain16(8 << 20);
     if let Some(reps) = std::env::var("VIGIL_PAIRED").ok().and_then(|r| r.parse().ok()) {
-        paired("mlp_step", &mlp, &mlp_feeds, reps);
-        paired("chain16_8m", &chain, &chain_feeds, reps);
-        minimizer();
+        let only = std::env::var("VIGIL_WORKLOADS").unwrap_or_default();
+        let wanted = |w: &str| only.is_empty() || only.split(',').any(|k| k == w);
+        if wanted("mlp_step") {
+            paired("mlp_step", &mlp, &mlp_feeds, reps);
+        }
+        if wanted("chain16_8m") {
+            paired("chain16_8m", &chain, &chain_feeds, reps);
+        }
+        if wanted("minimize") {
+            minimizer();
+        }
         return;
     }
     for (name, graph, feeds) in [

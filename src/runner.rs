@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::json;
+use vigil_engine::compare::{compare, Tolerance as Within};
 use vigil_engine::{inplace, DType, Executor, RunOptions, Tensor};
 use vigil_listeners::profile::ProfilingListener;
 use vigil_listeners::{
@@ -196,56 +197,33 @@ fn compare_outputs(
             continue;
         }
         let (rtol, atol) = tol.for_dtype(got.dtype());
-        let (g, w) = (got.to_f64_vec()?, want.to_f64_vec()?);
-        // Integers compare exactly (f64 cannot tell values above 2^53 apart).
-        let exact_differs: Vec<bool> = match (exact_values(got)?, exact_values(want)?) {
-            (Some(a), Some(b)) => a.iter().zip(&b).map(|(x, y)| x != y).collect(),
-            _ => Vec::new(),
-        };
-        let mut cmp = OutputComparison::new(name.clone(), g.len() as u64);
+        let c = compare(got, want, Within::new(rtol, atol))?;
+        let mut cmp = OutputComparison::new(name.clone(), c.elements as u64);
         cmp.rtol = Some(rtol);
         cmp.atol = Some(atol);
-        let mut errs = Vec::with_capacity(g.len());
-        let mut first_bad = None;
-        for (i, (&x, &y)) in g.iter().zip(&w).enumerate() {
-            let same = match exact_differs.get(i) {
-                Some(&differs) => !differs,
-                None => x == y || (x.is_nan() && y.is_nan()),
-            };
-            let d = if same { 0.0 } else { (x - y).abs() };
-            let d = if d.is_nan() { f64::INFINITY } else { d };
-            errs.push(d);
-            if !same {
-                cmp.max_abs_err = cmp.max_abs_err.max(d);
-                cmp.max_rel_err = cmp
-                    .max_rel_err
-                    .max(if y != 0.0 { d / y.abs() } else { f64::INFINITY });
-                // Non-finite values match only themselves (checked above);
-                // integers match only exactly.
-                let bad = !exact_differs.is_empty()
-                    || !x.is_finite()
-                    || !y.is_finite()
-                    || d > atol + rtol * y.abs();
-                if bad {
-                    cmp.mismatched += 1;
-                    first_bad.get_or_insert((i, x, y));
-                }
-            }
-        }
-        if let Some((i, x, y)) = first_bad {
-            cmp.sample = Some(ErrorSample::from_errors(&errs));
+        cmp.max_abs_err = c.max_abs;
+        cmp.max_rel_err = c.max_rel;
+        cmp.mismatched = c.mismatched as u64;
+        if let Some(m) = c.first.first() {
+            cmp.sample = Some(ErrorSample {
+                start: 0,
+                step: c.sample_step as u64,
+                abs_err: c.sample.clone(),
+            });
+            let dtype = got.dtype();
             out = out.with_finding(
                 Finding::error(
                     "output_mismatch",
                     format!(
-                        "output '{name}': {} of {} elements differ, max abs err {:.3e} (first at flat index {i}: got {}, expected {})",
-                        cmp.mismatched, cmp.elements, cmp.max_abs_err,
-                        crate::fmt_element(got.dtype(), x), crate::fmt_element(want.dtype(), y)
+                        "output '{name}': {} of {} elements differ, max abs err {:.3e} (first at {:?}: got {}, expected {})",
+                        cmp.mismatched, cmp.elements, cmp.max_abs_err, m.index,
+                        crate::fmt_element(dtype, m.got), crate::fmt_element(dtype, m.want)
                     ),
                 )
                 .with_details(json!({"output": name, "max_abs_err": crate::json_num(cmp.max_abs_err),
                     "max_rel_err": crate::json_num(cmp.max_rel_err), "mismatched": cmp.mismatched,
-                    "first_index": i, "rtol": rtol, "atol": atol})),
+                    "first_index": flat_index(&m.index, want.shape()), "first_at": m.index,
+                    "rtol": rtol, "atol": atol})),
             );
         }
         out = out.with_output(cmp);
@@ -253,12 +231,7 @@ fn compare_outputs(
     Ok(out)
 }
 
-/// The elements of an integer or bool tensor as i64, exactly; `None` for floats.
-fn exact_values(t: &Tensor) -> Result<Option<Vec<i64>>> {
-    Ok(match t.dtype() {
-        DType::I64 => Some(t.to_array::<i64>()?.iter().copied().collect()),
-        DType::I32 => Some(t.to_array::<i32>()?.iter().map(|&x| x as i64).collect()),
-        DType::Bool => Some(t.to_array::<bool>()?.iter().map(|&x| x as i64).collect()),
-        DType::F32 | DType::F64 => None,
-    })
+/// The logical (C-order) flat index of `index` in `shape`.
+fn flat_index(index: &[usize], shape: &[usize]) -> usize {
+    index.iter().zip(shape).fold(0, |flat, (&i, &n)| flat * n + i)
 }

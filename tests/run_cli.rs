@@ -840,3 +840,26 @@ fn minimize_writes_a_small_runnable_case_with_the_same_finding() {
         stderr(&again)
     );
 }
+
+#[test]
+fn a_nan_expected_value_is_an_infinite_error_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    relu_case(&tmp.path().join("c"), Some(&[f32::NAN, 2.5]));
+    let r = json_of(&vigil(&[
+        "run",
+        tmp.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "-q",
+        "--mode",
+        "plain",
+    ]));
+    let out = &r["cases"][0]["outputs"][0];
+    assert_eq!(out["max_abs_err"], "inf", "{out}");
+    assert_eq!(out["max_rel_err"], "inf", "{out}");
+    assert_eq!(out["mismatched"], 2, "{out}");
+    let f = &r["cases"][0]["findings"][0];
+    assert_eq!(f["details"]["first_index"], 0, "{f}");
+    assert_eq!(f["details"]["first_at"], serde_json::json!([0]), "{f}");
+    assert_eq!(out["sample"]["abs_err"], serde_json::json!(["inf", 0.5]), "{out}");
+}

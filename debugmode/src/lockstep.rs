@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
-use vigil_engine::compare::{compare, Comparison};
+use vigil_engine::compare::{compare, Comparison, Tolerance};
 use vigil_engine::exec::{copy_values, Copier, Cursor, RunOptions};
 use vigil_engine::graph::{Graph, NodeId, VarId, VarKind};
 use vigil_engine::tensor::storage::BufferId;
@@ -314,7 +314,7 @@ impl State<'_> {
                 None,
             ),
         };
-        let mut details = diff_details(cmp, var);
+        let mut details = diff_details(cmp, var, self.cfg.tolerance(self.g.var(v).ty.dtype));
         details["changed_after_production"] = json!(true);
         if let Some(d) = by {
             details["written_by"] = json!({"node": d.name, "op": d.op.name()});
@@ -363,7 +363,7 @@ impl State<'_> {
             )
             .at(node.name.clone(), node.op.name())
             .with_output(k)
-            .with_details(diff_details(&cmp, var));
+            .with_details(diff_details(&cmp, var, self.tolerance(w)));
             self.add_root(n, k, *v, f);
         }
         Ok(())
@@ -386,7 +386,7 @@ impl State<'_> {
                 continue;
             }
             let writer = cap.and_then(|c| c.writers.get(&t.buffer_id()).copied());
-            let mut details = diff_details(&cmp, name);
+            let mut details = diff_details(&cmp, name, self.tolerance(w));
             details["changed_after_production"] = json!(true);
             let by = writer.map(|w| self.g.node(w.node));
             if let Some(d) = by {
@@ -465,9 +465,13 @@ pub fn summary(c: &Comparison) -> String {
     )
 }
 
-/// The structured diff of a `value_mismatch`.
-pub fn diff_details(c: &Comparison, var: &str) -> Value {
+/// The structured diff of a `value_mismatch`; `sample` is in the report's
+/// error-sample form, so the HTML report can plot it.
+pub fn diff_details(c: &Comparison, var: &str, tol: Tolerance) -> Value {
     json!({
+        "rtol": tol.rtol,
+        "atol": tol.atol,
+        "sample": {"start": 0, "step": c.sample_step, "abs_err": c.sample.iter().map(|&e| json_f64(e)).collect::<Vec<_>>()},
         "var": var,
         "max_abs_err": json_f64(c.max_abs),
         "max_rel_err": json_f64(c.max_rel),

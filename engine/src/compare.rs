@@ -30,6 +30,10 @@ impl Tolerance {
 /// At most this many mismatching elements are listed.
 pub const MAX_LISTED: usize = 10;
 
+/// At most this many element errors are kept in [`Comparison::sample`]:
+/// enough to plot where two tensors diverge.
+pub const MAX_SAMPLE: usize = 256;
+
 /// One element outside tolerance.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Mismatch {
@@ -52,6 +56,11 @@ pub struct Comparison {
     pub max_ulp: u64,
     /// The first [`MAX_LISTED`] mismatches, in logical order.
     pub first: Vec<Mismatch>,
+    /// When any element differs: the absolute error of every
+    /// `sample_step`-th element in logical order (at most [`MAX_SAMPLE`];
+    /// NaN against a number is infinite). Empty when all agree.
+    pub sample: Vec<f64>,
+    pub sample_step: usize,
     pub dtype_differs: bool,
     pub shape_differs: bool,
     /// Same values, different memory layout (not a mismatch by itself).
@@ -89,8 +98,8 @@ pub fn compare(got: &Tensor, want: &Tensor, tol: Tolerance) -> Result<Comparison
 
 fn same<T: Element>(x: T, y: T) -> bool {
     #[allow(clippy::eq_op)]
-    let both_nan = x != x && y != y;
-    x == y || both_nan
+    let both_nan = (x != x) & (y != y);
+    (x == y) | both_nan
 }
 
 fn compare_typed<T: Element>(
@@ -103,11 +112,17 @@ fn compare_typed<T: Element>(
     got.read::<T, _>(|a| {
         want.read::<T, _>(|b| {
             // Fast path: one pass, no arithmetic, when all elements agree.
-            if ndarray::Zip::from(&a).and(&b).all(|&x, &y| same(x, y)) {
+            if all_same(&a, &b) {
                 return;
             }
-            for ((idx, &x), &y) in a.indexed_iter().zip(b.iter()) {
+            let step = c.elements.div_ceil(MAX_SAMPLE).max(1);
+            c.sample_step = step;
+            for (i, ((idx, &x), &y)) in a.indexed_iter().zip(b.iter()).enumerate() {
+                let sampled = i % step == 0;
                 if same(x, y) {
+                    if sampled {
+                        c.sample.push(0.0);
+                    }
                     continue;
                 }
                 c.differing += 1;
@@ -119,6 +134,9 @@ fn compare_typed<T: Element>(
                 } else {
                     f64::INFINITY
                 };
+                if sampled {
+                    c.sample.push(d);
+                }
                 c.max_abs = c.max_abs.max(d);
                 c.max_rel = c.max_rel.max(rel);
                 c.max_ulp = c.max_ulp.max(ulp_distance(xf, yf, dtype));
@@ -138,6 +156,21 @@ fn compare_typed<T: Element>(
         })
     })??;
     Ok(())
+}
+
+/// Whether every element of `a` is [`same`] as its partner in `b`. On
+/// contiguous data of one layout this runs over fixed-size blocks without
+/// an early exit inside a block, so the compiler vectorizes it and the check
+/// runs at memory bandwidth.
+fn all_same<T: Element>(a: &ndarray::ArrayViewD<'_, T>, b: &ndarray::ArrayViewD<'_, T>) -> bool {
+    const BLOCK: usize = 256;
+    match (a.as_slice_memory_order(), b.as_slice_memory_order()) {
+        (Some(x), Some(y)) if a.strides() == b.strides() => x
+            .chunks(BLOCK)
+            .zip(y.chunks(BLOCK))
+            .all(|(p, q)| p.iter().zip(q).fold(true, |ok, (&u, &v)| ok & same(u, v))),
+        _ => ndarray::Zip::from(a).and(b).all(|&x, &y| same(x, y)),
+    }
 }
 
 /// Distance in representable values of `dtype` between two floats (0 for
@@ -208,12 +241,32 @@ mod tests {
         assert_eq!(c.max_abs, 0.5);
         assert!(c.max_ulp >= 2);
         assert!(!c.is_close() && !c.is_exact());
+        assert_eq!(c.sample_step, 1);
+        assert_eq!(c.sample.len(), 30);
+        assert_eq!((c.sample[0], c.sample[12]), (0.0, 0.5));
         assert_eq!(
             ulp_distance(1.0, f32::from_bits(1f32.to_bits() + 1) as f64, DType::F32),
             1
         );
         assert_eq!(ulp_distance(-0.0, 0.0, DType::F64), 0);
         assert_eq!(ulp_distance(f64::from_bits(1), -f64::from_bits(1), DType::F64), 2);
+    }
+
+    #[test]
+    fn large_tensors_sample_their_errors_and_blocks_find_one_difference() {
+        let want: Vec<f64> = (0..1000).map(f64::from).collect();
+        let mut got = want.clone();
+        got[517] = f64::NAN;
+        let c = compare(
+            &Tensor::from_vec(&[1000], got).unwrap(),
+            &Tensor::from_vec(&[1000], want).unwrap(),
+            Tolerance::EXACT,
+        )
+        .unwrap();
+        assert_eq!((c.differing, c.sample_step, c.sample.len()), (1, 4, 250));
+        assert!(c.sample.iter().all(|&e| e == 0.0), "517 is not a multiple of 4");
+        assert_eq!(c.first[0].index, vec![517]);
+        assert_eq!(c.max_abs, f64::INFINITY);
     }
 
     #[test]

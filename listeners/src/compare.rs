@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use vigil_engine::{DType, Tensor};
+use vigil_engine::compare::{compare, Tolerance};
+use vigil_engine::Tensor;
 
 use crate::record::{Index, INDEX};
 
@@ -64,8 +65,11 @@ fn read_index(dir: &Path) -> Result<Index, CompareError> {
     serde_json::from_str(&text).map_err(|e| file_err(&path, e))
 }
 
+/// (max abs error, max rel error, elements outside tolerance), by the
+/// project's one comparison.
 fn diff(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<(f64, f64, usize), String> {
-    if a.dtype() != b.dtype() || a.shape() != b.shape() {
+    let c = compare(a, b, Tolerance::new(rtol, atol)).map_err(|e| e.to_string())?;
+    if c.dtype_differs || c.shape_differs {
         return Err(format!(
             "{} {:?} vs {} {:?}",
             a.dtype(),
@@ -74,44 +78,7 @@ fn diff(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<(f64, f64, usize
             b.shape()
         ));
     }
-    let (x, y) = (
-        a.to_f64_vec().map_err(|e| e.to_string())?,
-        b.to_f64_vec().map_err(|e| e.to_string())?,
-    );
-    let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
-    if a.dtype() == DType::I64 {
-        // Exact: f64 cannot tell i64 values above 2^53 apart.
-        let (p, q) = (
-            a.to_array::<i64>().map_err(|e| e.to_string())?,
-            b.to_array::<i64>().map_err(|e| e.to_string())?,
-        );
-        for (&u, &v) in p.iter().zip(q.iter()) {
-            if u != v {
-                let d = (u as i128 - v as i128).unsigned_abs() as f64;
-                max_abs = max_abs.max(d);
-                max_rel = max_rel.max(if v != 0 {
-                    d / (v as f64).abs()
-                } else {
-                    f64::INFINITY
-                });
-                bad += 1;
-            }
-        }
-        return Ok((max_abs, max_rel, bad));
-    }
-    for (&p, &q) in x.iter().zip(&y) {
-        if p.is_nan() && q.is_nan() || p == q {
-            continue;
-        }
-        let d = (p - q).abs();
-        let d = if d.is_nan() { f64::INFINITY } else { d };
-        max_abs = max_abs.max(d);
-        max_rel = max_rel.max(if q != 0.0 { d / q.abs() } else { f64::INFINITY });
-        if d > atol + rtol * q.abs() {
-            bad += 1;
-        }
-    }
-    Ok((max_abs, max_rel, bad))
+    Ok((c.max_abs, c.max_rel, c.mismatched))
 }
 
 /// Compares recording `a` against recording `b` (the reference).

@@ -228,6 +228,26 @@ impl Case {
             .filter(|o| o.diverged())
             .find_map(|o| o.sample.as_ref().map(|s| (o, s)))
     }
+
+    /// The error sample of the first finding that carries one in its
+    /// details (DebugMode's `value_mismatch`: `var`, `sample`, `atol`), as
+    /// the comparison of that variable.
+    pub fn first_finding_sample(&self) -> Option<(OutputComparison, ErrorSample)> {
+        self.findings.iter().find_map(|f| {
+            let d = f.details.as_object()?;
+            let sample: ErrorSample = serde_json::from_value(d.get("sample")?.clone()).ok()?;
+            if sample.abs_err.is_empty() {
+                return None;
+            }
+            let var = d.get("var").and_then(|v| v.as_str()).unwrap_or(&f.node);
+            let elements = d.get("elements").and_then(|v| v.as_u64()).unwrap_or(0);
+            let mut o = OutputComparison::new(var, elements);
+            o.atol = d.get("atol").and_then(|v| v.as_f64());
+            o.rtol = d.get("rtol").and_then(|v| v.as_f64());
+            o.mismatched = d.get("mismatched").and_then(|v| v.as_u64()).unwrap_or(0);
+            Some((o, sample))
+        })
+    }
 }
 
 /// Counts derived from the cases; see [`Summary::of`].

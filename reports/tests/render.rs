@@ -359,3 +359,32 @@ fn dump_for_inspection() {
         vigil_reports::write_report(&path, &report(), format).unwrap();
     }
 }
+
+#[test]
+fn html_plots_a_debugmode_value_mismatch_from_its_details() {
+    use vigil_reports::{Case, Finding};
+    let details = serde_json::json!({
+        "var": "h<1>", "elements": 8, "mismatched": 2, "atol": 1e-5, "rtol": 1e-5,
+        "sample": {"start": 0, "step": 2, "abs_err": [0.0, 0.5, "inf", 0.0]},
+    });
+    let case = Case::new("mlp", "suites/x/mlp").with_finding(
+        Finding::error(
+            "value_mismatch",
+            "output 0 'h<1>' differs from the pure reference",
+        )
+        .at("n1", "scale6")
+        .with_details(details),
+    );
+    let (o, s) = case.first_finding_sample().expect("the finding carries a sample");
+    assert_eq!(
+        (o.name.as_str(), o.atol, s.step, s.abs_err.len()),
+        ("h<1>", Some(1e-5), 2, 4)
+    );
+    assert!(s.abs_err[2].is_infinite());
+    let html = render(&Report::new("debug", vec![case]), Format::Html, false);
+    assert!(html.contains("aria-label=\"Absolute error of output h&lt;1&gt;\""));
+    assert!(html.contains("against the pure reference, 1 in 2 elements"));
+    // A finding without a sample draws nothing.
+    let plain = Case::new("c", "p").with_finding(Finding::error("destroyed_input", "x"));
+    assert!(plain.first_finding_sample().is_none());
+}

@@ -280,7 +280,14 @@ fn case_section(h: &mut String, index: usize, case: &Case) {
     }
     outputs_table(h, case);
     let mut plots = String::new();
-    if let Some((output, sample)) = case.first_divergent_sample() {
+    let from_finding = case.first_finding_sample();
+    let divergent = case
+        .first_divergent_sample()
+        .map(|(o, s)| (o, s, "first divergent output"))
+        .or(from_finding
+            .as_ref()
+            .map(|(o, s)| (o, s, "first divergent value, against the pure reference")));
+    if let Some((output, sample, what)) = divergent {
         let every = if sample.step > 1 {
             format!(", 1 in {} elements", sample.step)
         } else {
@@ -288,7 +295,7 @@ fn case_section(h: &mut String, index: usize, case: &Case) {
         };
         let _ = writeln!(
             plots,
-            "<figure><figcaption>Absolute error of output <code>{}</code> (first divergent output{every})\
+            "<figure><figcaption>Absolute error of <code>{}</code> ({what}{every})\
              </figcaption>{}</figure>",
             esc(&output.name),
             error_plot(output, sample),
