@@ -8,6 +8,7 @@
 //! | `broken_stencil`        | its in-place variant reads neighbours it already overwrote    | `bad_rewrite`, `value_mismatch` |
 //! | `broken_accumulate_out` | accumulates into its output buffer instead of assigning       | `value_mismatch`, `preallocated_output` |
 //! | `broken_c_order_out`    | writes its output as if it were C-contiguous                  | `preallocated_output`   |
+//! | `broken_oversize_out`   | asks for one element more than its output and returns a slice | `preallocated_output` (`wrong_size`) |
 //! | `broken_stash`/`broken_take` | `take` reads what `stash` left in shared state           | `order_dependent`       |
 //!
 //! The twins are `fixed_*`.
@@ -46,7 +47,25 @@ fn store(t: &Tensor, vals: &[f32]) -> Result<()> {
     t.write(|mut v: ArrayViewMutD<'_, f32>| v.iter_mut().zip(vals).for_each(|(a, &b)| *a = b))
 }
 
-/// Declares a 1-in, 1-out f32 op with `$compute(self, inputs, ctx)`.
+/// The `name`, `arity` and `infer` of a 1-in, 1-out op on a 1-D f32
+/// input whose output has the input's type.
+macro_rules! same_type_unary {
+    () => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+        fn arity(&self) -> Arity {
+            Arity::exactly(1)
+        }
+        fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+            check_arity(self, i.len())?;
+            f32_1d(&self.name, i)?;
+            Ok(vec![i[0].clone()])
+        }
+    };
+}
+
+/// Declares the struct of a broken op and its fixed twin.
 macro_rules! unary_op {
     ($ty:ident, $what:literal) => {
         pub struct $ty {
@@ -66,17 +85,7 @@ macro_rules! unary_op {
 
 unary_op!(Scale6, "scale6");
 impl Op for Scale6 {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, i.len())?;
-        f32_1d(&self.name, i)?;
-        Ok(vec![i[0].clone()])
-    }
+    same_type_unary!();
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let x = if self.fixed {
             i[0].deep_copy()?
@@ -125,17 +134,7 @@ fn stencil(x: &[f32]) -> Vec<f32> {
 }
 
 impl Op for Stencil {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, i.len())?;
-        f32_1d(&self.name, i)?;
-        Ok(vec![i[0].clone()])
-    }
+    same_type_unary!();
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let x = &i[0];
         if !self.inplace {
@@ -181,17 +180,7 @@ impl Op for Stencil {
 
 unary_op!(AccumulateOut, "accumulate_out");
 impl Op for AccumulateOut {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, i.len())?;
-        f32_1d(&self.name, i)?;
-        Ok(vec![i[0].clone()])
-    }
+    same_type_unary!();
     /// `max(x, 0)`, summed into the output buffer (broken) or assigned.
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let r: Vec<f32> = values(&i[0])?.iter().map(|v| v.max(0.0)).collect();
@@ -208,17 +197,7 @@ impl Op for AccumulateOut {
 
 unary_op!(COrderOut, "c_order_out");
 impl Op for COrderOut {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, i.len())?;
-        f32_1d(&self.name, i)?;
-        Ok(vec![i[0].clone()])
-    }
+    same_type_unary!();
     /// `x + 1`; the broken one writes the output's buffer from its start,
     /// ignoring the output's strides and offset.
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
@@ -234,23 +213,31 @@ impl Op for COrderOut {
     }
 }
 
+unary_op!(OversizeOut, "oversize_out");
+impl Op for OversizeOut {
+    same_type_unary!();
+    /// `2x`; the broken one asks for an output one element longer than its
+    /// result (an off-by-one in the size) and returns the first `n`, so a
+    /// caller's buffer of the wrong size is taken and written.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let r: Vec<f32> = values(&i[0])?.iter().map(|v| 2.0 * v).collect();
+        let n = r.len();
+        let out = ctx.output(0, DType::F32, &[n + usize::from(!self.fixed)])?;
+        store(&out, &r)?;
+        if self.fixed {
+            return Ok(vec![out]);
+        }
+        Ok(vec![out.with_layout(Layout::contiguous(&[n]))?])
+    }
+}
+
 thread_local! {
     static STASH: Cell<f32> = const { Cell::new(0.0) };
 }
 
 unary_op!(Stash, "stash");
 impl Op for Stash {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, i.len())?;
-        f32_1d(&self.name, i)?;
-        Ok(vec![i[0].clone()])
-    }
+    same_type_unary!();
     /// A copy of `x`; the broken one also leaves `sum(x)` in shared state.
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let v = values(&i[0])?;
@@ -265,17 +252,7 @@ impl Op for Stash {
 
 unary_op!(Take, "take");
 impl Op for Take {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, i.len())?;
-        f32_1d(&self.name, i)?;
-        Ok(vec![i[0].clone()])
-    }
+    same_type_unary!();
     /// `y + stash` (the broken one reads and clears the shared state; the
     /// fixed one adds nothing).
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
@@ -300,6 +277,7 @@ pub fn ops() -> Vec<Arc<dyn Op>> {
         v.push(Arc::new(Stencil::new(fixed, true)));
         v.push(Arc::new(AccumulateOut::new(fixed)));
         v.push(Arc::new(COrderOut::new(fixed)));
+        v.push(Arc::new(OversizeOut::new(fixed)));
         v.push(Arc::new(Stash::new(fixed)));
         v.push(Arc::new(Take::new(fixed)));
     }

@@ -27,6 +27,13 @@ pub struct Run<'a> {
     error: Option<String>,
 }
 
+impl Run<'_> {
+    /// The baseline's copy of `v`, once produced.
+    pub fn value(&self, v: VarId) -> Option<&Tensor> {
+        self.values.get(&v)
+    }
+}
+
 impl Listener for Run<'_> {
     fn post_op(&mut self, at: &At, ev: &OpEvent) {
         if let Some(p) = at.node_index {

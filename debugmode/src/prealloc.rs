@@ -2,19 +2,30 @@
 //! output handed to its op as a caller-supplied buffer full of poison, in
 //! several layouts. An op whose result depends on the buffer's content or
 //! layout (it accumulates into it, reads it before writing, or assumes it
-//! is C-contiguous) gives a different digest.
+//! is C-contiguous) gives a different digest. The `previous` layout hands
+//! each op the buffer of its own last result instead of poison, which shows
+//! an op that accumulates into a plausible-looking buffer.
+//!
+//! `wrong_size` is checked op by op: each op that makes fresh outputs is
+//! called once more, on the run's own input values, with buffers one
+//! element too large and too small in every dimension, inside a poisoned
+//! guard region. It must refuse them or allocate its own, and never write
+//! into them.
 
 use serde_json::json;
+use vigil_engine::compare::{compare, Tolerance};
+use vigil_engine::exec::NoListener;
 use vigil_engine::graph::{Graph, Node, NodeId};
-use vigil_engine::{DType, Layout, Tensor};
+use vigil_engine::ops::OpCtx;
+use vigil_engine::{DType, Error as EngineError, Executor, Layout, RunOptions, Tensor};
 use vigil_findings::{Finding, Kind};
 
 use crate::config::DebugConfig;
 use crate::digest;
 use crate::error::Result;
-use crate::lockstep::{poison_buffer, Feeds};
+use crate::lockstep::{fresh, poison_buffer, Feeds};
 
-/// The layouts tried, by name.
+/// The poisoned layouts tried, by name; then `previous`, then `wrong_size`.
 pub const LAYOUTS: [&str; 4] = ["c_contiguous", "f_contiguous", "strided", "reversed"];
 
 /// A poisoned tensor of `shape` laid out as `layout` says.
@@ -62,31 +73,49 @@ fn buffers(g: &Graph, node: &Node, layout: &str) -> Vec<Option<Tensor>> {
         .collect()
 }
 
+/// Copies of the baseline's values of `node`'s fresh outputs.
+fn previous(base: &digest::Run<'_>, node: &Node) -> Vec<Option<Tensor>> {
+    if !node.op.view_map().is_empty() || !node.op.destroy_map().is_empty() {
+        return Vec::new();
+    }
+    node.outputs
+        .iter()
+        .map(|&v| base.value(v).and_then(|t| t.deep_copy().ok()))
+        .collect()
+}
+
 /// Findings of `preallocated_output`, at most one per layout.
 pub fn check(graph: &Graph, feeds: &Feeds, cfg: &DebugConfig, runs: &mut usize) -> Result<Vec<Finding>> {
     *runs += 1;
     let base = digest::run(graph, feeds, None, None, None)?;
     let mut out = Vec::new();
-    for layout in LAYOUTS {
+    for layout in LAYOUTS.into_iter().chain(["previous"]) {
         *runs += 1;
-        let supply = |_: NodeId, node: &Node| buffers(graph, node, layout);
-        match digest::run(graph, feeds, None, Some(&supply), Some((&base, cfg))) {
+        let poisoned = |_: NodeId, node: &Node| buffers(graph, node, layout);
+        let last = |_: NodeId, node: &Node| previous(&base, node);
+        let supply: &dyn Fn(NodeId, &Node) -> Vec<Option<Tensor>> =
+            if layout == "previous" { &last } else { &poisoned };
+        match digest::run(graph, feeds, None, Some(supply), Some((&base, cfg))) {
             Ok(d) => {
                 if let Some(v) = d.first_difference {
-                    let (n, k) = graph.producer(v).expect("digests cover node outputs only");
-                    let node = graph.node(n);
-                    out.push(
-                        Finding::new(
-                            Kind::PREALLOCATED_OUTPUT,
-                            format!(
-                                "output {k} '{}' changes when the op is handed a pre-allocated {layout} buffer full of poison: the op depends on the output buffer's content or layout",
-                                graph.var(v).name
-                            ),
-                        )
-                        .at(node.name.clone(), node.op.name())
-                        .with_output(k)
-                        .with_details(json!({"layout": layout, "var": graph.var(v).name})),
-                    );
+                    let what = if layout == "previous" {
+                        "the buffer of its own previous result".to_string()
+                    } else {
+                        format!("a pre-allocated {layout} buffer full of poison")
+                    };
+                    let mut f = Finding::new(
+                        Kind::PREALLOCATED_OUTPUT,
+                        format!(
+                            "output '{}' changes when the op is handed {what}: the op depends on the output buffer's content or layout",
+                            graph.var(v).name
+                        ),
+                    )
+                    .with_details(json!({"layout": layout, "var": graph.var(v).name}));
+                    if let Some((n, k)) = graph.producer(v) {
+                        let node = graph.node(n);
+                        f = f.at(node.name.clone(), node.op.name()).with_output(k);
+                    }
+                    out.push(f);
                 }
             }
             Err(e) => out.push(
@@ -98,5 +127,90 @@ pub fn check(graph: &Graph, feeds: &Feeds, cfg: &DebugConfig, runs: &mut usize) 
             ),
         }
     }
+    *runs += 1;
+    out.extend(wrong_size(graph, feeds)?);
+    Ok(out)
+}
+
+/// A poisoned buffer of `shape` with every dimension changed by `delta`,
+/// at the start of a poisoned region twice its size (the guard).
+fn wrong_buffer(dtype: DType, shape: &[usize], delta: isize) -> Option<(Tensor, Tensor)> {
+    let wrong: Vec<usize> = shape
+        .iter()
+        .map(|&d| (d as isize + delta).max(0) as usize)
+        .collect();
+    if wrong == shape {
+        return None;
+    }
+    let n: usize = wrong.iter().product();
+    let base = Tensor::zeros(dtype, &[2 * n.max(1)]).ok()?;
+    poison_buffer(&base).ok()?;
+    let t = base.with_layout(Layout::contiguous(&wrong)).ok()?;
+    Some((base, t))
+}
+
+/// Each fresh-output op called again with wrong-size buffers; see the
+/// module docs.
+fn wrong_size(graph: &Graph, feeds: &Feeds) -> Result<Vec<Finding>> {
+    let (g, f) = fresh(graph, feeds)?;
+    let exec = Executor::new(&g)?;
+    let mut listener = NoListener;
+    let opts = RunOptions::default();
+    let mut cursor = exec.start(&f, &mut listener, &opts)?;
+    let mut out = Vec::new();
+    while let Some(n) = cursor.next_node() {
+        let node = g.node(n);
+        let fresh_outputs = node.op.view_map().is_empty() && node.op.destroy_map().is_empty();
+        let inputs: Option<Vec<Tensor>> = node.inputs.iter().map(|&v| cursor.value(v).cloned()).collect();
+        if let (true, Some(inputs)) = (fresh_outputs, inputs) {
+            for delta in [1isize, -1] {
+                let mut guards = Vec::new();
+                let bufs: Vec<Option<Tensor>> = node
+                    .outputs
+                    .iter()
+                    .map(|&v| {
+                        let ty = &g.var(v).ty;
+                        let (base, t) = wrong_buffer(ty.dtype, &ty.static_shape()?, delta)?;
+                        guards.push((base.deep_copy().ok()?, base, t.buffer_id()));
+                        Some(t)
+                    })
+                    .collect();
+                if guards.is_empty() {
+                    continue;
+                }
+                let mut ctx = OpCtx::with_prealloc(&node.name, bufs);
+                let used = match node.op.compute(&inputs, &mut ctx) {
+                    Ok(outs) => outs
+                        .iter()
+                        .any(|o| guards.iter().any(|(_, _, id)| o.buffer_id() == *id)),
+                    Err(EngineError::PreallocRefused { .. }) => false,
+                    // Any other failure is the op's to report in the real
+                    // run; it is not a buffer problem.
+                    Err(_) => false,
+                };
+                let mut written = false;
+                for (before, after, _) in &guards {
+                    written |= !compare(after, before, Tolerance::EXACT)?.is_exact();
+                }
+                if used || written {
+                    let size = if delta > 0 { "larger" } else { "smaller" };
+                    out.push(
+                        Finding::new(
+                            Kind::PREALLOCATED_OUTPUT,
+                            format!(
+                                "handed output buffers one element {size} in every dimension than its outputs, the op {} instead of refusing them or allocating its own",
+                                if used { "returned them" } else { "wrote into them" }
+                            ),
+                        )
+                        .at(node.name.clone(), node.op.name())
+                        .with_details(json!({"layout": "wrong_size", "delta": delta, "returned": used, "written": written})),
+                    );
+                    break;
+                }
+            }
+        }
+        cursor.step(&mut listener)?;
+    }
+    cursor.finish(&mut listener)?;
     Ok(out)
 }

@@ -142,6 +142,7 @@ pub fn cases() -> Vec<Case> {
             chain,
         ),
         ("c_order_out", vec![K::PREALLOCATED_OUTPUT], None, chain),
+        ("oversize_out", vec![K::PREALLOCATED_OUTPUT], None, chain),
         (
             "identity",
             vec![K::READ_AFTER_DESTROY, K::UNDECLARED_VIEW, K::BAD_REWRITE],

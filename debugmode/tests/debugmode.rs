@@ -49,6 +49,7 @@ fn a_clean_graph_gives_no_findings_under_every_check() {
         let s = op(&a, "fixed_stencil");
         let t = op(&s, "fixed_accumulate_out");
         let u = op(&t, "fixed_c_order_out").add(&x).unwrap().relu().unwrap();
+        let u = op(&u, "fixed_oversize_out");
         vec![u]
     });
     let r = DebugMode::new(DebugConfig::all()).check(&g, &feeds(16)).unwrap();
@@ -281,4 +282,30 @@ fn the_minimizer_keeps_the_finding_and_drops_the_rest() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("nothing to minimize"), "{err}");
+}
+
+#[test]
+fn an_op_that_takes_a_wrong_size_output_buffer() {
+    let g = graph(|_, x| vec![op(&x.neg().unwrap(), "broken_oversize_out")]);
+    let f = check(&g, DebugConfig::default().with_checks("prealloc").unwrap());
+    assert_eq!(kinds(&f), vec!["preallocated_output"], "{f:#?}");
+    let wrong: Vec<&Finding> = f.iter().filter(|f| f.details["layout"] == "wrong_size").collect();
+    assert_eq!(wrong.len(), 1, "{f:#?}");
+    assert_eq!(wrong[0].op, "broken_oversize_out");
+    assert_eq!(wrong[0].details["delta"], 1);
+    assert_eq!(wrong[0].details["returned"], true);
+}
+
+#[test]
+fn an_op_that_accumulates_into_its_previous_result() {
+    let g = graph(|_, x| vec![op(&x.neg().unwrap(), "broken_accumulate_out")]);
+    let f = check(&g, DebugConfig::default().with_checks("prealloc").unwrap());
+    let previous: Vec<&Finding> = f.iter().filter(|f| f.details["layout"] == "previous").collect();
+    assert_eq!(previous.len(), 1, "{f:#?}");
+    assert!(
+        previous[0].message.contains("its own previous result"),
+        "{}",
+        previous[0].message
+    );
+    assert_eq!(previous[0].op, "broken_accumulate_out");
 }
