@@ -1,6 +1,7 @@
 //! What DebugMode costs, on the MLP SGD step and the 16-op chain over 8M
 //! f32: the default checks (listeners, lockstep, culprit, poison), and the
-//! orders, pre-allocation and gradient checks each on their own; and the
+//! orders and pre-allocation checks each on their own, the gradient check on
+//! the same MLP with its gradients as outputs; and the
 //! minimizer on a 200-node failing graph.
 //!
 //! `cargo bench --bench debugmode` runs them under criterion. For ratios to
@@ -11,7 +12,7 @@
 //! VIGIL_PAIRED=7 cargo bench --bench debugmode
 //! ```
 //!
-//! `VIGIL_SIDES=debug,orders` and `VIGIL_WORKLOADS=mlp_step,chain16_8m,minimize`
+//! `VIGIL_SIDES=debug,orders` and `VIGIL_WORKLOADS=mlp_step,chain16_8m,mlp_grads,minimize`
 //! narrow the paired run (the plain side always runs: it is the baseline).
 
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use vigil::engine::{inplace, DType, Executor, Graph, GraphBuilder, RunOptions, T
 
 #[path = "common/workloads.rs"]
 mod workloads;
-use workloads::{chain16, mlp_step};
+use workloads::{chain16, mlp_grads, mlp_step};
 
 type Feeds = HashMap<String, Tensor>;
 
@@ -51,6 +52,11 @@ fn sides() -> Vec<(&'static str, Option<DebugConfig>)> {
     }
 }
 
+/// The gradient check, on the MLP whose gradients are outputs.
+fn gradient_sides() -> Vec<(&'static str, Option<DebugConfig>)> {
+    vec![("plain", None), ("gradient", Some(checks("gradient")))]
+}
+
 fn run(graph: &Graph, exec: &Executor, feeds: &Feeds, cfg: &Option<DebugConfig>) -> usize {
     match cfg {
         None => {
@@ -72,10 +78,15 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn paired(title: &str, graph: &Graph, feeds: &Feeds, reps: usize) {
+fn paired(
+    title: &str,
+    graph: &Graph,
+    feeds: &Feeds,
+    reps: usize,
+    sides: Vec<(&'static str, Option<DebugConfig>)>,
+) {
     let pass = inplace::run(graph).unwrap().graph;
     let exec = Executor::new(&pass).unwrap();
-    let sides = sides();
     let mut peaks = vec![0usize; sides.len()];
     let mut times = vec![Vec::new(); sides.len()];
     for rep in 0..=reps {
@@ -89,7 +100,7 @@ fn paired(title: &str, graph: &Graph, feeds: &Feeds, reps: usize) {
     }
     let meds: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
     for (i, (name, _)) in sides.iter().enumerate() {
-        let peak = if i == 1 {
+        let peak = if *name == "debug" {
             format!("  peak {:.2}x", peaks[1] as f64 / peaks[0] as f64)
         } else {
             String::new()
@@ -145,10 +156,14 @@ fn benches(c: &mut Criterion) {
         let only = std::env::var("VIGIL_WORKLOADS").unwrap_or_default();
         let wanted = |w: &str| only.is_empty() || only.split(',').any(|k| k == w);
         if wanted("mlp_step") {
-            paired("mlp_step", &mlp, &mlp_feeds, reps);
+            paired("mlp_step", &mlp, &mlp_feeds, reps, sides());
         }
         if wanted("chain16_8m") {
-            paired("chain16_8m", &chain, &chain_feeds, reps);
+            paired("chain16_8m", &chain, &chain_feeds, reps, sides());
+        }
+        if wanted("mlp_grads") {
+            let (g, f) = mlp_grads();
+            paired("mlp_grads", &g, &f, reps, gradient_sides());
         }
         if wanted("minimize") {
             minimizer();
@@ -168,6 +183,15 @@ fn benches(c: &mut Criterion) {
         }
         g.finish();
     }
+    let (g, f) = mlp_grads();
+    let mut grp = c.benchmark_group("debugmode/mlp_grads");
+    grp.sample_size(10);
+    for (side, cfg) in gradient_sides() {
+        let pass = inplace::run(&g).unwrap().graph;
+        let exec = Executor::new(&pass).unwrap();
+        grp.bench_function(side, |b| b.iter(|| black_box(run(&g, &exec, &f, &cfg))));
+    }
+    grp.finish();
     let (g, f) = failing_graph(200);
     let mut grp = c.benchmark_group("debugmode/minimize");
     grp.sample_size(10);

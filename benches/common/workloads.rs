@@ -27,7 +27,19 @@ const BATCH: usize = 256;
 /// a batch of 256: forward, a hand-written backward, and `w -= lr * g`
 /// in place for every weight and bias (the parameters are mutable inputs).
 pub fn mlp_step() -> (Graph, HashMap<String, Tensor>) {
-    let g = GraphBuilder::new("mlp_step");
+    mlp(false)
+}
+
+/// The same MLP with its weights and biases as parameters, and the
+/// backward's gradients as outputs `grad:<param>` instead of the updates:
+/// the graph DebugMode's gradient check takes.
+#[allow(dead_code)]
+pub fn mlp_grads() -> (Graph, HashMap<String, Tensor>) {
+    mlp(true)
+}
+
+fn mlp(grads_out: bool) -> (Graph, HashMap<String, Tensor>) {
+    let g = GraphBuilder::new(if grads_out { "mlp_grads" } else { "mlp_step" });
     let x = g.input("x", DType::F32, &[BATCH as i64, 784]);
     let labels = g.input("labels", DType::I64, &[BATCH as i64]);
     let onehot = g.input("onehot", DType::F32, &[BATCH as i64, 10]);
@@ -37,12 +49,15 @@ pub fn mlp_step() -> (Graph, HashMap<String, Tensor>) {
     let mut w = Vec::new();
     let mut b = Vec::new();
     for l in 0..3 {
-        w.push(g.mutable_input(
-            &format!("w{l}"),
-            DType::F32,
-            &[DIMS[l] as i64, DIMS[l + 1] as i64],
-        ));
-        b.push(g.mutable_input(&format!("b{l}"), DType::F32, &[DIMS[l + 1] as i64]));
+        let (i, o) = (DIMS[l], DIMS[l + 1]);
+        if grads_out {
+            let (wv, bv) = init(l);
+            w.push(g.parameter(&format!("w{l}"), Tensor::from_vec(&[i, o], wv).unwrap()));
+            b.push(g.parameter(&format!("b{l}"), Tensor::from_vec(&[o], bv).unwrap()));
+        } else {
+            w.push(g.mutable_input(&format!("w{l}"), DType::F32, &[i as i64, o as i64]));
+            b.push(g.mutable_input(&format!("b{l}"), DType::F32, &[o as i64]));
+        }
     }
     // Forward.
     let mut acts = vec![x.clone()];
@@ -73,12 +88,22 @@ pub fn mlp_step() -> (Graph, HashMap<String, Tensor>) {
         }
         grads[l] = Some((gw, gb));
     }
-    // In-place updates.
+    // In-place updates, or the gradients themselves.
     let mut outs = vec![loss];
-    for ((grad, wl), bl) in grads.iter_mut().zip(&w).zip(&b) {
+    for (l, ((grad, wl), bl)) in grads.iter_mut().zip(&w).zip(&b).enumerate() {
         let (gw, gb) = grad.take().unwrap();
-        outs.push(wl.sub_inplace(&gw.mul(&lr).unwrap()).unwrap());
-        outs.push(bl.sub_inplace(&gb.mul(&lr).unwrap()).unwrap());
+        if grads_out {
+            for (name, gv) in [(format!("grad:w{l}"), gw), (format!("grad:b{l}"), gb)] {
+                outs.push(
+                    g.apply_named(&name, "copy", &[&gv], Attrs::new())
+                        .unwrap()
+                        .remove(0),
+                );
+            }
+        } else {
+            outs.push(wl.sub_inplace(&gw.mul(&lr).unwrap()).unwrap());
+            outs.push(bl.sub_inplace(&gb.mul(&lr).unwrap()).unwrap());
+        }
     }
     let refs: Vec<_> = outs.iter().collect();
     let graph = g.build(&refs).unwrap();
@@ -98,13 +123,21 @@ pub fn mlp_step() -> (Graph, HashMap<String, Tensor>) {
     );
     feeds.insert("onehot".to_string(), Tensor::from_vec(&[BATCH, 10], oh).unwrap());
     for l in 0..3 {
-        let (i, o) = (DIMS[l], DIMS[l + 1]);
-        let scale = (6.0 / (i + o) as f32).sqrt();
-        let wv = uniform(i * o, 10 + l as u64, -scale, scale);
-        feeds.insert(format!("w{l}"), Tensor::from_vec(&[i, o], wv).unwrap());
-        feeds.insert(format!("b{l}"), Tensor::from_vec(&[o], vec![0.0f32; o]).unwrap());
+        if !grads_out {
+            let (i, o) = (DIMS[l], DIMS[l + 1]);
+            let (wv, bv) = init(l);
+            feeds.insert(format!("w{l}"), Tensor::from_vec(&[i, o], wv).unwrap());
+            feeds.insert(format!("b{l}"), Tensor::from_vec(&[o], bv).unwrap());
+        }
     }
     (graph, feeds)
+}
+
+/// Layer `l`'s initial weights (Glorot uniform) and biases (zero).
+fn init(l: usize) -> (Vec<f32>, Vec<f32>) {
+    let (i, o) = (DIMS[l], DIMS[l + 1]);
+    let scale = (6.0 / (i + o) as f32).sqrt();
+    (uniform(i * o, 10 + l as u64, -scale, scale), vec![0.0; o])
 }
 
 /// 16 elementwise ops over `n` f32 in (0, 1), mixing transcendental and

@@ -25,10 +25,12 @@ pub enum Check {
     Prealloc,
     /// Finite differences against `grad:<param>` outputs.
     Gradient,
+    /// An f32 divergence is judged against the pure graph run in f64.
+    Arbitrate,
 }
 
 impl Check {
-    pub const ALL: [Check; 7] = [
+    pub const ALL: [Check; 8] = [
         Check::Listeners,
         Check::Lockstep,
         Check::Culprit,
@@ -36,6 +38,7 @@ impl Check {
         Check::Orders,
         Check::Prealloc,
         Check::Gradient,
+        Check::Arbitrate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +50,7 @@ impl Check {
             Check::Orders => "orders",
             Check::Prealloc => "prealloc",
             Check::Gradient => "gradient",
+            Check::Arbitrate => "arbitrate",
         }
     }
 
@@ -98,21 +102,32 @@ pub struct DebugConfig {
     /// Seed of the random orders and directions.
     pub seed: u64,
     pub grad: GradConfig,
+    /// fp64 arbitration accepts an in-place f32 value whose RMSE to the
+    /// f64 result is at most this times the pure f32 value's.
+    pub arbitration_multiplier: f64,
 }
 
 impl Default for DebugConfig {
     /// Every check but the costlier orders, pre-allocation and gradient
-    /// checks, which are switched on by name.
+    /// checks, which are switched on by name. Arbitration costs nothing
+    /// until an f32 value diverges.
     fn default() -> Self {
         DebugConfig {
-            checks: [Check::Listeners, Check::Lockstep, Check::Culprit, Check::Poison]
-                .into_iter()
-                .collect(),
+            checks: [
+                Check::Listeners,
+                Check::Lockstep,
+                Check::Culprit,
+                Check::Poison,
+                Check::Arbitrate,
+            ]
+            .into_iter()
+            .collect(),
             tolerance_f32: Tolerance::new(1e-5, 1e-5),
             tolerance_f64: Tolerance::new(1e-5, 1e-8),
             orders: 3,
             seed: 0,
             grad: GradConfig::default(),
+            arbitration_multiplier: 2.0,
         }
     }
 }
@@ -126,14 +141,18 @@ impl DebugConfig {
         }
     }
 
-    /// Only the named checks (comma-separated names as `--checks` takes).
+    /// Only the named checks (comma-separated names as `--checks` takes;
+    /// `all` names every check).
     pub fn with_checks(mut self, names: &str) -> Result<DebugConfig, DebugError> {
-        self.checks = names
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(Check::parse)
-            .collect::<Result<_, _>>()?;
+        let mut checks = BTreeSet::new();
+        for name in names.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            if name == "all" {
+                checks.extend(Check::ALL);
+            } else {
+                checks.insert(Check::parse(name)?);
+            }
+        }
+        self.checks = checks;
         Ok(self)
     }
 

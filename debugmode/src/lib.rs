@@ -31,6 +31,7 @@
 
 #![forbid(unsafe_code)]
 
+mod arbitrate;
 mod bisect;
 pub mod broken;
 mod capture;

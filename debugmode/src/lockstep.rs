@@ -9,14 +9,15 @@ use vigil_engine::compare::{compare, Comparison, Tolerance};
 use vigil_engine::exec::{copy_values, Copier, Cursor, RunOptions};
 use vigil_engine::graph::{Graph, NodeId, VarId, VarKind};
 use vigil_engine::tensor::storage::BufferId;
-use vigil_engine::{Element, Executor, Layout, PoolPolicy, Tensor};
+use vigil_engine::{DType, Element, Executor, Layout, PoolPolicy, Tensor};
 use vigil_findings::{json_f64, Finding, Kind};
 use vigil_listeners::{
     ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
 };
 
+use crate::arbitrate::{self, Candidate, Verdict};
 use crate::capture::{Capture, Writer};
-use crate::config::DebugConfig;
+use crate::config::{Check, DebugConfig};
 use crate::error::Result;
 use crate::isolate::Isolation;
 
@@ -41,6 +42,8 @@ pub struct Outcome {
     pub exact: usize,
     pub tolerated: usize,
     pub propagated: usize,
+    /// Divergences fp64 arbitration accepted.
+    pub arbitrated: usize,
     pub peak_inplace: usize,
     pub peak_both: usize,
 }
@@ -143,6 +146,7 @@ pub fn run(
         exact: 0,
         tolerated: 0,
         propagated: Vec::new(),
+        candidates: Vec::new(),
     };
     let mut peak_both = 0;
     let ran = (|| -> Result<()> {
@@ -192,12 +196,46 @@ pub fn run(
         roots,
         compared,
         exact,
-        tolerated,
+        mut tolerated,
         propagated,
+        candidates,
         ..
     } = st;
-    let n_propagated = propagated.len();
-    findings.extend(attach_propagated(mine, &roots, &propagated, &ig));
+    let mut verdicts: HashMap<usize, Verdict> = HashMap::new();
+    if !candidates.is_empty() {
+        let judged = arbitrate::judge(inplace, feeds, &candidates, cfg.arbitration_multiplier)?;
+        for (c, v) in candidates.iter().zip(judged) {
+            if let Some(v) = v {
+                verdicts.insert(c.root, v);
+            }
+        }
+    }
+    let accepted = |root: &usize| verdicts.get(root).is_some_and(|v| v.accepted);
+    let arbitrated = (0..roots.len()).filter(accepted).count();
+    tolerated += arbitrated + propagated.iter().filter(|(r, _)| accepted(r)).count();
+    let n_propagated = propagated.iter().filter(|(r, _)| !accepted(r)).count();
+    for (i, mut f) in attach_propagated(mine, &roots, &propagated, &ig)
+        .into_iter()
+        .enumerate()
+    {
+        if accepted(&i) {
+            continue;
+        }
+        if let (Some(v), Value::Object(m)) = (verdicts.get(&i), &mut f.details) {
+            m.insert(
+                "arbitration".into(),
+                json!({"rmse_inplace": json_f64(v.rmse_inplace), "rmse_pure": json_f64(v.rmse_pure),
+                       "multiplier": cfg.arbitration_multiplier}),
+            );
+        }
+        findings.push(f);
+    }
+    let roots = roots
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !accepted(i))
+        .map(|(_, r)| r)
+        .collect();
     Ok(Outcome {
         findings,
         roots,
@@ -206,6 +244,7 @@ pub fn run(
         exact,
         tolerated,
         propagated: n_propagated,
+        arbitrated,
         peak_inplace: iout.stats.peak_live_bytes,
         peak_both,
     })
@@ -235,6 +274,8 @@ struct State<'a> {
     tolerated: usize,
     /// (root, variable) of each value spoiled downstream of a root.
     propagated: Vec<(usize, VarId)>,
+    /// f32 root divergences for fp64 arbitration.
+    candidates: Vec<Candidate>,
 }
 
 impl State<'_> {
@@ -354,6 +395,14 @@ impl State<'_> {
                 continue;
             }
             let var = &self.g.var(*v).name;
+            if self.cfg.has(Check::Arbitrate) && t.dtype() == DType::F32 {
+                self.candidates.push(Candidate {
+                    root: self.roots.len(),
+                    var: var.clone(),
+                    inplace: t.deep_copy()?,
+                    pure: w.deep_copy()?,
+                });
+            }
             let f = Finding::new(
                 Kind::VALUE_MISMATCH,
                 format!(

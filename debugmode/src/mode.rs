@@ -61,6 +61,7 @@ impl DebugMode {
             exact: out.exact,
             tolerated: out.tolerated,
             propagated: out.propagated,
+            arbitrated: out.arbitrated,
             reruns: 0,
             peak_inplace_bytes: out.peak_inplace,
             peak_lockstep_bytes: out.peak_both,

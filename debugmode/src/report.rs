@@ -18,6 +18,8 @@ pub struct DebugStats {
     pub tolerated: usize,
     /// Values that differ because an input already differed.
     pub propagated: usize,
+    /// f32 divergences fp64 arbitration accepted (counted as tolerated).
+    pub arbitrated: usize,
     /// Graph runs beyond the first two (bisection, orders, pre-allocation,
     /// finite differences).
     pub reruns: usize,

@@ -309,3 +309,12 @@ fn an_op_that_accumulates_into_its_previous_result() {
     );
     assert_eq!(previous[0].op, "broken_accumulate_out");
 }
+
+#[test]
+fn all_names_every_check_and_unknown_names_are_refused() {
+    let all = DebugConfig::default().with_checks("all").unwrap();
+    assert_eq!(all.checks, DebugConfig::all().checks);
+    let e = DebugConfig::default().with_checks("lockstep,nope").unwrap_err();
+    assert!(e.to_string().contains("unknown check 'nope'"), "{e}");
+    assert!(e.to_string().contains("arbitrate"), "{e}");
+}

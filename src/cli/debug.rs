@@ -16,7 +16,7 @@ pub struct DebugArgs {
     /// A suite case directory (graph.json, inputs/, expected/) or a graph.json.
     case: PathBuf,
     /// The checks to run, comma-separated (listeners, lockstep, culprit,
-    /// poison, orders, prealloc, gradient; default: all).
+    /// poison, arbitrate, orders, prealloc, gradient, or all; default: all).
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
     /// table, json, markdown, html or junit.

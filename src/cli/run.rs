@@ -35,8 +35,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "debug")]
     mode: Mode,
     /// With --mode debug: the checks to run, comma-separated (listeners,
-    /// lockstep, culprit, poison, orders, prealloc, gradient; default
-    /// listeners,lockstep,culprit,poison).
+    /// lockstep, culprit, poison, arbitrate, orders, prealloc, gradient, or
+    /// all; default listeners,lockstep,culprit,poison,arbitrate).
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
     /// Report format (table, json, markdown, html, junit). With --report,
