@@ -325,9 +325,11 @@ fn html_is_self_contained_escaped_and_sortable() {
         .next()
         .unwrap();
     assert_eq!(body.matches("<tr>").count() - 1, 6);
-    // Plots only for cases with findings: the transpose case has an error
-    // plot and a timeline; the clean case's timeline is not drawn.
-    assert_eq!(html.matches("<svg").count(), 2);
+    // The run's case durations, then plots only for cases with findings:
+    // the transpose case has an error plot and a timeline; the clean
+    // case's timeline is not drawn.
+    assert_eq!(html.matches("<svg").count(), 3);
+    assert!(html.contains("aria-label=\"Case durations\""));
     assert!(html.contains("aria-label=\"Absolute error of output y\""));
     assert!(html.contains("aria-label=\"Op timeline\""));
     assert!(html.contains("id=\"case-4\"") && html.contains("href=\"#case-4\""));
@@ -387,4 +389,25 @@ fn html_plots_a_debugmode_value_mismatch_from_its_details() {
     // A finding without a sample draws nothing.
     let plain = Case::new("c", "p").with_finding(Finding::error("destroyed_input", "x"));
     assert!(plain.first_finding_sample().is_none());
+}
+
+#[test]
+fn html_of_a_clean_run_still_draws_the_case_durations() {
+    use vigil_reports::Case;
+    let cases: Vec<Case> = (0..3)
+        .map(|i| Case::new(format!("c{i}"), format!("s/c{i}")).with_duration_ms(10 * (i + 1)))
+        .collect();
+    let html = render(&Report::new("debug", cases), Format::Html, false);
+    assert!(html.contains("PASSED"));
+    assert_eq!(html.matches("<svg").count(), 1, "one plot: the durations");
+    assert!(html.contains("aria-label=\"Case durations\""));
+    let slowest = html.find(">c2 · pass<").expect("the slowest case is labelled");
+    assert!(slowest < html.find(">c0 · pass<").unwrap(), "slowest first");
+    // Without timings there is nothing to draw.
+    let html = render(
+        &Report::new("debug", vec![Case::new("c", "s/c")]),
+        Format::Html,
+        false,
+    );
+    assert_eq!(html.matches("<svg").count(), 0);
 }

@@ -13,12 +13,24 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use vigil_reports::{render, write_report, Case, ErrorSample, Finding, Format, OutputComparison, Report};
 
+/// The browser, or `None` with one skip line. CI sets
+/// `VIGIL_REQUIRE_CHROMIUM=1` (after installing it), so there a missing
+/// browser fails the test instead of skipping it.
 fn find_browser() -> Option<PathBuf> {
-    let path = env::var_os("PATH")?;
-    ["chromium", "chromium-browser"]
-        .iter()
-        .flat_map(|name| env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|p| p.is_file())
+    let found = env::var_os("PATH").and_then(|path| {
+        ["chromium", "chromium-browser"]
+            .iter()
+            .flat_map(|name| env::split_paths(&path).map(move |dir| dir.join(name)))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            env::var_os("VIGIL_REQUIRE_CHROMIUM").is_none(),
+            "VIGIL_REQUIRE_CHROMIUM is set but no chromium or chromium-browser is on PATH"
+        );
+        println!("note: skipped: no chromium or chromium-browser on PATH");
+    }
+    found
 }
 
 /// Runs the browser on `html` with `mode` (`--screenshot=FILE` or
@@ -79,7 +91,6 @@ fn screenshot(browser: &Path, html: &Path, png: &Path, profile: &Path) -> bool {
 #[test]
 fn html_report_renders_in_headless_chromium() {
     let Some(browser) = find_browser() else {
-        println!("note: skipped: no chromium or chromium-browser on PATH");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -146,7 +157,6 @@ document.body.appendChild(out);
 #[test]
 fn html_layout_fits_at_1400_px() {
     let Some(browser) = find_browser() else {
-        println!("note: skipped: no chromium or chromium-browser on PATH");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -176,4 +186,49 @@ fn html_layout_fits_at_1400_px() {
         .unwrap_or_default();
     assert!(plots.len() >= 3, "{line}");
     assert!(plots.iter().all(|&w| w <= 541), "a plot is stretched: {line}");
+}
+
+/// Measures how far the whole page overflows the window horizontally.
+const PAGE: &str = r#"<script>
+var out = document.createElement("pre");
+out.id = "page";
+out.textContent = "overflow=" + (document.documentElement.scrollWidth - document.documentElement.clientWidth)
+  + " plots=" + document.querySelectorAll("svg.plot").length;
+document.body.appendChild(out);
+</script>"#;
+
+#[test]
+fn a_clean_report_shows_its_durations_without_scrolling_at_1400_px() {
+    let Some(browser) = find_browser() else {
+        return;
+    };
+    let cases: Vec<Case> = (0..60)
+        .map(|i| {
+            Case::new(
+                format!("case_with_a_long_descriptive_name_{i}"),
+                format!("suites/ops/c{i}"),
+            )
+            .with_duration_ms(1 + (i * 37) % 90)
+        })
+        .collect();
+    let report = Report::new("debug", cases).with_vigil_version("0.1.0-test");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("clean.html");
+    std::fs::write(
+        &html,
+        render(&report, Format::Html, false).replace("</body>", &format!("{PAGE}</body>")),
+    )
+    .unwrap();
+    let dom =
+        browse(&browser, &html, "--dump-dom", 1400, &dir.path().join("profile")).expect("the browser failed");
+    let line = dom
+        .split("<pre id=\"page\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .expect("the measuring script ran");
+    assert!(
+        line.contains("overflow=0 ") || line.contains("overflow=-"),
+        "{line}"
+    );
+    assert!(line.ends_with("plots=1"), "the durations plot is drawn: {line}");
 }

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use super::svg::{error_plot, timeline_plot, MAX_TIMELINE_ROWS};
 use super::{case_rows, esc, fmt_ms, fmt_num, rows};
-use crate::{Case, Report, Severity, Status, FORMAT};
+use crate::{Case, Report, Severity, Status, TimelineEntry, FORMAT};
 
 const STYLE: &str = r#"
 :root{--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa;--accent:#0969da;
@@ -169,6 +169,7 @@ pub fn render(report: &Report) -> String {
     }
 
     findings_table(&mut h, report);
+    durations_plot(&mut h, report);
 
     let flagged: Vec<(usize, &Case)> = report
         .cases()
@@ -191,6 +192,41 @@ pub fn render(report: &Report) -> String {
         esc(report.vigil_version())
     );
     h
+}
+
+/// The slowest cases' durations, drawn for every run with timings, clean
+/// or not: where a suite's time goes is worth a look either way.
+fn durations_plot(h: &mut String, report: &Report) {
+    let mut cases: Vec<&Case> = report.cases().iter().filter(|c| c.duration_ms > 0).collect();
+    if cases.is_empty() {
+        return;
+    }
+    cases.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.name.cmp(&b.name)));
+    let shown = cases.len().min(MAX_TIMELINE_ROWS);
+    let bars: Vec<TimelineEntry> = cases[..shown]
+        .iter()
+        .map(|c| TimelineEntry {
+            node: c.name.clone(),
+            op: c.status.name().to_string(),
+            start_us: 0,
+            dur_us: c.duration_ms.saturating_mul(1000),
+        })
+        .collect();
+    let flagged: BTreeSet<&str> = cases[..shown]
+        .iter()
+        .filter(|c| c.status != Status::Pass)
+        .map(|c| c.name.as_str())
+        .collect();
+    let more = if cases.len() > shown {
+        format!(", the slowest {shown} of {}", cases.len())
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        h,
+        "<div class=\"plots\"><figure><figcaption>Case durations (red: failed or errored{more})</figcaption>{}</figure></div>",
+        timeline_plot(&bars, &flagged, "Case durations"),
+    );
 }
 
 fn findings_table(h: &mut String, report: &Report) {
@@ -312,7 +348,7 @@ fn case_section(h: &mut String, index: usize, case: &Case) {
         let _ = writeln!(
             plots,
             "<figure><figcaption>Op timeline (red: nodes with findings{note})</figcaption>{}</figure>",
-            timeline_plot(&case.timeline, &nodes),
+            timeline_plot(&case.timeline, &nodes, "Op timeline"),
         );
     }
     if !plots.is_empty() {

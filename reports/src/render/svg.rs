@@ -114,7 +114,7 @@ pub(crate) fn error_plot(output: &OutputComparison, sample: &ErrorSample) -> Str
 
 /// One bar per op on its own row, over time from the case's start. Ops
 /// named in `flagged` (they have findings) are red.
-pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>) -> String {
+pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>, title: &str) -> String {
     const ROW: f64 = 18.0;
     const LABEL_W: f64 = 170.0;
     let shown = &timeline[..timeline.len().min(MAX_TIMELINE_ROWS)];
@@ -131,7 +131,7 @@ pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>
     let end = step * ticks as f64;
     let x_of = |us: u64| LABEL_W + us as f64 / end * plot_w;
 
-    let mut s = svg_open(height, "Op timeline");
+    let mut s = svg_open(height, title);
     for k in 1..=ticks {
         let x = LABEL_W + plot_w * k as f64 / ticks as f64;
         let _ = write!(
@@ -403,7 +403,7 @@ mod tests {
             })
             .collect();
         let flagged: BTreeSet<&str> = ["n<3>"].into_iter().collect();
-        let svg = timeline_plot(&tl, &flagged);
+        let svg = timeline_plot(&tl, &flagged, "Op timeline");
         assert_eq!(svg.matches("<rect").count(), MAX_TIMELINE_ROWS);
         assert_eq!(svg.matches("span bad").count(), 1);
         assert!(svg.contains("n&lt;3&gt;") && !svg.contains("n<3>"));
