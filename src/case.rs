@@ -50,6 +50,18 @@ pub enum FeedSource {
     CaseDir,
 }
 
+/// True for names that are safe as `<name>.npy` inside a case or output
+/// directory: no separators, no `..`, nothing hidden. Checked on reads as
+/// on writes, so a graph from an untrusted source cannot make Vigil touch
+/// files outside its own directories.
+pub fn is_file_stem(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 /// Reads the graph's inputs: `NAME.npy` in `dir` for each graph input, then
 /// the explicit `overrides`. Every input must end up fed, and every file
 /// must hold the dtype and shape its input declares: a wrong file is
@@ -72,6 +84,12 @@ pub fn load_feeds(
         let name = &graph.var(v).name;
         if feeds.contains_key(name) {
             continue;
+        }
+        if dir.is_some() && !is_file_stem(name) {
+            bail!(
+                "input '{name}' cannot be read from {}: its name is not a plain file name (letters, digits, '_', '-', '.'; not starting with '.'); give --input {name}=FILE.npy",
+                dir.map(|d| d.display().to_string()).unwrap_or_default()
+            );
         }
         let file = dir.map(|d| d.join(format!("{name}.npy")));
         match (file, source) {

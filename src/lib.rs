@@ -39,14 +39,9 @@ pub fn json_num(x: f64) -> serde_json::Value {
 }
 
 /// One element of a tensor of `dtype`, held as f64, printed at the dtype's
-/// own precision: the shortest text that reads back to the same value
-/// (an f32 prints as an f32, so `0.003766316` and not the f64 digits of
-/// its widening). Integers print without a fraction.
+/// own precision (see [`engine::DType::fmt_value`]).
 pub fn fmt_element(dtype: engine::DType, x: f64) -> String {
-    match dtype {
-        engine::DType::F32 => (x as f32).to_string(),
-        _ => x.to_string(),
-    }
+    dtype.fmt_value(x)
 }
 
 /// The README's examples, compiled and run as doctests.

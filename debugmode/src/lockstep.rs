@@ -503,10 +503,18 @@ pub fn summary(c: &Comparison) -> String {
     if c.dtype_differs || c.shape_differs {
         return "dtype or shape differs".to_string();
     }
+    let dtype = c.dtype.unwrap_or(DType::F64);
     let first = c
         .first
         .first()
-        .map(|m| format!(", first at {:?}: {} vs {}", m.index, m.got, m.want))
+        .map(|m| {
+            format!(
+                ", first at {:?}: {} vs {}",
+                m.index,
+                dtype.fmt_value(m.got),
+                dtype.fmt_value(m.want)
+            )
+        })
         .unwrap_or_default();
     format!(
         "{} of {} elements differ, max abs err {:.3e}{first}",

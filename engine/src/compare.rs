@@ -45,6 +45,8 @@ pub struct Mismatch {
 /// What [`compare`] found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The reference's dtype (for printing values at its precision).
+    pub dtype: Option<DType>,
     pub elements: usize,
     /// Elements outside tolerance.
     pub mismatched: usize,
@@ -82,6 +84,7 @@ impl Comparison {
 /// Compares `got` with `want`.
 pub fn compare(got: &Tensor, want: &Tensor, tol: Tolerance) -> Result<Comparison> {
     let mut c = Comparison {
+        dtype: Some(want.dtype()),
         elements: want.size(),
         dtype_differs: got.dtype() != want.dtype(),
         shape_differs: got.shape() != want.shape(),

@@ -20,6 +20,16 @@ pub enum DType {
 }
 
 impl DType {
+    /// `x`, a value of this dtype held as f64, as the shortest text that
+    /// reads back to the same value of this dtype: an f32 prints as an f32
+    /// (`0.003766316`, not the f64 digits of its widening).
+    pub fn fmt_value(self, x: f64) -> String {
+        match self {
+            DType::F32 => (x as f32).to_string(),
+            _ => x.to_string(),
+        }
+    }
+
     pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool];
 
     /// Size of one element in bytes.

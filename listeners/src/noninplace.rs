@@ -340,7 +340,6 @@ impl NonInplaceValidationListener {
         m.insert("mode".into(), json!(self.config.mode));
         m.insert("input".into(), json!(b.index));
         m.insert("var".into(), json!(var));
-        m.insert("buffer".into(), json!(t.buffer_id()));
         m.insert("version_before".into(), json!(b.version));
         m.insert("version_after".into(), json!(t.version()));
         m.insert("dtype".into(), json!(t.dtype()));

@@ -54,7 +54,7 @@ impl ViewMapValidationListener {
 }
 
 fn layout_json(t: &Tensor) -> serde_json::Value {
-    json!({ "buffer": t.buffer_id(), "shape": t.shape(), "strides": t.strides(), "offset": t.offset() })
+    json!({ "shape": t.shape(), "strides": t.strides(), "offset": t.offset() })
 }
 
 fn sharing_json(s: Sharing) -> serde_json::Value {

@@ -72,7 +72,7 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     }
     for &o in graph.outputs() {
         let name = &graph.var(o).name;
-        if !is_file_stem(name) {
+        if !vigil::case::is_file_stem(name) {
             bail!(
                 "{}: output '{name}' cannot be a file name (use letters, digits, '_', '-', '.')",
                 case.graph.display()
@@ -155,15 +155,6 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
         g.keep();
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// True for names that are safe as `<name>.npy` in the output directory.
-pub(crate) fn is_file_stem(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// Removes a directory this command created unless told to keep it.

@@ -55,7 +55,7 @@ pub fn run(a: MinimizeArgs) -> Result<ExitCode> {
     let mut names: Vec<&String> = m.feeds.keys().collect();
     names.sort();
     for name in names {
-        if !super::exec::is_file_stem(name) {
+        if !vigil::case::is_file_stem(name) {
             bail!("input '{name}' of the reduced graph cannot be a file name (use letters, digits, '_', '-', '.')");
         }
         m.feeds[name].write_npy(dir.join("inputs").join(format!("{name}.npy")))?;

@@ -46,9 +46,18 @@ pub struct RunArgs {
     /// Write the report to FILE (atomically); stdout then gets the table.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Parallel cases (default: the number of cores).
-    #[arg(long, short = 'j')]
-    jobs: Option<usize>,
+    /// Parallel cases, 1 to 1,000,000 (default: the number of cores). Lowered,
+    /// with a note, to the number of cases and to 4x the cores.
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    jobs: Option<u64>,
+    /// A case that runs longer than SECS (0.001 to 86400) becomes an error
+    /// row when it finishes.
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
+    /// Leave timing fields out of the report (durations 0, no timelines),
+    /// so that the same inputs give byte-identical reports.
+    #[arg(long)]
+    no_timings: bool,
     /// Run shard K of N (stable hash of the case path).
     #[arg(long, value_name = "K/N")]
     partition: Option<Partition>,
@@ -82,8 +91,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
             bail!("{flag} must be a non-negative number");
         }
     }
-    if a.jobs == Some(0) {
-        bail!("--jobs must be at least 1");
+    if let Some(t) = a.timeout {
+        if !(0.001..=86_400.0).contains(&t) {
+            bail!("--timeout must be between 0.001 and 86400 seconds");
+        }
     }
     let format = match (&a.report, a.format) {
         (_, Some(f)) => f,
@@ -153,8 +164,9 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     let findings = AtomicUsize::new(0);
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(a.jobs.unwrap_or(0))
+        .num_threads(jobs(a.jobs, cases.len()))
         .build()?;
+    let timeout = a.timeout.map(std::time::Duration::from_secs_f64);
     let results: Vec<Option<vigil_reports::Case>> = pool.install(|| {
         cases
             .par_iter()
@@ -162,7 +174,19 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
                 if stop.load(Ordering::Relaxed) {
                     return None;
                 }
-                let r = run_case(c, &cfg);
+                let began = Instant::now();
+                let mut r = run_case(c, &cfg);
+                if let Some(limit) = timeout.filter(|&l| began.elapsed() > l) {
+                    r = r.errored(format!(
+                        "ran {:.3} s, past --timeout {} s",
+                        began.elapsed().as_secs_f64(),
+                        limit.as_secs_f64()
+                    ));
+                }
+                if a.no_timings {
+                    r.duration_ms = 0;
+                    r.timeline.clear();
+                }
                 let n = findings.fetch_add(r.findings.len(), Ordering::Relaxed) + r.findings.len();
                 progress.case_done(&r, n);
                 Some(r)
@@ -209,6 +233,21 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         }
         None => ExitCode::SUCCESS,
     })
+}
+
+/// The worker count: `--jobs` (default the cores), lowered to the number
+/// of cases and to 4x the cores, with a note when lowered.
+fn jobs(asked: Option<u64>, cases: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let Some(asked) = asked else {
+        return cores.min(cases.max(1));
+    };
+    let cap = cases.max(1).min(4 * cores);
+    if asked as usize > cap {
+        eprintln!("vigil: note: --jobs {asked} lowered to {cap} ({cases} cases, {cores} cores)");
+        return cap;
+    }
+    asked as usize
 }
 
 /// Why the run fails at `fail_on`, or `None` when it passes.

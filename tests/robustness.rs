@@ -1,0 +1,158 @@
+//! The harness stays up and honest under hostile input and flags: resource
+//! bounds on flags, timeouts, Ctrl-C, untrusted names, determinism.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn vigil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run vigil")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn jobs_are_capped_and_out_of_range_numbers_refused() {
+    let o = vigil(&["run", "suites/views", "--jobs", "100000", "-q", "--mode", "plain"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--jobs 100000 lowered to"), "{}", stderr(&o));
+    for args in [
+        vec!["run", "suites/views", "--jobs", "0"],
+        vec!["run", "suites/views", "--jobs", "2000000"],
+        vec!["run", "suites/views", "--timeout", "0"],
+        vec!["run", "suites/views", "--timeout", "nan"],
+        vec!["run", "suites/views", "--rtol", "-1"],
+    ] {
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn a_case_past_its_timeout_is_an_error_row() {
+    let o = vigil(&["run", "suites/inplace", "--timeout", "0.001", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let late: Vec<&Value> = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "error")
+        .collect();
+    assert!(!late.is_empty());
+    assert!(
+        late[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("past --timeout 0.001 s"),
+        "{}",
+        late[0]
+    );
+}
+
+#[test]
+fn an_input_name_cannot_reach_outside_the_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("case");
+    std::fs::create_dir_all(case.join("inputs")).unwrap();
+    // A file beside the case that a name like '../x' would read.
+    let t = vigil::engine::Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap();
+    t.write_npy(case.join("x.npy")).unwrap();
+    std::fs::write(
+        case.join("graph.json"),
+        r#"{"format": "vigil-graph/1", "name": "evil",
+            "inputs": [{"name": "../x", "dtype": "f32", "shape": [2]}],
+            "nodes": [{"name": "r", "op": "relu", "inputs": ["../x"], "outputs": ["y"]}],
+            "outputs": ["y"]}"#,
+    )
+    .unwrap();
+    for args in [
+        vec![
+            "exec",
+            case.to_str().unwrap(),
+            "--out",
+            tmp.path().join("o").to_str().unwrap(),
+        ],
+        vec!["run", case.to_str().unwrap(), "--format", "json"],
+    ] {
+        let o = vigil(&args);
+        let text = format!("{}{}", stderr(&o), String::from_utf8_lossy(&o.stdout));
+        assert!(text.contains("is not a plain file name"), "{args:?}: {text}");
+        assert_ne!(o.status.code(), Some(0), "{args:?}");
+    }
+    assert!(!tmp.path().join("o").exists(), "no partial output");
+}
+
+#[test]
+fn reports_are_byte_identical_across_runs_and_job_counts() {
+    let run = |jobs: &str| {
+        let o = vigil(&[
+            "run",
+            "suites/broken",
+            "--no-timings",
+            "--format",
+            "json",
+            "--jobs",
+            jobs,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "the broken suite fails: {}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let one = run("1");
+    assert!(one.len() > 1000);
+    // Compared line by line, so a failure shows the first differing line.
+    for (jobs, other) in [("1", run("1")), ("2", run("2"))] {
+        for (a, b) in one.lines().zip(other.lines()) {
+            assert_eq!(a, b, "--jobs 1 and --jobs {jobs} differ");
+        }
+        assert_eq!(one.len(), other.len());
+    }
+    let r: Value = serde_json::from_str(&one).unwrap();
+    assert!(r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["duration_ms"] == 0));
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_writes_the_finished_cases_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report = tmp.path().join("r.json");
+    let suites = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(["run", suites.to_str().unwrap(), "--jobs", "1", "-q", "--report"])
+        .arg(&report)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "vigil did not stop after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "the whole run took less than 0.7 s?");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let done = r["cases"].as_array().unwrap().len();
+    assert!(done > 0 && done < 399, "{done} cases in the report");
+}
