@@ -455,6 +455,12 @@ impl Tensor {
         npy::read(path.as_ref())
     }
 
+    /// Reads a .npy image from memory, with the same checks as
+    /// [`Tensor::read_npy`]; errors name `name` as the file.
+    pub fn read_npy_bytes(bytes: &[u8], name: impl AsRef<std::path::Path>) -> Result<Tensor> {
+        npy::read_bytes(bytes, name.as_ref())
+    }
+
     pub fn write_npy(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         npy::write(self, path.as_ref())
     }

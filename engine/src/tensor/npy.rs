@@ -348,21 +348,30 @@ fn read_as<T: Element>(header: &Header, rest: impl Read) -> std::result::Result<
 }
 
 pub fn read(path: &Path) -> Result<Tensor> {
-    let err = |msg: String| Error::file(path, msg);
     let mut f = File::open(path).map_err(|e| Error::file(path, e))?;
     let file_len = f.metadata().map_err(|e| Error::file(path, e))?.len();
-    let header = read_header(&mut f, file_len).map_err(err)?;
-    let count = limit::numel(&header.shape).map_err(|e| err(e.to_string()))?;
+    read_from(&mut f, file_len).map_err(|msg| Error::file(path, msg))
+}
+
+/// Reads a .npy image held in memory; errors name `name` as the file.
+pub fn read_bytes(bytes: &[u8], name: &Path) -> Result<Tensor> {
+    read_from(&mut Cursor::new(bytes), bytes.len() as u64).map_err(|msg| Error::file(name, msg))
+}
+
+/// Reads a .npy of `len` bytes from `f`, checking everything first.
+fn read_from(f: &mut impl Read, len: u64) -> std::result::Result<Tensor, String> {
+    let header = read_header(f, len)?;
+    let count = limit::numel(&header.shape).map_err(|e| e.to_string())?;
     let bytes = count as u128 * header.dtype.size() as u128;
-    let held = file_len - header.raw.len() as u64;
+    let held = len - header.raw.len() as u64;
     if bytes > held as u128 {
-        return Err(err(format!(
+        return Err(format!(
             "declares {count} elements ({bytes} bytes) but holds only {held} bytes"
-        )));
+        ));
     }
-    limit::check_alloc(header.dtype, count).map_err(|e| err(e.to_string()))?;
+    limit::check_alloc(header.dtype, count).map_err(|e| e.to_string())?;
     let rest = BufReader::new(f);
-    crate::dispatch_all!(header.dtype, T => read_as::<T>(&header, rest)).map_err(err)
+    crate::dispatch_all!(header.dtype, T => read_as::<T>(&header, rest))
 }
 
 pub fn write(t: &Tensor, path: &Path) -> Result<()> {
@@ -422,5 +431,19 @@ mod tests {
             "(".repeat(60_000)
         );
         assert!(parse_dict(&deep).is_err());
+    }
+
+    #[test]
+    fn images_in_memory_read_like_files() {
+        let t = Tensor::from_vec(&[2, 3], vec![1.5f32, -2.0, 0.25, 7.0, 8.0, -0.0]).unwrap();
+        let mut image = Vec::new();
+        t.to_array::<f32>().unwrap().write_npy(&mut image).unwrap();
+        let back = read_bytes(&image, Path::new("m.npy")).unwrap();
+        assert_eq!(back.to_f64_vec().unwrap(), t.to_f64_vec().unwrap());
+        assert_eq!(back.shape(), &[2, 3]);
+        let e = read_bytes(&image[..image.len() - 4], Path::new("m.npy")).unwrap_err();
+        assert!(e.to_string().contains("m.npy"), "{e}");
+        assert!(e.to_string().contains("holds only 20 bytes"), "{e}");
+        assert!(read_bytes(b"\x93NUMPY", Path::new("m.npy")).is_err());
     }
 }
