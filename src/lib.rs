@@ -7,11 +7,52 @@
 
 #![forbid(unsafe_code)]
 
+/// The ndarray version the engine's tensor API speaks (`Tensor::read`
+/// closures take its views); use this one rather than a newer major.
+pub use ndarray;
 pub use vigil_debugmode as debugmode;
 pub use vigil_engine as engine;
 pub use vigil_findings as findings;
 pub use vigil_listeners as listeners;
 pub use vigil_reports as reports;
+
+/// What a kernel author or a training loop needs, in one import:
+/// `use vigil::prelude::*;`.
+pub mod prelude {
+    pub use crate::prepare;
+    pub use vigil_debugmode::{DebugConfig, DebugMode, DebugReport};
+    pub use vigil_engine::exec::{At, Listener, OpEvent, RunOptions};
+    pub use vigil_engine::ops::check_arity;
+    pub use vigil_engine::{
+        Arity, Attrs, DType, Executor, Graph, GraphBuilder, InplaceVariant, Op, OpCtx, OpRegistry, Sym,
+        Tensor, TypeInfo, ViewKind,
+    };
+    pub use vigil_findings::{Finding, Kind, Severity};
+    pub use vigil_listeners::{
+        ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
+    };
+}
+
+/// The graph `vigil run` executes: `graph` after the in-place pass, which
+/// rewrites pure ops into their in-place variants where the destroy handler
+/// proves it safe. `Executor::new` runs a graph as given; run `prepare`'s
+/// result to check the graph your users will actually run, or the graph
+/// itself to check it without the pass.
+///
+/// ```
+/// use vigil::prelude::*;
+/// let b = GraphBuilder::new("g");
+/// let x = b.input("x", DType::F32, &[4]);
+/// let y = x.exp()?.neg()?;
+/// let g = prepare(&b.build(&[&y])?)?;
+/// assert!(g.nodes().iter().any(|n| n.op.name().ends_with("_inplace")));
+/// let out = Executor::new(&g)?.run(&[("x".to_string(), Tensor::from_vec(&[4], vec![0f32; 4])?)].into())?;
+/// assert_eq!(out.outputs[0].1.to_f64_vec()?, vec![-1.0; 4]);
+/// # Ok::<(), vigil::engine::Error>(())
+/// ```
+pub fn prepare(graph: &engine::Graph) -> engine::Result<engine::Graph> {
+    Ok(engine::inplace::run(graph)?.graph)
+}
 
 pub mod case;
 pub mod runner;

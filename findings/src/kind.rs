@@ -82,9 +82,11 @@ impl Kind {
     }
 
     /// The severity a finding of this kind has unless its detector says
-    /// otherwise: warnings for declarations that are merely unused.
+    /// otherwise: a warning for a destroy that is declared but unused. A
+    /// declared must-view that is a copy is an error: callers rely on the
+    /// aliasing (writes through the view must reach the base).
     pub fn default_severity(&self) -> Severity {
-        if *self == Kind::DECLARED_DESTROY_UNUSED || *self == Kind::DECLARED_VIEW_NOT_ALIASED {
+        if *self == Kind::DECLARED_DESTROY_UNUSED {
             Severity::Warning
         } else {
             Severity::Error
@@ -162,14 +164,15 @@ mod tests {
     }
 
     #[test]
-    fn only_unused_declarations_default_to_warnings() {
+    fn only_unused_destroys_default_to_warnings() {
         assert_eq!(
             Kind::DECLARED_DESTROY_UNUSED.default_severity(),
             Severity::Warning
         );
         assert_eq!(
             Kind::DECLARED_VIEW_NOT_ALIASED.default_severity(),
-            Severity::Warning
+            Severity::Error,
+            "a must-view that is a copy is the defect Vigil exists to catch"
         );
         assert_eq!(Kind::VALUE_MISMATCH.default_severity(), Severity::Error);
         assert_eq!(Kind::new("custom").default_severity(), Severity::Error);
