@@ -126,6 +126,37 @@ fn on_slice(op: &str) -> Result<(Graph, Feeds)> {
     ))
 }
 
+/// The op on row 0 of a 100×64 matrix: the view is 1% of its buffer, so
+/// only the guard band, not the whole outside, is checked.
+fn on_row_of_large_base(op: &str) -> Result<(Graph, Feeds)> {
+    let g = builder();
+    let x = g.input("x", DType::F32, &[100, 64]);
+    let row = x.view(&[IndexSpec::Point(0)])?;
+    let s = row.op(op, &[], Attrs::new())?;
+    let data: Vec<f32> = (0..6400).map(|i| i as f32).collect();
+    Ok((
+        g.build(&[&s])?,
+        feeds(vec![("x", Tensor::from_vec(&[100, 64], data)?)]),
+    ))
+}
+
+/// `a = op(x); b = op(y); s = a + b`: `a` is still live when `b` is made.
+fn two_calls_then_add(op: &str) -> Result<(Graph, Feeds)> {
+    let g = builder();
+    let x = g.input("x", DType::F32, &[4]);
+    let y = g.input("y", DType::F32, &[4]);
+    let a = x.op(op, &[], Attrs::new())?;
+    let b = y.op(op, &[], Attrs::new())?;
+    let s = a.add(&b)?;
+    Ok((
+        g.build(&[&s])?,
+        feeds(vec![
+            ("x", f32s(&[4], &[1.0, 2.0, 3.0, 4.0])?),
+            ("y", f32s(&[4], &[10.0, 20.0, 30.0, 40.0])?),
+        ]),
+    ))
+}
+
 fn builtin_elementwise() -> Result<(Graph, Feeds)> {
     let g = GraphBuilder::new("elementwise");
     let x = g.input("x", DType::F32, &[2, 3]);
@@ -220,6 +251,8 @@ pub fn cases() -> Vec<Case> {
     v.extend(pair("safe_div", K::NON_FINITE, |op| {
         two_vectors(op, &[1.0, 0.0, 2.0, 0.0])
     }));
+    v.extend(pair("row_sum", K::OUT_OF_VIEW_WRITE, on_row_of_large_base));
+    v.extend(pair("cached_double", K::UNDECLARED_ALIAS, two_calls_then_add));
     v.push(Case {
         name: "panicking_listener".into(),
         expected: Some(K::LISTENER_PANIC),
