@@ -30,6 +30,10 @@ pub struct Case {
     pub name: String,
     /// `None`: the run must give no finding at all.
     pub expected: Option<Kind>,
+    /// Kinds the defect's effect also causes under `vigil run`'s default
+    /// DebugMode (a corrupted value shows as a mismatch there), which
+    /// `suites/broken` expects too; the listeners alone give `expected`.
+    pub debug_also: Vec<Kind>,
     pub build: Box<dyn Fn() -> Result<(Graph, Feeds)>>,
 }
 
@@ -69,11 +73,13 @@ fn pair(what: &'static str, expected: Kind, build: fn(&str) -> Result<(Graph, Fe
         Case {
             name: format!("broken_{what}"),
             expected: Some(expected),
+            debug_also: Vec::new(),
             build: Box::new(move || build(&format!("broken_{what}"))),
         },
         Case {
             name: format!("fixed_{what}"),
             expected: None,
+            debug_also: Vec::new(),
             build: Box::new(move || build(&format!("fixed_{what}"))),
         },
     ]
@@ -252,10 +258,13 @@ pub fn cases() -> Vec<Case> {
         two_vectors(op, &[1.0, 0.0, 2.0, 0.0])
     }));
     v.extend(pair("row_sum", K::OUT_OF_VIEW_WRITE, on_row_of_large_base));
-    v.extend(pair("cached_double", K::UNDECLARED_ALIAS, two_calls_then_add));
+    let mut cached = pair("cached_double", K::UNDECLARED_ALIAS, two_calls_then_add);
+    cached[0].debug_also = vec![K::VALUE_MISMATCH];
+    v.extend(cached);
     v.push(Case {
         name: "panicking_listener".into(),
         expected: Some(K::LISTENER_PANIC),
+        debug_also: Vec::new(),
         build: Box::new(builtin_elementwise),
     });
     let samples: [(&str, Build); 4] = [
@@ -268,6 +277,7 @@ pub fn cases() -> Vec<Case> {
         v.push(Case {
             name: name.to_string(),
             expected: None,
+            debug_also: Vec::new(),
             build: Box::new(build),
         });
     }
