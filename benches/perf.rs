@@ -35,6 +35,15 @@ fn validate_set() -> ListenerSet {
         .with(NumericsListener::new())
 }
 
+/// The same without the guard band and the undeclared-alias check, to
+/// measure what the two cost.
+fn validate_set_without_guard_and_alias() -> ListenerSet {
+    ListenerSet::new()
+        .with(NonInplaceValidationListener::new().guard_band(false))
+        .with(ViewMapValidationListener::new().alias_check(false))
+        .with(NumericsListener::new())
+}
+
 /// A named way to run a graph.
 struct Side<'a> {
     name: &'static str,
@@ -103,11 +112,26 @@ fn paired_main(reps: usize) {
             Side::new("plain_1t", &mlp_exec, Box::new(NoListener)).one_thread(),
             Side::new("validate", &mlp_exec, Box::new(validate_set())),
             Side::new(
+                "validate_no_guard_alias",
+                &mlp_exec,
+                Box::new(validate_set_without_guard_and_alias()),
+            ),
+            Side::new(
                 "noninplace",
                 &mlp_exec,
                 Box::new(NonInplaceValidationListener::new()),
             ),
+            Side::new(
+                "noninplace_no_guard",
+                &mlp_exec,
+                Box::new(NonInplaceValidationListener::new().guard_band(false)),
+            ),
             Side::new("viewmap", &mlp_exec, Box::new(ViewMapValidationListener::new())),
+            Side::new(
+                "viewmap_no_alias",
+                &mlp_exec,
+                Box::new(ViewMapValidationListener::new().alias_check(false)),
+            ),
             Side::new("numerics", &mlp_exec, Box::new(NumericsListener::new())),
         ],
         &mlp_feeds,
@@ -129,9 +153,29 @@ fn paired_main(reps: usize) {
             Side::new("inplace_1t", &inplace_exec, Box::new(NoListener)).one_thread(),
             Side::new("validate", &inplace_exec, Box::new(validate_set())),
             Side::new(
+                "validate_no_guard_alias",
+                &inplace_exec,
+                Box::new(validate_set_without_guard_and_alias()),
+            ),
+            Side::new(
                 "noninplace",
                 &inplace_exec,
                 Box::new(NonInplaceValidationListener::new()),
+            ),
+            Side::new(
+                "noninplace_no_guard",
+                &inplace_exec,
+                Box::new(NonInplaceValidationListener::new().guard_band(false)),
+            ),
+            Side::new(
+                "viewmap",
+                &inplace_exec,
+                Box::new(ViewMapValidationListener::new()),
+            ),
+            Side::new(
+                "viewmap_no_alias",
+                &inplace_exec,
+                Box::new(ViewMapValidationListener::new().alias_check(false)),
             ),
             Side::new("numerics", &inplace_exec, Box::new(NumericsListener::new())),
         ],

@@ -29,7 +29,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         let (graph, feeds) = (case.build)()?;
-        let kinds = case.expected.iter().map(|k| k.to_string()).collect();
+        let kinds = case
+            .expected
+            .iter()
+            .chain(&case.debug_also)
+            .map(|k| k.to_string())
+            .collect();
         cases.push((case.name.clone(), graph, feeds, kinds));
     }
     // DebugMode cases that `vigil run`'s default checks catch.

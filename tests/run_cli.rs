@@ -86,6 +86,24 @@ fn shipped_suites_give_zero_findings() {
 }
 
 #[test]
+fn vigil_debug_catches_a_kept_workspace() {
+    let o = vigil(&["debug", "suites/broken/broken_cached_double", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    let r = json_of(&o);
+    let findings = r["cases"][0]["findings"].as_array().unwrap();
+    let alias = findings
+        .iter()
+        .find(|f| f["kind"] == "undeclared_alias")
+        .unwrap_or_else(|| panic!("{findings:#?}"));
+    assert_eq!(alias["op"], "broken_cached_double");
+    assert!(findings
+        .iter()
+        .any(|f| f["kind"] == "value_mismatch" && f["details"]["changed_after_production"] == true));
+    let o = vigil(&["debug", "suites/broken/fixed_cached_double"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+}
+
+#[test]
 fn vigil_debug_shows_one_case_and_refuses_unknown_checks() {
     let o = vigil(&["debug", "suites/broken/broken_accumulate", "--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));

@@ -163,6 +163,51 @@ fn a_hidden_view_read_after_its_buffer_is_destroyed() {
 }
 
 #[test]
+fn a_kept_workspace_is_caught_by_the_listeners_and_the_reference() {
+    // a = cached_double(x); b = cached_double(-x); the second call writes
+    // over a while a is still to be read.
+    let g = graph(|b, x| {
+        let a = b
+            .apply_named("make_a", "broken_cached_double", &[&x], Default::default())
+            .unwrap()
+            .remove(0);
+        let n = x.neg().unwrap();
+        let c = b
+            .apply_named("make_b", "broken_cached_double", &[&n], Default::default())
+            .unwrap()
+            .remove(0);
+        vec![a.add(&c).unwrap()]
+    });
+    let f = check(&g, DebugConfig::default());
+    let k = kinds(&f);
+    assert!(k.contains(&"undeclared_alias".to_string()), "{f:#?}");
+    let alias = f.iter().find(|f| f.kind == Kind::UNDECLARED_ALIAS).unwrap();
+    assert_eq!(alias.node, "make_b");
+    assert_eq!(alias.details["other_node"], "make_a");
+    // The reference isolates outputs, so the corruption shows as a value
+    // that changed after it was produced (DebugMode does not name the
+    // writer here: the workspace write is not a declared destroy).
+    let vm = f
+        .iter()
+        .find(|f| f.kind == Kind::VALUE_MISMATCH && f.details["changed_after_production"] == true)
+        .unwrap_or_else(|| panic!("{f:#?}"));
+    assert!(vm.op.starts_with("add"), "{vm:#?}");
+    assert!(vm.message.contains("changed after it was produced"), "{vm:#?}");
+
+    // The twin gives nothing.
+    let g = graph(|b, x| {
+        let a = op(&x, "fixed_cached_double");
+        let n = x.neg().unwrap();
+        let c = b
+            .apply_named("make_b", "fixed_cached_double", &[&n], Default::default())
+            .unwrap()
+            .remove(0);
+        vec![a.add(&c).unwrap()]
+    });
+    assert!(check(&g, DebugConfig::default()).is_empty());
+}
+
+#[test]
 fn an_op_that_accumulates_into_its_output_buffer() {
     let g = graph(|_, x| vec![op(&x.neg().unwrap(), "broken_accumulate_out")]);
     let f = check(

@@ -32,6 +32,10 @@ kinds! {
     UNDECLARED_VIEW = "undeclared_view";
     /// Two outputs of one op share memory.
     ALIASED_OUTPUTS = "aliased_outputs";
+    /// An op's output shares memory with a value that is still live (or
+    /// with a graph output an earlier run returned), and no declared view
+    /// or destroy explains it: a kept workspace or cached output.
+    UNDECLARED_ALIAS = "undeclared_alias";
     /// An op made NaN or Inf from all-finite inputs.
     NON_FINITE = "non_finite";
     /// A listener panicked; it was disabled for the rest of the run.

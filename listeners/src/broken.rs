@@ -12,7 +12,10 @@
 //! | `broken_lazy_scale`      | declares a destroy, never writes                | `declared_destroy_unused`   | `fixed_lazy_scale`  |
 //! | `broken_view`            | declares a must-view, returns a copy            | `declared_view_not_aliased` | `fixed_view`        |
 //! | `broken_safe_div`        | "safe" division without the zero guard          | `non_finite`                | `fixed_safe_div`    |
+//! | `broken_row_sum`         | sums a row view, stores one element past its end | `out_of_view_write`        | `fixed_row_sum`     |
+//! | `broken_cached_double`   | returns a workspace it keeps across calls       | `undeclared_alias`          | `fixed_cached_double` |
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
@@ -392,6 +395,115 @@ impl Op for SafeDiv {
     }
 }
 
+/// The sum of a vector (typically one row of a larger matrix), as a
+/// scalar. The broken kernel believes it owns one element more than the
+/// view and keeps its running sum there: an off-by-one store into the next
+/// row of the base matrix.
+pub struct RowSum {
+    pub fixed: bool,
+    name: String,
+}
+
+impl RowSum {
+    pub fn new(fixed: bool) -> Self {
+        RowSum {
+            fixed,
+            name: name(fixed, "row_sum"),
+        }
+    }
+}
+
+impl Op for RowSum {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        need_f32(&self.name, inputs)?;
+        Ok(vec![TypeInfo::new(DType::F32, Some(Vec::new()))])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &inputs[0];
+        if x.ndim() != 1 {
+            return op_err(format!("op '{}' takes a vector", self.name));
+        }
+        let sum: f32 = x.read(|v: ArrayViewD<'_, f32>| v.sum())?;
+        if !self.fixed {
+            let n = x.size();
+            let scratch = x.with_layout(Layout::new(vec![n + 1], x.strides().to_vec(), x.offset()))?;
+            scratch.set_at(&[n], Scalar::F32(sum))?;
+        }
+        let out = ctx.output(0, DType::F32, &[])?;
+        out.set_at(&[], Scalar::F32(sum))?;
+        Ok(vec![out])
+    }
+}
+
+thread_local! {
+    /// The broken `cached_double`'s workspace, kept across calls.
+    static WORKSPACE: RefCell<Option<Tensor>> = const { RefCell::new(None) };
+}
+
+/// `2·x` into a fresh output. The broken one keeps a workspace across
+/// calls and returns it, so the next call overwrites the previous result
+/// while that result is still in use.
+pub struct CachedDouble {
+    pub fixed: bool,
+    name: String,
+}
+
+impl CachedDouble {
+    pub fn new(fixed: bool) -> Self {
+        CachedDouble {
+            fixed,
+            name: name(fixed, "cached_double"),
+        }
+    }
+
+    fn workspace(shape: &[usize]) -> Result<Tensor> {
+        WORKSPACE.with(|w| {
+            let mut w = w.borrow_mut();
+            match &*w {
+                Some(t) if t.shape() == shape => Ok(t.clone()),
+                _ => {
+                    let t = Tensor::zeros(DType::F32, shape)?;
+                    *w = Some(t.clone());
+                    Ok(t)
+                }
+            }
+        })
+    }
+}
+
+impl Op for CachedDouble {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        need_f32(&self.name, inputs)?;
+        Ok(vec![inputs[0].clone()])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &inputs[0];
+        let out = if self.fixed {
+            ctx.output(0, DType::F32, x.shape())?
+        } else {
+            Self::workspace(x.shape())?
+        };
+        x.read(|xv: ArrayViewD<'_, f32>| {
+            out.write(|mut ov: ArrayViewMutD<'_, f32>| ov.zip_mut_with(&xv, |o, &v| *o = 2.0 * v))
+        })??;
+        Ok(vec![out])
+    }
+}
+
 /// Every broken op and its twin.
 pub fn ops() -> Vec<Arc<dyn Op>> {
     let mut v: Vec<Arc<dyn Op>> = Vec::new();
@@ -404,6 +516,8 @@ pub fn ops() -> Vec<Arc<dyn Op>> {
         v.push(Arc::new(LazyScale::new(fixed)));
         v.push(Arc::new(View::new(fixed)));
         v.push(Arc::new(SafeDiv::new(fixed)));
+        v.push(Arc::new(RowSum::new(fixed)));
+        v.push(Arc::new(CachedDouble::new(fixed)));
     }
     v
 }
@@ -424,7 +538,8 @@ pub fn intended(op: &str) -> Option<Kind> {
         "broken_accumulate" => Kind::DESTROYED_INPUT,
         "broken_identity" | "broken_first_row" => Kind::UNDECLARED_VIEW,
         "broken_split" => Kind::ALIASED_OUTPUTS,
-        "broken_increment" => Kind::OUT_OF_VIEW_WRITE,
+        "broken_increment" | "broken_row_sum" => Kind::OUT_OF_VIEW_WRITE,
+        "broken_cached_double" => Kind::UNDECLARED_ALIAS,
         "broken_lazy_scale" => Kind::DECLARED_DESTROY_UNUSED,
         "broken_view" => Kind::DECLARED_VIEW_NOT_ALIASED,
         "broken_safe_div" => Kind::NON_FINITE,

@@ -134,6 +134,21 @@ pub fn view_hash(t: &Tensor) -> Result<Hashed> {
 
 /// Hash of the buffer elements the view does not reach, in offset order.
 pub fn outside_hash(t: &Tensor) -> Result<Hashed> {
+    outside_part_hash(t, None)
+}
+
+/// Hash of the view's guard band: the gaps inside its span and
+/// [`guard_band`] elements on each side, in offset order.
+pub fn guard_hash(t: &Tensor) -> Result<Hashed> {
+    outside_part_hash(t, Some(guard_band(t)))
+}
+
+/// Elements on each side of `t`'s span that its guard band covers.
+pub fn guard_band(t: &Tensor) -> usize {
+    Region::new(t.layout()).band(t.dtype().size())
+}
+
+fn outside_part_hash(t: &Tensor, band: Option<usize>) -> Result<Hashed> {
     let r = Region::new(t.layout());
     let es = t.dtype().size();
     if !r.fits(t.data_size()) {
@@ -141,7 +156,7 @@ pub fn outside_hash(t: &Tensor) -> Result<Hashed> {
     }
     t.storage().with_bytes(|data| {
         let mut s = HashSink::new();
-        r.feed_outside(data, es, &mut s);
+        r.feed_outside(data, es, band, &mut s);
         s.finish()
     })
 }
@@ -172,6 +187,16 @@ pub fn view_bytes(t: &Tensor) -> Result<Vec<u8>> {
 /// The buffer elements the view does not reach, as bytes in offset order
 /// (what [`outside_hash`] hashes).
 pub fn outside_bytes(t: &Tensor) -> Result<Vec<u8>> {
+    outside_part_bytes(t, None)
+}
+
+/// The guard band's elements as bytes in offset order (what
+/// [`guard_hash`] hashes).
+pub fn guard_bytes(t: &Tensor) -> Result<Vec<u8>> {
+    outside_part_bytes(t, Some(guard_band(t)))
+}
+
+fn outside_part_bytes(t: &Tensor, band: Option<usize>) -> Result<Vec<u8>> {
     let r = Region::new(t.layout());
     if !r.fits(t.data_size()) {
         return Err(layout_err(t));
@@ -179,7 +204,7 @@ pub fn outside_bytes(t: &Tensor) -> Result<Vec<u8>> {
     let es = t.dtype().size();
     t.storage().with_bytes(|data| {
         let mut out = Vec::new();
-        r.feed_outside(data, es, &mut out);
+        r.feed_outside(data, es, band, &mut out);
         out
     })
 }
@@ -188,7 +213,42 @@ pub fn outside_bytes(t: &Tensor) -> Result<Vec<u8>> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Part {
     View,
+    /// Every element the view does not reach.
     Outside,
+    /// The gaps inside the view's span and a band on each side.
+    Guard,
+}
+
+impl Part {
+    pub fn hash(self, t: &Tensor) -> Result<Hashed> {
+        match self {
+            Part::View => view_hash(t),
+            Part::Outside => outside_hash(t),
+            Part::Guard => guard_hash(t),
+        }
+    }
+
+    pub fn bytes(self, t: &Tensor) -> Result<Vec<u8>> {
+        match self {
+            Part::View => view_bytes(t),
+            Part::Outside => outside_bytes(t),
+            Part::Guard => guard_bytes(t),
+        }
+    }
+
+    /// The elements this part covers, as `(start, end)` ranges of buffer
+    /// offsets in increasing order (not for [`Part::View`], which is walked
+    /// in logical order).
+    pub(crate) fn ranges(self, t: &Tensor) -> Vec<(usize, usize)> {
+        let r = Region::new(t.layout());
+        let band = match self {
+            Part::Guard => Some(r.band(t.dtype().size())),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        r.for_each_outside_range(t.data_size(), band, |a, b| out.push((a, b)));
+        out
+    }
 }
 
 /// Hashes by buffer, valid while the buffer's version stays the same. Every

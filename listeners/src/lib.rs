@@ -5,6 +5,8 @@
 //!   destroy_map declares, and only inside those inputs' views.
 //! - [`ViewMapValidationListener`]: outputs share memory with inputs only as
 //!   declared, never with each other, and declared must-views are views.
+//!   Also: no output reuses memory another live value (or an earlier
+//!   run's returned output) still holds (`undeclared_alias`).
 //! - [`NumericsListener`]: output health per node; blames the op that first
 //!   makes NaN or Inf.
 //! - [`ListenerSet`]: runs several listeners as one, survives their panics
@@ -14,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+mod alias;
 pub mod broken;
 mod diff;
 pub mod finding;

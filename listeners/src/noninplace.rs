@@ -14,10 +14,18 @@
 //!
 //! The view hash costs the view's size. The outside hash costs the buffer's
 //! size, which for a small view of a huge buffer would dwarf it; so the
-//! outside is hashed only when the buffer holds at most
+//! whole outside is hashed only when the buffer holds at most
 //! [`NonInplaceConfig::outside_factor`] (K, default 4) times the view's
-//! distinct elements. Per input the work is thus at most about K times the
-//! view. [`NonInplaceConfig::thorough`] hashes the outside always.
+//! distinct elements. [`NonInplaceConfig::thorough`] hashes the outside
+//! always.
+//!
+//! Otherwise the *guard band* is hashed instead: the gaps inside the view's
+//! span (the elements a strided view skips) and a band on each side of the
+//! span, one innermost run or the largest stride wide (at most 16 KiB).
+//! Off-by-one and wrong-stride stores land there, next to the view; a
+//! store far away in a large buffer goes unseen unless `thorough` is set.
+//! The band costs at most twice 16 KiB plus the span, so the work stays
+//! proportional to what the view reaches.
 //!
 //! # Reuse
 //!
@@ -46,7 +54,7 @@ use vigil_engine::Tensor;
 
 use crate::diff::Diff;
 use crate::finding::{at_op, hex, Finding, Kind, Validator};
-use crate::hash::{outside_bytes, outside_hash, view_bytes, view_hash, HashCache, Hashed, Part};
+use crate::hash::{HashCache, Hashed, Part};
 use crate::overlap::tensors_share_memory;
 use crate::region::Region;
 use crate::replay::{replay_in_copy_mode, Snapshot};
@@ -70,6 +78,9 @@ pub struct NonInplaceConfig {
     /// K: check the outside when the buffer has at most K times the view's
     /// distinct elements.
     pub outside_factor: usize,
+    /// Hash the guard band when the whole outside is not hashed. On by
+    /// default; off only to measure what it costs.
+    pub guard_band: bool,
     /// Reuse hashes while buffer id, version and layout are unchanged.
     pub reuse: bool,
     /// Ops not checked, besides those exempt by design (`create_view`).
@@ -82,6 +93,7 @@ impl Default for NonInplaceConfig {
             mode: Mode::Hash,
             thorough: false,
             outside_factor: 4,
+            guard_band: true,
             reuse: true,
             exempt_ops: BTreeSet::new(),
         }
@@ -98,8 +110,13 @@ pub struct NonInplaceStats {
     /// Checked ops with at least one error finding.
     pub failed: usize,
     pub inputs_checked: usize,
-    /// Inputs whose outside was checked / skipped by the cost rule.
+    /// Inputs whose whole outside was checked.
     pub outside_checked: usize,
+    /// Inputs whose outside was checked in the guard band only (the buffer
+    /// is larger than K views).
+    pub guard_checked: usize,
+    /// Inputs whose outside was not checked at all (another declared
+    /// destroyer writes elsewhere in the same buffer).
     pub outside_skipped: usize,
     pub hashes_computed: usize,
     pub bytes_hashed: u64,
@@ -144,8 +161,9 @@ struct Before {
     may_change: bool,
     version: u64,
     view: Snap,
-    /// `None` when not checked, or when the view covers the whole buffer.
-    outside: Option<Snap>,
+    /// The outside or its guard band; `None` when not checked, or when the
+    /// view covers the whole buffer.
+    outside: Option<(Part, Snap)>,
     /// The view reaches every element of its buffer: nothing outside.
     covers_buffer: bool,
 }
@@ -208,6 +226,11 @@ impl NonInplaceValidationListener {
         self
     }
 
+    pub fn guard_band(mut self, on: bool) -> Self {
+        self.config.guard_band = on;
+        self
+    }
+
     pub fn reuse(mut self, on: bool) -> Self {
         self.config.reuse = on;
         self
@@ -258,10 +281,7 @@ impl NonInplaceValidationListener {
                         return Ok(Snap::Hash(h));
                     }
                 }
-                let h = match part {
-                    Part::View => view_hash(t)?,
-                    Part::Outside => outside_hash(t)?,
-                };
+                let h = part.hash(t)?;
                 self.stats.hashes_computed += 1;
                 self.stats.bytes_hashed += h.bytes as u64;
                 if self.config.reuse {
@@ -270,10 +290,7 @@ impl NonInplaceValidationListener {
                 Ok(Snap::Hash(h))
             }
             Mode::Copy => {
-                let v = match part {
-                    Part::View => view_bytes(t)?,
-                    Part::Outside => outside_bytes(t)?,
-                };
+                let v = part.bytes(t)?;
                 self.stats.bytes_copied += v.len() as u64;
                 Ok(Snap::Copy(v))
             }
@@ -311,12 +328,15 @@ impl NonInplaceValidationListener {
         let outside = if covers_buffer {
             self.stats.outside_checked += 1;
             None
-        } else if !shared && self.check_outside(t, distinct) {
-            self.stats.outside_checked += 1;
-            Some(self.take(t, Part::Outside, self.config.reuse)?)
-        } else {
+        } else if shared || !(self.config.guard_band || self.check_outside(t, distinct)) {
             self.stats.outside_skipped += 1;
             None
+        } else if self.check_outside(t, distinct) {
+            self.stats.outside_checked += 1;
+            Some((Part::Outside, self.take(t, Part::Outside, self.config.reuse)?))
+        } else {
+            self.stats.guard_checked += 1;
+            Some((Part::Guard, self.take(t, Part::Guard, self.config.reuse)?))
         };
         Ok(Before {
             index: i,
@@ -347,10 +367,11 @@ impl NonInplaceValidationListener {
         m.insert("strides".into(), json!(t.strides()));
         m.insert("offset".into(), json!(t.offset()));
         m.insert("buffer_elements".into(), json!(t.data_size()));
-        m.insert(
-            "outside_checked".into(),
-            json!(b.covers_buffer || b.outside.is_some()),
-        );
+        let full = b.covers_buffer || matches!(b.outside, Some((Part::Outside, _)));
+        m.insert("outside_checked".into(), json!(full));
+        if let Some((Part::Guard, _)) = &b.outside {
+            m.insert("guard_band".into(), json!(crate::hash::guard_band(t)));
+        }
         m
     }
 
@@ -366,11 +387,11 @@ impl NonInplaceValidationListener {
             !b.view.same(&self.take(t, Part::View, self.config.reuse)?)
         };
         let outside_changed = match &b.outside {
-            Some(o) if trust => {
+            Some((_, o)) if trust => {
                 self.reused(o.bytes());
                 false
             }
-            Some(o) => !o.same(&self.take(t, Part::Outside, self.config.reuse)?),
+            Some((part, o)) => !o.same(&self.take(t, *part, self.config.reuse)?),
             None => false,
         };
         let var = ev
@@ -398,21 +419,23 @@ impl NonInplaceValidationListener {
         }
         if outside_changed {
             let mut d = self.details(ev, &b, t);
-            if let Some(o) = &b.outside {
-                self.describe(&mut d, t, o, Part::Outside, "outside")?;
+            if let Some((part, o)) = &b.outside {
+                self.describe(&mut d, t, o, *part, "outside")?;
             }
             d.insert("view_changed".into(), json!(view_changed));
+            let mut message = format!(
+                "the op wrote into the buffer of input {} ('{var}') outside the input's own elements",
+                b.index
+            );
+            if let Some(first) = d.get_mut("outside").and_then(|o| o.get_mut("first_changed")) {
+                let base = base_of(ev, b.index, t);
+                let place = locate(first, t, base.as_ref());
+                message.push_str(&format!(": {place}"));
+            }
             out.push(
-                at_op(
-                    Kind::OUT_OF_VIEW_WRITE,
-                    ev,
-                    format!(
-                        "the op wrote into the buffer of input {} ('{var}') outside the input's own elements",
-                        b.index
-                    ),
-                )
-                .with_input(b.index)
-                .with_details(Value::Object(d)),
+                at_op(Kind::OUT_OF_VIEW_WRITE, ev, message)
+                    .with_input(b.index)
+                    .with_details(Value::Object(d)),
             );
         }
         if b.declared && unchanged_version && !view_changed && !outside_changed {
@@ -433,7 +456,9 @@ impl NonInplaceValidationListener {
         Ok(out)
     }
 
-    /// Adds hashes (Hash mode) or the element diff (Copy mode) of `part`.
+    /// Adds hashes (Hash mode) or the element diff (Copy mode) of `part`;
+    /// for a diff outside the view, also the first changed element
+    /// (`first_changed`).
     fn describe(
         &self,
         d: &mut serde_json::Map<String, Value>,
@@ -444,41 +469,41 @@ impl NonInplaceValidationListener {
     ) -> vigil_engine::Result<()> {
         match before {
             Snap::Hash(h) => {
-                let after = match part {
-                    Part::View => view_hash(t)?,
-                    Part::Outside => outside_hash(t)?,
-                };
+                let after = part.hash(t)?;
                 d.insert(format!("{label}_hash_before"), json!(hex(h.hash)));
                 d.insert(format!("{label}_hash_after"), json!(hex(after.hash)));
                 d.insert(format!("{label}_bytes"), json!(h.bytes));
+                d.insert(format!("{label}_part"), json!(part_name(part)));
             }
             Snap::Copy(old) => {
                 let es = t.dtype().size();
-                let region = Region::new(t.layout());
                 let mut diff = Diff::new(t.dtype());
-                match part {
-                    Part::View => {
-                        let new = view_bytes(t)?;
-                        let offsets = region.offsets();
-                        for (k, (o, n)) in old.chunks_exact(es).zip(new.chunks_exact(es)).enumerate() {
-                            diff.note(
-                                o,
-                                n,
-                                || json!({ "flat": region.flat_index(k), "offset": offsets[k] }),
-                            );
-                        }
+                let new = part.bytes(t)?;
+                let pairs = old.chunks_exact(es).zip(new.chunks_exact(es));
+                if part == Part::View {
+                    let region = Region::new(t.layout());
+                    let offsets = region.offsets();
+                    for (k, (o, n)) in pairs.enumerate() {
+                        diff.note(
+                            o,
+                            n,
+                            || json!({ "flat": region.flat_index(k), "offset": offsets[k] }),
+                        );
                     }
-                    Part::Outside => {
-                        let new = outside_bytes(t)?;
-                        let mask = region.mask();
-                        let offsets =
-                            (0..t.data_size()).filter(|&o| !mask.as_ref().is_some_and(|m| m.contains(o)));
-                        for (off, (o, n)) in offsets.zip(old.chunks_exact(es).zip(new.chunks_exact(es))) {
-                            diff.note(o, n, || json!({ "offset": off }));
-                        }
+                    d.insert(label.into(), diff.to_json());
+                } else {
+                    let offsets = part.ranges(t).into_iter().flat_map(|(a, b)| a..b);
+                    for (off, (o, n)) in offsets.zip(pairs) {
+                        diff.note(o, n, || json!({ "offset": off }));
                     }
+                    let mut j = diff.to_json();
+                    let first = j["first"].get(0).cloned();
+                    if let (Value::Object(m), Some(first)) = (&mut j, first) {
+                        m.insert("first_changed".into(), first);
+                    }
+                    j["part"] = json!(part_name(part));
+                    d.insert(label.into(), j);
                 }
-                d.insert(label.into(), diff.to_json());
             }
         }
         Ok(())
@@ -493,14 +518,24 @@ impl NonInplaceValidationListener {
         for (idx, pos) in std::mem::take(&mut self.to_replay) {
             let Some(f) = self.findings.get(idx) else { continue };
             let (kind, input) = (f.kind.clone(), f.input);
-            let replay = match replay_in_copy_mode(snap.graph(), snap.feeds(), pos, &self.config) {
+            let (replay, message) = match replay_in_copy_mode(snap.graph(), snap.feeds(), pos, &self.config) {
                 Ok(found) => match found.into_iter().find(|r| r.kind == kind && r.input == input) {
-                    Some(r) => r.details,
-                    None => json!({ "error": "the replay did not reproduce the finding" }),
+                    Some(r) => (r.details, Some(r.message)),
+                    None => (
+                        json!({ "error": "the replay did not reproduce the finding" }),
+                        None,
+                    ),
                 },
-                Err(e) => json!({ "error": e.to_string() }),
+                Err(e) => (json!({ "error": e.to_string() }), None),
             };
-            if let Some(Value::Object(m)) = self.findings.get_mut(idx).map(|f| &mut f.details) {
+            let Some(f) = self.findings.get_mut(idx) else {
+                continue;
+            };
+            // The replay knows where the write landed; the message says so.
+            if let Some(m) = message.filter(|m| m.starts_with(&f.message) && m.len() > f.message.len()) {
+                f.message = m;
+            }
+            if let Value::Object(m) = &mut f.details {
                 m.insert("replay".into(), replay);
             }
         }
@@ -580,5 +615,81 @@ impl Validator for NonInplaceValidationListener {
 
     fn take_findings(&mut self) -> Vec<Finding> {
         std::mem::take(&mut self.findings)
+    }
+}
+
+fn part_name(part: Part) -> &'static str {
+    match part {
+        Part::View => "view",
+        Part::Outside => "outside",
+        Part::Guard => "guard_band",
+    }
+}
+
+/// The variable whose buffer input `i` is a view of, and its shape, when
+/// the graph knows it and it spans the whole buffer: element offsets are
+/// then named as its indices.
+fn base_of(ev: &OpEvent, i: usize, t: &Tensor) -> Option<(String, Vec<usize>)> {
+    let v = *ev.node.inputs.get(i)?;
+    let root = vigil_engine::destroy::DestroyHandler::new(ev.graph).root(v);
+    let var = ev.graph.var(root);
+    let shape: Vec<usize> = var
+        .ty
+        .shape
+        .as_ref()?
+        .iter()
+        .map(|&d| usize::try_from(d).ok())
+        .collect::<Option<_>>()?;
+    (shape.iter().product::<usize>() == t.data_size()).then(|| (var.name.clone(), shape))
+}
+
+/// Says where buffer element `first["offset"]` lies relative to the view's
+/// span, adds that as `first["where"]` (and `first["base_index"]`), and
+/// returns it as a phrase for the message.
+fn locate(first: &mut Value, t: &Tensor, base: Option<&(String, Vec<usize>)>) -> String {
+    let Some(o) = first["offset"].as_u64().map(|o| o as usize) else {
+        return String::new();
+    };
+    let Some((lo, hi)) = Region::new(t.layout()).span() else {
+        return format!("buffer element {o}");
+    };
+    let plural = |n: usize| if n == 1 { "element" } else { "elements" };
+    let mut place = if o > hi {
+        format!("{} {} past the end of the view", o - hi, plural(o - hi))
+    } else if o < lo {
+        format!("{} {} before the start of the view", lo - o, plural(lo - o))
+    } else {
+        format!(
+            "in a gap of the view, {} {} after its first element",
+            o - lo,
+            plural(o - lo)
+        )
+    };
+    d_insert(first, "where", json!(place));
+    if let Some((name, shape)) = base {
+        let mut index = vec![0usize; shape.len()];
+        let mut rest = o;
+        for (k, &d) in shape.iter().enumerate().rev() {
+            if d > 0 {
+                index[k] = rest % d;
+                rest /= d;
+            }
+        }
+        d_insert(first, "base_index", json!(index));
+        let list: Vec<String> = index.iter().map(|i| i.to_string()).collect();
+        place.push_str(&format!(", at {name}[{}]", list.join(", ")));
+        if shape.len() == 2 {
+            place.push_str(&format!(" (row {})", index[0]));
+        }
+    }
+    format!(
+        "buffer element {o}, {place}, went from {} to {}",
+        first["old"], first["new"]
+    )
+}
+
+fn d_insert(v: &mut Value, key: &str, x: Value) {
+    if let Value::Object(m) = v {
+        m.insert(key.into(), x);
     }
 }

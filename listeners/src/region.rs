@@ -67,6 +67,8 @@ pub(crate) struct Region {
     kept: Vec<(usize, usize)>,
     /// Elements walked (0 for an empty view).
     len: usize,
+    /// The largest stride of the view's own axes, before merging.
+    max_stride: usize,
 }
 
 impl Region {
@@ -78,6 +80,7 @@ impl Region {
                 start: 0,
                 kept: Vec::new(),
                 len: 0,
+                max_stride: 1,
             };
         }
         let shape = l.shape();
@@ -103,7 +106,15 @@ impl Region {
             }
         }
         let len = dims.iter().product();
+        let max_stride = shape
+            .iter()
+            .zip(l.strides())
+            .filter(|&(&d, &s)| d > 1 && s != 0)
+            .map(|(_, s)| s.unsigned_abs())
+            .max()
+            .unwrap_or(1);
         Region {
+            max_stride,
             dims,
             strides,
             start: l.offset() as isize,
@@ -251,25 +262,56 @@ impl Region {
         })
     }
 
-    /// Pushes every buffer element the view does not reach, in increasing
-    /// offset order: the part before the span, the gaps inside it, and the
-    /// part after. Returns how many elements that was.
-    pub fn feed_outside(&self, data: &[u8], es: usize, sink: &mut impl Sink) -> usize {
-        let n = data.len() / es;
-        let Some(mask) = self.mask() else {
-            sink.push(data);
-            return n;
+    /// Guard band width on each side of the span, in elements: one
+    /// innermost run's extent or the largest stride, whichever is longer
+    /// (an off-by-one or wrong-stride store lands that close), at least one
+    /// element and at most [`MAX_BAND_BYTES`].
+    pub fn band(&self, es: usize) -> usize {
+        let run = match (self.dims.last(), self.strides.last()) {
+            (Some(&d), Some(&s)) => d * s.unsigned_abs(),
+            _ => 1,
         };
-        sink.push(&data[..mask.lo * es]);
-        let mut count = mask.lo;
-        mask.for_each_gap(|a, b| {
+        run.max(self.max_stride)
+            .clamp(1, (MAX_BAND_BYTES / es.max(1)).max(1))
+    }
+
+    /// Calls `f(start, end)` (end exclusive, increasing) for the buffer
+    /// elements of `n` the view does not reach, limited to `band` elements
+    /// on each side of the span (`None`: the whole buffer). The gaps inside
+    /// the span always count. An empty view's outside is the whole buffer.
+    pub fn for_each_outside_range(&self, n: usize, band: Option<usize>, mut f: impl FnMut(usize, usize)) {
+        let Some(mask) = self.mask() else {
+            f(0, n);
+            return;
+        };
+        let band = band.unwrap_or(n);
+        let before = mask.lo.saturating_sub(band);
+        if before < mask.lo {
+            f(before, mask.lo);
+        }
+        mask.for_each_gap(&mut f);
+        let after = (mask.hi + 1).saturating_add(band).min(n);
+        if mask.hi + 1 < after {
+            f(mask.hi + 1, after);
+        }
+    }
+
+    /// Pushes the buffer elements the view does not reach (within `band`
+    /// of the span, or all with `None`), in increasing offset order: the
+    /// part before the span, the gaps inside it, and the part after.
+    /// Returns how many elements that was.
+    pub fn feed_outside(&self, data: &[u8], es: usize, band: Option<usize>, sink: &mut impl Sink) -> usize {
+        let mut count = 0;
+        self.for_each_outside_range(data.len() / es, band, |a, b| {
             sink.push(&data[a * es..b * es]);
             count += b - a;
         });
-        sink.push(&data[(mask.hi + 1) * es..]);
-        count + n - (mask.hi + 1)
+        count
     }
 }
+
+/// Upper bound of one side of the guard band.
+pub const MAX_BAND_BYTES: usize = 16 * 1024;
 
 /// The set of buffer offsets a view reaches.
 pub(crate) struct Mask {
@@ -302,19 +344,6 @@ impl Mask {
                     break;
                 }
                 free &= !(((1u64 << run) - 1) << start);
-            }
-        }
-    }
-
-    pub fn contains(&self, o: usize) -> bool {
-        if o < self.lo || o > self.hi {
-            return false;
-        }
-        match &self.bits {
-            None => true,
-            Some(b) => {
-                let e = o - self.lo;
-                b[e / 64] >> (e % 64) & 1 == 1
             }
         }
     }
@@ -386,12 +415,38 @@ mod tests {
     }
 
     #[test]
+    fn guard_band_is_the_gaps_and_a_run_or_stride_on_each_side() {
+        let ranges = |l: &Layout, n: usize| {
+            let r = Region::new(l);
+            let mut v = Vec::new();
+            r.for_each_outside_range(n, Some(r.band(4)), |a, b| v.push((a, b)));
+            (r.band(4), v)
+        };
+        // Row 1 of a 100 x 64 matrix: one row on each side.
+        let row = Layout::new(vec![64], vec![1], 64);
+        assert_eq!(ranges(&row, 6400), (64, vec![(0, 64), (128, 192)]));
+        // Column 3 of a 10 x 8 matrix: the gaps, and a stride on each side
+        // (clipped by the buffer's start).
+        let col = Layout::new(vec![10], vec![8], 3);
+        let (band, v) = ranges(&col, 200);
+        assert_eq!(band, 80, "one run: 10 elements 8 apart");
+        assert_eq!(v.first(), Some(&(0, 3)));
+        assert_eq!(v.last(), Some(&(76, 156)));
+        // The largest stride of the view, not of its merged walk.
+        let l = Layout::new(vec![2, 2, 2], vec![-16, -8, 4], 36);
+        assert_eq!(Region::new(&l).band(4), 16);
+        // Capped at MAX_BAND_BYTES.
+        let big = Layout::new(vec![1 << 20], vec![1], 1 << 21);
+        assert_eq!(Region::new(&big).band(4), MAX_BAND_BYTES / 4);
+    }
+
+    #[test]
     fn outside_is_the_complement_in_offset_order() {
         let data: Vec<u8> = (0..10).collect();
         // every other element from 1 to 7: gaps at 2, 4, 6
         let l = Layout::new(vec![4], vec![2], 1);
         let mut out = Vec::new();
-        let n = Region::new(&l).feed_outside(&data, 1, &mut out);
+        let n = Region::new(&l).feed_outside(&data, 1, None, &mut out);
         assert_eq!(out, vec![0, 2, 4, 6, 8, 9]);
         assert_eq!(n, 6);
         let mut view = Vec::new();

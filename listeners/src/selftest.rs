@@ -30,6 +30,10 @@ pub struct Case {
     pub name: String,
     /// `None`: the run must give no finding at all.
     pub expected: Option<Kind>,
+    /// Kinds the defect's effect also causes under `vigil run`'s default
+    /// DebugMode (a corrupted value shows as a mismatch there), which
+    /// `suites/broken` expects too; the listeners alone give `expected`.
+    pub debug_also: Vec<Kind>,
     pub build: Box<dyn Fn() -> Result<(Graph, Feeds)>>,
 }
 
@@ -69,11 +73,13 @@ fn pair(what: &'static str, expected: Kind, build: fn(&str) -> Result<(Graph, Fe
         Case {
             name: format!("broken_{what}"),
             expected: Some(expected),
+            debug_also: Vec::new(),
             build: Box::new(move || build(&format!("broken_{what}"))),
         },
         Case {
             name: format!("fixed_{what}"),
             expected: None,
+            debug_also: Vec::new(),
             build: Box::new(move || build(&format!("fixed_{what}"))),
         },
     ]
@@ -123,6 +129,37 @@ fn on_slice(op: &str) -> Result<(Graph, Feeds)> {
             "x",
             f32s(&[8], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])?,
         )]),
+    ))
+}
+
+/// The op on row 0 of a 100×64 matrix: the view is 1% of its buffer, so
+/// only the guard band, not the whole outside, is checked.
+fn on_row_of_large_base(op: &str) -> Result<(Graph, Feeds)> {
+    let g = builder();
+    let x = g.input("x", DType::F32, &[100, 64]);
+    let row = x.view(&[IndexSpec::Point(0)])?;
+    let s = row.op(op, &[], Attrs::new())?;
+    let data: Vec<f32> = (0..6400).map(|i| i as f32).collect();
+    Ok((
+        g.build(&[&s])?,
+        feeds(vec![("x", Tensor::from_vec(&[100, 64], data)?)]),
+    ))
+}
+
+/// `a = op(x); b = op(y); s = a + b`: `a` is still live when `b` is made.
+fn two_calls_then_add(op: &str) -> Result<(Graph, Feeds)> {
+    let g = builder();
+    let x = g.input("x", DType::F32, &[4]);
+    let y = g.input("y", DType::F32, &[4]);
+    let a = x.op(op, &[], Attrs::new())?;
+    let b = y.op(op, &[], Attrs::new())?;
+    let s = a.add(&b)?;
+    Ok((
+        g.build(&[&s])?,
+        feeds(vec![
+            ("x", f32s(&[4], &[1.0, 2.0, 3.0, 4.0])?),
+            ("y", f32s(&[4], &[10.0, 20.0, 30.0, 40.0])?),
+        ]),
     ))
 }
 
@@ -220,9 +257,14 @@ pub fn cases() -> Vec<Case> {
     v.extend(pair("safe_div", K::NON_FINITE, |op| {
         two_vectors(op, &[1.0, 0.0, 2.0, 0.0])
     }));
+    v.extend(pair("row_sum", K::OUT_OF_VIEW_WRITE, on_row_of_large_base));
+    let mut cached = pair("cached_double", K::UNDECLARED_ALIAS, two_calls_then_add);
+    cached[0].debug_also = vec![K::VALUE_MISMATCH];
+    v.extend(cached);
     v.push(Case {
         name: "panicking_listener".into(),
         expected: Some(K::LISTENER_PANIC),
+        debug_also: Vec::new(),
         build: Box::new(builtin_elementwise),
     });
     let samples: [(&str, Build); 4] = [
@@ -235,6 +277,7 @@ pub fn cases() -> Vec<Case> {
         v.push(Case {
             name: name.to_string(),
             expected: None,
+            debug_also: Vec::new(),
             build: Box::new(build),
         });
     }

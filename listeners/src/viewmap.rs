@@ -8,14 +8,20 @@
 //! share). When that search gives up, the pair counts as sharing and the
 //! finding says `"exact": false`.
 //!
+//! Outputs are also checked against every other live value, and against
+//! the graph outputs of earlier runs ([`crate::alias`]:
+//! `undeclared_alias`).
+//!
 //! An undeclared overlap of output `k` with input `i` is excused when `k` is
 //! a declared alias of an input `j` that itself shares memory with `i` (the
 //! op was given two views of one buffer, e.g. `add_inplace(x, x)`).
 
 use serde_json::json;
 use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::graph::Graph;
 use vigil_engine::{Tensor, ViewKind};
 
+use crate::alias::AliasCheck;
 use crate::finding::{at_op, Finding, Kind, Validator};
 use crate::overlap::{tensors_share_memory_bounded, Sharing, DEFAULT_MAX_WORK};
 
@@ -24,6 +30,8 @@ pub struct ViewMapValidationListener {
     findings: Vec<Finding>,
     ops_checked: usize,
     max_work: u64,
+    alias: AliasCheck,
+    alias_on: bool,
 }
 
 impl Default for ViewMapValidationListener {
@@ -32,6 +40,8 @@ impl Default for ViewMapValidationListener {
             findings: Vec::new(),
             ops_checked: 0,
             max_work: DEFAULT_MAX_WORK,
+            alias: AliasCheck::default(),
+            alias_on: true,
         }
     }
 }
@@ -48,12 +58,21 @@ impl ViewMapValidationListener {
         self
     }
 
+    /// Check outputs against every live value and earlier runs' outputs
+    /// (`undeclared_alias`). On by default; off only to measure its cost.
+    pub fn alias_check(mut self, on: bool) -> Self {
+        self.alias_on = on;
+        self
+    }
+
     pub fn ops_checked(&self) -> usize {
         self.ops_checked
     }
 }
 
-fn layout_json(t: &Tensor) -> serde_json::Value {
+/// A tensor's layout in finding details (no buffer ids: they differ from
+/// run to run, and reports must not).
+pub(crate) fn layout_json(t: &Tensor) -> serde_json::Value {
     json!({ "shape": t.shape(), "strides": t.strides(), "offset": t.offset() })
 }
 
@@ -62,9 +81,20 @@ fn sharing_json(s: Sharing) -> serde_json::Value {
 }
 
 impl Listener for ViewMapValidationListener {
+    fn operation_start(&mut self, _at: &At, _graph: &Graph) {
+        self.alias.start_run();
+    }
+
+    fn operation_end(&mut self, _at: &At, graph: &Graph) {
+        self.alias.end_run(graph);
+    }
+
     fn post_op(&mut self, _at: &At, ev: &OpEvent) {
         self.ops_checked += 1;
         let work = self.max_work;
+        if self.alias_on {
+            self.alias.check(ev, work, &mut self.findings);
+        }
         let share = |a: &Tensor, b: &Tensor| tensors_share_memory_bounded(a, b, work);
         let views = ev.node.op.view_map();
         let destroys = ev.node.op.destroy_map();

@@ -52,7 +52,7 @@ fn a_panicking_listener_is_reported_once_and_switched_off() {
 #[test]
 fn every_twin_and_builtin_sample_gives_no_finding() {
     let quiet: Vec<_> = cases().into_iter().filter(|c| c.expected.is_none()).collect();
-    assert!(quiet.len() >= 12);
+    assert!(quiet.len() >= 14);
     for case in &quiet {
         let r = run_case(case);
         assert!(
@@ -72,6 +72,7 @@ fn selftest_covers_every_listener_kind() {
         Kind::OUT_OF_VIEW_WRITE,
         Kind::UNDECLARED_VIEW,
         Kind::ALIASED_OUTPUTS,
+        Kind::UNDECLARED_ALIAS,
         Kind::NON_FINITE,
         Kind::DECLARED_DESTROY_UNUSED,
         Kind::DECLARED_VIEW_NOT_ALIASED,

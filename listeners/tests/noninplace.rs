@@ -1,5 +1,5 @@
-//! The non-in-place listener: cost rule (cheap vs thorough), hash reuse,
-//! replay in Copy mode, exemptions.
+//! The non-in-place listener: cost rule (cheap vs thorough), guard bands,
+//! hash reuse, replay in Copy mode, exemptions.
 
 mod common;
 
@@ -31,33 +31,130 @@ fn cheap_mode_checks_the_outside_only_when_the_buffer_is_at_most_k_views() {
     let (g, f) = increment_on_slice(8);
     let mut l = NonInplaceValidationListener::new();
     assert_eq!(kinds(&run_with(&g, &f, &mut l)), vec![Kind::OUT_OF_VIEW_WRITE]);
-    assert_eq!((l.stats().outside_checked, l.stats().outside_skipped), (1, 0));
+    assert_eq!((l.stats().outside_checked, l.stats().guard_checked), (1, 0));
 
-    // 9 elements > 4 x 2: the outside is not hashed, the write goes unseen.
+    // 9 elements > 4 x 2: only the guard band is hashed (the view x[2:4]
+    // is one run of 2, so 2 elements on each side: x[0:2] and x[4:6]),
+    // and the write into x[4] lands there.
     let (g, f) = increment_on_slice(9);
     let mut l = NonInplaceValidationListener::new();
-    assert!(run_with(&g, &f, &mut l).is_empty());
-    assert_eq!((l.stats().outside_checked, l.stats().outside_skipped), (0, 1));
+    assert_eq!(kinds(&run_with(&g, &f, &mut l)), vec![Kind::OUT_OF_VIEW_WRITE]);
+    assert_eq!((l.stats().outside_checked, l.stats().guard_checked), (0, 1));
     assert_eq!(
         l.stats().bytes_hashed,
-        2 * 2 * 4,
-        "only the view, before and after"
+        2 * (2 + 4) * 4,
+        "the view and its band of 4, before and after"
     );
 
-    // K = 5 admits it again.
+    // K = 5 admits the whole outside (7 elements) again.
     let mut l = NonInplaceValidationListener::new().outside_factor(5);
     assert_eq!(kinds(&run_with(&g, &f, &mut l)), vec![Kind::OUT_OF_VIEW_WRITE]);
+    assert_eq!((l.stats().outside_checked, l.stats().guard_checked), (1, 0));
+    assert_eq!(l.stats().bytes_hashed, 2 * (2 + 7) * 4);
+}
+
+/// Writes `x[at]` of the buffer of its input (an absolute offset), after
+/// declaring it destroys the input: a store outside the view is the only
+/// possible finding.
+struct Poke {
+    at: usize,
+}
+
+impl Op for Poke {
+    fn name(&self) -> &str {
+        "poke"
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        Ok(vec![inputs[0].clone()])
+    }
+    fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &inputs[0];
+        let one = x.with_layout(vigil_engine::Layout::new(vec![1], vec![1], self.at))?;
+        let old = one.at(&[0])?.to_f64();
+        one.set_at(&[0], vigil_engine::Scalar::F32(old as f32 + 1.0))?;
+        Ok(vec![x.clone()])
+    }
+    fn destroy_map(&self) -> Vec<(usize, usize)> {
+        vec![(0, 0)]
+    }
+}
+
+/// Runs `poke` at buffer offset `at` on `view` fed as a mutable input.
+fn poke(view: &Tensor, at: usize, l: &mut NonInplaceValidationListener) -> Vec<vigil_listeners::Finding> {
+    let mut r = vigil_listeners::broken::registry();
+    r.register_op(Arc::new(Poke { at }));
+    let g = vigil_engine::GraphBuilder::with_registry("poke", r);
+    let dims: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+    let x = g.mutable_input("x", DType::F32, &dims);
+    let y = x.op("poke", &[], Default::default()).unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    run_with(&graph, &feeds(&[("x", view.clone())]), l)
+}
+
+#[test]
+fn a_store_far_from_a_small_view_needs_thorough() {
+    let x = ramp(&[1 << 16]);
+    let view = x.slice(&[IndexSpec::range(2, 4, 1)]).unwrap();
+    // Next to the view: the guard band sees it; far away: only thorough.
+    assert_eq!(
+        kinds(&poke(&view, 4, &mut NonInplaceValidationListener::new())),
+        vec![Kind::OUT_OF_VIEW_WRITE]
+    );
+    let mut cheap = NonInplaceValidationListener::new();
+    assert!(poke(&view, 60_000, &mut cheap).is_empty());
+    let mut thorough = NonInplaceValidationListener::new().thorough(true);
+    assert_eq!(
+        kinds(&poke(&view, 60_000, &mut thorough)),
+        vec![Kind::OUT_OF_VIEW_WRITE]
+    );
+    assert!(thorough.stats().bytes_hashed > 100 * cheap.stats().bytes_hashed);
+}
+
+#[test]
+fn off_by_one_row_store_on_a_large_base_names_the_element_and_its_row() {
+    let g = builder("row");
+    let x = g.input("x", DType::F32, &[100, 64]);
+    let row = x.view(&[IndexSpec::Point(0)]).unwrap();
+    let s = row.op("broken_row_sum", &[], Default::default()).unwrap();
+    let graph = g.build(&[&s]).unwrap();
+    let base = Tensor::from_vec(&[100, 64], (0..6400).map(|i| i as f32).collect()).unwrap();
+    let f = feeds(&[("x", base)]);
+    let mut l = NonInplaceValidationListener::new();
+    l.replay_from(&graph, &f).unwrap();
+    let found = run_with(&graph, &f, &mut l);
+    assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE]);
+    assert_eq!((l.stats().outside_checked, l.stats().guard_checked), (0, 1));
+    let d = &found[0].details;
+    assert_eq!(d["outside_part"], "guard_band");
+    assert_eq!(d["guard_band"], 64, "one row on each side");
+    let first = &d["replay"]["outside"]["first_changed"];
+    assert_eq!(first["offset"], 64);
+    assert_eq!(first["old"], 64.0);
+    assert_eq!(first["new"], 2016.0, "the row's sum, 0 + 1 + ... + 63");
+    assert_eq!(first["where"], "1 element past the end of the view");
+    assert_eq!(first["base_index"], serde_json::json!([1, 0]));
+    let m = &found[0].message;
+    assert!(
+        m.contains("buffer element 64, 1 element past the end of the view, at x[1, 0] (row 1), went from 64.0 to 2016.0"),
+        "{m}"
+    );
 }
 
 #[test]
 fn thorough_mode_checks_the_outside_of_a_small_view_of_a_huge_buffer() {
     let (g, f) = increment_on_slice(1 << 16);
     let mut cheap = NonInplaceValidationListener::new();
-    assert!(run_with(&g, &f, &mut cheap).is_empty());
+    let found = run_with(&g, &f, &mut cheap);
+    assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE], "in the guard band");
+    assert_eq!(found[0].details["outside_checked"], false);
     let mut thorough = NonInplaceValidationListener::new().thorough(true);
     let found = run_with(&g, &f, &mut thorough);
     assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE]);
     assert_eq!(found[0].details["view_changed"], true);
+    assert_eq!(found[0].details["outside_checked"], true);
     assert!(thorough.stats().bytes_hashed > 100 * cheap.stats().bytes_hashed);
 }
 
@@ -245,4 +342,96 @@ fn copy_mode_reports_the_out_of_view_write_by_buffer_offset() {
     assert_eq!(out["first"][0]["old"], 0.0);
     assert_eq!(out["first"][0]["new"], 1.0);
     assert!(l.stats().bytes_copied > 0 && l.stats().bytes_hashed == 0);
+}
+
+mod guard_band {
+    //! Random views of random buffers (up to 1,000 times the view): a
+    //! store anywhere in the guard band is reported, a store inside the
+    //! view never is.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+    use vigil_engine::Layout;
+
+    /// A random strided layout and a buffer 1 to 1,000 times its span.
+    fn view() -> impl Strategy<Value = (Layout, usize)> {
+        (1usize..=3)
+            .prop_flat_map(|rank| {
+                (
+                    proptest::collection::vec(1usize..=5, rank),
+                    proptest::collection::vec(1isize..=4, rank),
+                    proptest::collection::vec(any::<bool>(), rank),
+                    1usize..=1000,
+                    any::<u32>(),
+                )
+            })
+            .prop_map(|(shape, mut strides, flip, times, pick)| {
+                // C-ordered strides, each axis at least as wide as the next
+                // (a strided view of a larger array), some reversed.
+                let mut inner = 1isize;
+                for (k, s) in strides.iter_mut().enumerate().rev() {
+                    *s *= inner;
+                    inner = *s * shape[k] as isize;
+                }
+                let (mut neg, mut pos) = (0usize, 0usize);
+                for ((&d, s), &f) in shape.iter().zip(strides.iter_mut()).zip(&flip) {
+                    if f {
+                        *s = -*s;
+                        neg += (d - 1) * s.unsigned_abs();
+                    } else {
+                        pos += (d - 1) * s.unsigned_abs();
+                    }
+                }
+                let span = neg + pos + 1;
+                let elems: usize = shape.iter().product();
+                let n = (elems * times).max(span);
+                let offset = neg + pick as usize % (n - span + 1);
+                (Layout::new(shape, strides, offset), n)
+            })
+    }
+
+    /// The guard band as the rule guarantees at least: the gaps inside
+    /// the span, and on each side the longer of the innermost axis' extent
+    /// and the largest stride (at most 16 KiB of f32). (Merging contiguous
+    /// axes only widens the real band.)
+    fn band_of(l: &Layout, n: usize) -> Vec<usize> {
+        let own: BTreeSet<usize> = l.offsets().collect();
+        let (lo, hi) = (*own.first().unwrap(), *own.last().unwrap());
+        let kept: Vec<(usize, usize)> = l
+            .shape()
+            .iter()
+            .zip(l.strides())
+            .filter(|(&d, &s)| d > 1 && s != 0)
+            .map(|(&d, &s)| (d, s.unsigned_abs()))
+            .collect();
+        let run = kept.last().map_or(1, |&(d, s)| d * s);
+        let largest = kept.iter().map(|&(_, s)| s).max().unwrap_or(1);
+        let b = run.max(largest).clamp(1, 4096);
+        (lo.saturating_sub(b)..(hi + 1 + b).min(n))
+            .filter(|o| !own.contains(o))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(150))]
+        #[test]
+        fn stores_in_the_guard_band_are_reported_and_stores_inside_never(
+            (layout, n) in view(),
+            pick in any::<u32>(),
+        ) {
+            let buffer = Tensor::from_vec(&[n], (0..n).map(|i| i as f32).collect()).unwrap();
+            let view = buffer.with_layout(layout.clone()).unwrap();
+            let band = band_of(&layout, n);
+            if !band.is_empty() {
+                let at = band[pick as usize % band.len()];
+                let found = poke(&view, at, &mut NonInplaceValidationListener::new());
+                prop_assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE], "{:?} n={} at={}", layout, n, at);
+            }
+            let own: Vec<usize> = layout.offsets().collect();
+            let at = own[pick as usize % own.len()];
+            let found = poke(&view, at, &mut NonInplaceValidationListener::new());
+            prop_assert!(found.is_empty(), "{:?} n={} at={}: {:?}", layout, n, at, found);
+        }
+    }
 }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use crate::destroy::DestroyHandler;
 use crate::error::{Error, Result};
 use crate::exec::listener::{At, Listener, NoListener, OpEvent};
+use crate::exec::live::LiveValues;
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
 use crate::ops::OpCtx;
 use crate::tensor::limit::MAX_RANK;
@@ -62,44 +63,6 @@ pub struct RunOutput {
 impl RunOutput {
     pub fn get(&self, name: &str) -> Option<&Tensor> {
         self.outputs.iter().find(|(n, _)| n == name).map(|(_, t)| t)
-    }
-}
-
-/// Live values and the bytes of the distinct buffers they hold.
-struct Live {
-    values: Vec<Option<Tensor>>,
-    holders: HashMap<BufferId, (usize, usize)>,
-    bytes: usize,
-    peak: usize,
-}
-
-impl Live {
-    fn set(&mut self, v: VarId, t: Tensor) {
-        let e = self
-            .holders
-            .entry(t.buffer_id())
-            .or_insert((0, t.storage().nbytes()));
-        if e.0 == 0 {
-            self.bytes += e.1;
-            self.peak = self.peak.max(self.bytes);
-        }
-        e.0 += 1;
-        if let Some(old) = self.values[v].replace(t) {
-            self.release(&old);
-        }
-    }
-
-    fn release(&mut self, t: &Tensor) -> Option<(BufferId, usize)> {
-        let id = t.buffer_id();
-        let e = self.holders.get_mut(&id)?;
-        e.0 -= 1;
-        if e.0 == 0 {
-            let bytes = e.1;
-            self.holders.remove(&id);
-            self.bytes -= bytes;
-            return Some((id, bytes));
-        }
-        None
     }
 }
 
@@ -281,12 +244,7 @@ impl<'g> Executor<'g> {
     ) -> Result<Cursor<'r, 'g>> {
         let g = self.graph;
         let hooks = listener.is_active(opts.at.operation);
-        let mut live = Live {
-            values: vec![None; g.vars().len()],
-            holders: HashMap::new(),
-            bytes: 0,
-            peak: 0,
-        };
+        let mut live = LiveValues::new(g.vars().len());
         for name in feeds.keys() {
             match g.var_id(name) {
                 Some(v) if matches!(g.var(v).kind, VarKind::Input { .. } | VarKind::Parameter(_)) => {}
@@ -327,7 +285,7 @@ impl<'g> Executor<'g> {
             }
             live.set(v, t);
         }
-        self.check_aliased_sources(&live.values)?;
+        self.check_aliased_sources(&live)?;
         let mut keep = vec![false; g.vars().len()];
         for &o in g.outputs() {
             keep[o] = true;
@@ -364,14 +322,14 @@ impl<'g> Executor<'g> {
     /// overwritten in place would let a reader see the overwrite. Refuse
     /// such bindings before anything runs. Conservative: views of one buffer
     /// count as shared even when their elements do not overlap.
-    fn check_aliased_sources(&self, values: &[Option<Tensor>]) -> Result<()> {
+    fn check_aliased_sources(&self, live: &LiveValues) -> Result<()> {
         let g = self.graph;
         for &d in &self.destroyed_sources {
-            let Some(td) = &values[d] else { continue };
+            let Some(td) = live.value(d) else { continue };
             let other = g.vars().iter().enumerate().find(|&(v, var)| {
                 v != d
                     && !matches!(var.kind, VarKind::Output { .. })
-                    && values[v].as_ref().is_some_and(|t| t.same_buffer(td))
+                    && live.value(v).is_some_and(|t| t.same_buffer(td))
             });
             if let Some((_, var)) = other {
                 let dv = g.var(d);
@@ -436,7 +394,7 @@ pub struct Step {
 pub struct Cursor<'r, 'g> {
     exec: &'r Executor<'g>,
     opts: &'r RunOptions<'r>,
-    live: Live,
+    live: LiveValues,
     keep: Vec<bool>,
     required: Vec<String>,
     hooks: bool,
@@ -459,12 +417,17 @@ impl<'g> Cursor<'_, 'g> {
     /// The live value of `v` (sources until their last reader, node
     /// outputs from their producer until their last reader).
     pub fn value(&self, v: VarId) -> Option<&Tensor> {
-        self.live.values.get(v)?.as_ref()
+        self.live.value(v)
     }
 
     /// Bytes of the distinct buffers live now.
     pub fn live_bytes(&self) -> usize {
-        self.live.bytes
+        self.live.bytes()
+    }
+
+    /// Every live value, with its holders by buffer.
+    pub fn live(&self) -> &LiveValues {
+        &self.live
     }
 
     /// Runs the next node and releases what it read last; `None` when the
@@ -482,7 +445,7 @@ impl<'g> Cursor<'_, 'g> {
             .inputs
             .iter()
             .map(|&v| {
-                self.live.values[v].clone().ok_or_else(|| Error::Node {
+                self.live.value(v).cloned().ok_or_else(|| Error::Node {
                     node: node.name.clone(),
                     msg: format!(
                         "input '{}' has no value (internal scheduling error)",
@@ -504,6 +467,7 @@ impl<'g> Cursor<'_, 'g> {
                     node,
                     inputs: &inputs,
                     outputs: &[],
+                    live: &self.live,
                 },
             );
         }
@@ -523,6 +487,7 @@ impl<'g> Cursor<'_, 'g> {
                 node,
                 inputs: &inputs,
                 outputs: &outputs,
+                live: &self.live,
             };
             listener.post_op(&at, &ev);
             for (k, t) in outputs.iter().enumerate() {
@@ -544,10 +509,9 @@ impl<'g> Cursor<'_, 'g> {
             .filter(|&v| !keep[v] && last_use[v].is_none_or(|p| p == pos))
             .collect();
         for v in dead {
-            let Some(t) = self.live.values[v].take() else {
+            let Some((t, freed)) = self.live.take(v) else {
                 continue;
             };
-            let freed = self.live.release(&t);
             if self.hooks {
                 listener.value_released(&at, g, v, &t, freed.is_some());
             }
@@ -574,13 +538,13 @@ impl<'g> Cursor<'_, 'g> {
             listener.operation_end(&self.opts.at, g);
         }
         let mut stats = self.stats;
-        stats.peak_live_bytes = self.live.peak;
+        stats.peak_live_bytes = self.live.peak();
         let complete = self.pos >= self.exec.order.len();
         // An output that shares a constant's buffer is handed out as a copy:
         // the caller may write it, and constants must stay constant.
         let mut outputs = Vec::with_capacity(g.outputs().len());
         for &o in g.outputs() {
-            match &self.live.values[o] {
+            match self.live.value(o) {
                 Some(t) if self.exec.constant_buffers.contains(&t.buffer_id()) => {
                     outputs.push((g.var(o).name.clone(), t.deep_copy()?))
                 }
@@ -597,7 +561,7 @@ impl<'g> Cursor<'_, 'g> {
         let kept = self
             .required
             .iter()
-            .filter_map(|n| Some((n.clone(), self.live.values[g.var_id(n)?].clone()?)))
+            .filter_map(|n| Some((n.clone(), self.live.value(g.var_id(n)?)?.clone())))
             .collect();
         Ok(RunOutput { outputs, stats, kept })
     }

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::exec::live::LiveValues;
 use crate::graph::{Graph, Node, NodeId};
 use crate::tensor::Tensor;
 
@@ -60,6 +61,9 @@ pub struct OpEvent<'a> {
     pub inputs: &'a [Tensor],
     /// Empty in `pre_op`.
     pub outputs: &'a [Tensor],
+    /// The run's live values. In `post_op` the outputs are not among them
+    /// yet, and the inputs still are.
+    pub live: &'a LiveValues,
 }
 
 impl OpEvent<'_> {

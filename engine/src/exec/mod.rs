@@ -2,8 +2,10 @@
 
 mod executor;
 mod listener;
+mod live;
 mod snapshot;
 
 pub use executor::{Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step};
 pub use listener::{At, Flow, Listener, NoListener, OpEvent, Operation};
+pub use live::LiveValues;
 pub use snapshot::{copy_values, Copier, Snapshot};

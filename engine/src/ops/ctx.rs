@@ -35,6 +35,10 @@ impl<'a> OpCtx<'a> {
     /// The buffer for output `i`: the caller's pre-allocated one when it has
     /// this dtype and shape, else a fresh one. Its contents are unspecified;
     /// the op must overwrite every element.
+    ///
+    /// An op's fresh outputs come from here, never from a buffer the op
+    /// keeps between calls: the next call would overwrite a result still in
+    /// use (the listeners report it as `undeclared_alias`).
     pub fn output(&mut self, i: usize, dtype: DType, shape: &[usize]) -> Result<Tensor> {
         if let Some(t) = self.prealloc.get_mut(i).and_then(Option::take) {
             if t.dtype() == dtype && t.shape() == shape && !t.layout().has_self_overlap() {
