@@ -18,3 +18,8 @@ pub use listeners::{EarlyStopping, StepDecay};
 pub use optim::{Adam, LearningRate, Optimizer, Sgd};
 pub use step::{build_step, parameters, updated_parameters};
 pub use trainer::{Feeds, FitSummary, Trainer, Validation};
+
+/// `docs/training.md`, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/training.md")]
+pub struct TrainingGuide;
