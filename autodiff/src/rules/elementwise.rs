@@ -93,9 +93,10 @@ pub fn register(r: &mut GradRegistry) {
             select(&sign_mask(c, x, "gt")?, g, &neg)
         })
     });
+    // A scalar zero broadcasts in `where`: no zero-filled buffer.
     r.register("relu", |c| {
         unary(c, |g, x, _| {
-            select(&sign_mask(c, x, "gt")?, g, &zeros_like(c, g)?)
+            select(&sign_mask(c, x, "gt")?, g, &scalar(c, g.ty().dtype, 0.0)?)
         })
     });
     r.register("exp", |c| unary(c, |g, _, y| Ok(g.mul(y)?)));
