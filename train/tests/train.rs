@@ -142,7 +142,7 @@ fn loss_name(g: &Graph) -> String {
 
 #[test]
 fn momentum_and_adam_fire_pre_update_for_state_too_and_reduce_the_loss() {
-    let cases: Vec<(Box<dyn Fn() -> Box<dyn Optimizer>>, usize)> = vec![
+    let cases: Vec<(MakeOpt, usize)> = vec![
         // One pre_update per in-place op: velocity (scale, add) and w.
         (Box::new(|| Box::new(Sgd::new(0.05).with_momentum(0.9))), 3),
         // m (2), v (2), w (1); AdamW adds the decay of w.
@@ -177,6 +177,9 @@ fn momentum_and_adam_fire_pre_update_for_state_too_and_reduce_the_loss() {
         assert!(last < first * 0.5, "loss {first} -> {last}");
     }
 }
+
+/// Makes a fresh optimizer.
+type MakeOpt = Box<dyn Fn() -> Box<dyn Optimizer>>;
 
 /// An optimizer behind a box (to test several in one loop).
 struct BoxedOpt(Box<dyn Optimizer>);
