@@ -79,7 +79,11 @@ fn gather(c: &GradCtx) -> Result<Vec<Option<Sym>>> {
     let onehot = wrapped
         .reshape(&[n as i64, 1])?
         .op("eq", &[&ids], Attrs::new())?
-        .cast(x.ty().dtype)?;
+        .op(
+            "where",
+            &[&scalar(c, x.ty().dtype, 1.0)?, &scalar(c, x.ty().dtype, 0.0)?],
+            Attrs::new(),
+        )?;
     let g = c
         .grad()?
         .reshape(&[pre as i64, n as i64, post as i64])?

@@ -53,7 +53,13 @@ pub fn register(r: &mut GradRegistry) {
             labels
                 .op("expand_dims", &[], Attrs::new().with("axis", 1))?
                 .op("eq", &[&ids], Attrs::new())?;
-        let onehot = hit.cast(dtype)?;
+        // `where` on constants rather than a `cast` to a fixed dtype, so the
+        // graph still type-checks when its float sources are widened to f64.
+        let onehot = hit.op(
+            "where",
+            &[&scalar(c, dtype, 1.0)?, &scalar(c, dtype, 0.0)?],
+            Attrs::new(),
+        )?;
         let p = logits.op("softmax", &[], Attrs::new())?;
         let n = count(c, logits, &[0])?;
         let d = p.sub(&onehot)?.mul(c.grad()?)?.div(&n)?;
