@@ -140,6 +140,7 @@ fn init(l: usize) -> (Vec<f32>, Vec<f32>) {
     (uniform(i * o, 10 + l as u64, -scale, scale), vec![0.0; o])
 }
 
+#[allow(dead_code)]
 /// 16 elementwise ops over `n` f32 in (0, 1), mixing transcendental and
 /// cheap ops (x is read again by ops 6 and 10), without the in-place pass.
 pub fn chain16(n: usize) -> (Graph, HashMap<String, Tensor>) {
@@ -168,4 +169,46 @@ pub fn chain16(n: usize) -> (Graph, HashMap<String, Tensor>) {
         Tensor::from_vec(&[n], uniform(n, 7, 0.0, 1.0)).unwrap(),
     )]);
     (graph, feeds)
+}
+
+/// The same MLP step as [`mlp_step`] (same inputs, same initial weights,
+/// same `w -= lr * g` in-place updates) with the backward built by
+/// autodiff and the updates by `vigil_train::Sgd`; weights and biases are
+/// `Parameter`s, updated in place across runs.
+#[allow(dead_code)]
+pub fn mlp_step_autodiff() -> (Graph, HashMap<String, Tensor>) {
+    let (_, hand_feeds) = mlp_step();
+    let g = GraphBuilder::new("mlp_step_autodiff");
+    let x = g.input("x", DType::F32, &[BATCH as i64, 784]);
+    let labels = g.input("labels", DType::I64, &[BATCH as i64]);
+    let mut h = x.clone();
+    for l in 0..3 {
+        let w = g.parameter(
+            &format!("w{l}"),
+            hand_feeds[&format!("w{l}")].deep_copy().unwrap(),
+        );
+        let b = g.parameter(
+            &format!("b{l}"),
+            hand_feeds[&format!("b{l}")].deep_copy().unwrap(),
+        );
+        h = h.matmul(&w).unwrap().add(&b).unwrap();
+        if l < 2 {
+            h = h.relu().unwrap();
+        }
+    }
+    let loss = g
+        .apply_named("loss", "cross_entropy", &[&h, &labels], Attrs::new())
+        .unwrap()
+        .remove(0);
+    let forward = g.build(&[&loss]).unwrap();
+    let step = vigil_train::build_step(&forward, "loss", &vigil_train::Sgd::new(0.01)).unwrap();
+    let mut feeds: HashMap<String, Tensor> = ["x", "labels"]
+        .iter()
+        .map(|k| (k.to_string(), hand_feeds[*k].clone()))
+        .collect();
+    feeds.insert(
+        "optim:lr".to_string(),
+        Tensor::from_vec(&[1], vec![0.01f32]).unwrap(),
+    );
+    (step, feeds)
 }

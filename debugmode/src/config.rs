@@ -66,29 +66,8 @@ impl Check {
     }
 }
 
-/// Finite-difference gradient check parameters (gradcheck's defaults).
-#[derive(Clone, Debug, PartialEq)]
-pub struct GradConfig {
-    pub eps: f64,
-    pub atol: f64,
-    pub rtol: f64,
-    /// Parameters with at most this many elements are checked element by
-    /// element; larger ones along `directions` random directions.
-    pub full_max: usize,
-    pub directions: usize,
-}
-
-impl Default for GradConfig {
-    fn default() -> Self {
-        GradConfig {
-            eps: 1e-6,
-            atol: 1e-5,
-            rtol: 1e-3,
-            full_max: 64,
-            directions: 4,
-        }
-    }
-}
+/// Finite-difference gradient check parameters (autodiff's gradcheck).
+pub use vigil_autodiff::GradCheckConfig as GradConfig;
 
 /// DebugMode's configuration.
 #[derive(Clone, Debug)]

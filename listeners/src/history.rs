@@ -2,7 +2,7 @@
 //! the whole history and writes it as JSON or CSV.
 
 use serde::Serialize;
-use vigil_engine::exec::{At, Flow, Listener};
+use vigil_engine::exec::{At, Flow, Listener, Metrics};
 
 /// Logs the loss (through `tracing`, target `vigil::score`) every `every`
 /// iterations, and keeps the last logged value.
@@ -44,6 +44,8 @@ pub struct Record {
     /// `iteration`, `epoch` or `validation`.
     pub event: &'static str,
     pub loss: Option<f64>,
+    /// Validation accuracy, on `validation` rows.
+    pub accuracy: Option<f64>,
 }
 
 /// Keeps every iteration's loss and every epoch and validation boundary.
@@ -66,10 +68,11 @@ impl HistoryListener {
     }
 
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("epoch,iteration,event,loss\n");
+        let mut s = String::from("epoch,iteration,event,loss,accuracy\n");
         for r in &self.records {
             let loss = r.loss.map(|l| l.to_string()).unwrap_or_default();
-            s.push_str(&format!("{},{},{},{loss}\n", r.epoch, r.iteration, r.event));
+            let acc = r.accuracy.map(|l| l.to_string()).unwrap_or_default();
+            s.push_str(&format!("{},{},{},{loss},{acc}\n", r.epoch, r.iteration, r.event));
         }
         s
     }
@@ -82,6 +85,7 @@ impl Listener for HistoryListener {
             iteration: at.iteration,
             event: "iteration",
             loss,
+            accuracy: None,
         });
     }
 
@@ -91,16 +95,18 @@ impl Listener for HistoryListener {
             iteration: at.iteration,
             event: "epoch",
             loss: None,
+            accuracy: None,
         });
         Flow::Continue
     }
 
-    fn validation_done(&mut self, at: &At) -> Flow {
+    fn validation_done(&mut self, at: &At, metrics: &Metrics) -> Flow {
         self.records.push(Record {
             epoch: at.epoch,
             iteration: at.iteration,
             event: "validation",
-            loss: None,
+            loss: metrics.loss,
+            accuracy: metrics.accuracy,
         });
         Flow::Continue
     }

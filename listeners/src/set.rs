@@ -52,7 +52,7 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::json;
-use vigil_engine::exec::{At, Flow, Listener, OpEvent, Operation};
+use vigil_engine::exec::{At, Flow, Listener, Metrics, OpEvent, Operation};
 use vigil_engine::forward_listener_hooks_to_0;
 
 use crate::finding::{Finding, Kind, Validator};
@@ -67,8 +67,8 @@ impl<L: Listener> Listener for Plain<L> {
     fn epoch_end(&mut self, at: &At) -> Flow {
         self.0.epoch_end(at)
     }
-    fn validation_done(&mut self, at: &At) -> Flow {
-        self.0.validation_done(at)
+    fn validation_done(&mut self, at: &At, metrics: &Metrics) -> Flow {
+        self.0.validation_done(at, metrics)
     }
     fn required_variables(&self) -> Vec<String> {
         self.0.required_variables()
@@ -325,8 +325,8 @@ impl Listener for ListenerSet {
         self.collect();
         flow
     }
-    fn validation_done(&mut self, at: &At) -> Flow {
-        let flow = self.each("validation_done", at, None, |v| v.validation_done(at));
+    fn validation_done(&mut self, at: &At, metrics: &Metrics) -> Flow {
+        let flow = self.each("validation_done", at, None, |v| v.validation_done(at, metrics));
         self.collect();
         flow
     }

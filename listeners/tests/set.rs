@@ -104,7 +104,7 @@ fn epoch_end_stops_when_any_member_says_stop() {
     }
     assert_eq!(epochs, 3);
     assert_eq!(
-        set.validation_done(&At::new(Operation::TrainingValidation)),
+        set.validation_done(&At::new(Operation::TrainingValidation), &Default::default()),
         Flow::Continue
     );
 }

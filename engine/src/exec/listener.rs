@@ -45,6 +45,14 @@ impl At {
     }
 }
 
+/// What a validation pass measured (either may be absent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    pub loss: Option<f64>,
+    /// Fraction of examples classified correctly, in [0, 1].
+    pub accuracy: Option<f64>,
+}
+
 /// Whether a training loop should go on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
@@ -150,7 +158,7 @@ pub trait Listener {
     fn epoch_end(&mut self, at: &At) -> Flow {
         Flow::Continue
     }
-    fn validation_done(&mut self, at: &At) -> Flow {
+    fn validation_done(&mut self, at: &At, metrics: &Metrics) -> Flow {
         Flow::Continue
     }
     /// Variables this listener needs kept alive until the run ends.

@@ -6,6 +6,6 @@ mod live;
 mod snapshot;
 
 pub use executor::{Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step};
-pub use listener::{At, Flow, Listener, NoListener, OpEvent, Operation};
+pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation};
 pub use live::LiveValues;
 pub use snapshot::{copy_values, Copier, Snapshot};

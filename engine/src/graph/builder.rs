@@ -70,6 +70,43 @@ impl GraphBuilder {
         }
     }
 
+    /// A builder that starts from `graph`: its variables and nodes are kept,
+    /// and new ops can read them (through [`GraphBuilder::var`]). Graph
+    /// transforms (autodiff, optimizers) append nodes this way.
+    pub fn from_graph(graph: &Graph) -> GraphBuilder {
+        GraphBuilder::from_graph_with_registry(graph, OpRegistry::builtin())
+    }
+
+    /// Like [`GraphBuilder::from_graph`], making new ops from `registry`.
+    pub fn from_graph_with_registry(graph: &Graph, registry: OpRegistry) -> GraphBuilder {
+        let (sources, nodes, _) = graph.to_specs();
+        let types = graph
+            .vars()
+            .iter()
+            .map(|v| (v.name.clone(), v.ty.clone()))
+            .collect();
+        let node_names = nodes.iter().map(|n| n.name.clone()).collect();
+        GraphBuilder {
+            state: Rc::new(RefCell::new(State {
+                name: graph.name().to_string(),
+                registry,
+                sources,
+                nodes,
+                types,
+                node_names,
+                counter: 0,
+            })),
+        }
+    }
+
+    /// The variable `name` of this builder (a source, or a node's output).
+    pub fn var(&self, name: &str) -> Option<Sym> {
+        self.state.borrow().types.contains_key(name).then(|| Sym {
+            state: self.state.clone(),
+            name: name.to_string(),
+        })
+    }
+
     fn source(&self, name: &str, ty: TypeInfo, kind: VarKind) -> Sym {
         let mut s = self.state.borrow_mut();
         s.types.insert(name.to_string(), ty.clone());
@@ -120,7 +157,8 @@ impl GraphBuilder {
         self.constant(&name, Tensor::from_i64s(&ix.encode()))
     }
 
-    fn fresh(&self, prefix: &str) -> String {
+    /// A name no variable or node of this builder uses yet.
+    pub fn fresh(&self, prefix: &str) -> String {
         let mut s = self.state.borrow_mut();
         loop {
             s.counter += 1;

@@ -1,0 +1,25 @@
+//! Training with Vigil's listeners: optimizers whose parameter and state
+//! updates are in-place ops (each fires `pre_update` first), a [`Trainer`]
+//! that fires every training hook, and early stopping and learning-rate
+//! schedules as plain listeners. See `docs/training.md`.
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod hooks;
+pub mod listeners;
+pub mod optim;
+mod step;
+mod trainer;
+
+pub use error::{Result, TrainError};
+pub use hooks::UpdateHooks;
+pub use listeners::{EarlyStopping, StepDecay};
+pub use optim::{Adam, LearningRate, Optimizer, Sgd};
+pub use step::{build_step, parameters, updated_parameters};
+pub use trainer::{Feeds, FitSummary, Trainer, Validation};
+
+/// `docs/training.md`, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/training.md")]
+pub struct TrainingGuide;

@@ -1,0 +1,69 @@
+//! The training-step graph: forward, backward (autodiff) and the
+//! optimizer's in-place updates, then the in-place pass over the rest.
+
+use vigil_autodiff::{grad, grad_name};
+use vigil_engine::graph::{Graph, GraphBuilder, NodeId, VarId, VarKind};
+use vigil_engine::inplace;
+
+use crate::error::{Result, TrainError};
+use crate::optim::Optimizer;
+
+/// The float `Parameter` variables of `g`, in declaration order.
+pub fn parameters(g: &Graph) -> Vec<String> {
+    g.vars()
+        .iter()
+        .filter(|v| matches!(v.kind, VarKind::Parameter(_)) && v.ty.dtype.is_float())
+        .map(|v| v.name.clone())
+        .collect()
+}
+
+/// One training step of `forward` minimizing `loss` over its parameters:
+/// the outputs are `loss` and the updates. The pure backward nodes are then
+/// rewritten in place where the in-place pass can prove it safe.
+pub fn build_step(forward: &Graph, loss: &str, optimizer: &dyn Optimizer) -> Result<Graph> {
+    let params = parameters(forward);
+    if params.is_empty() {
+        return Err(TrainError::NoParameters(forward.name().to_string()));
+    }
+    let wrt: Vec<&str> = params.iter().map(String::as_str).collect();
+    let with_grads = grad(forward, loss, &wrt)?;
+    let b = GraphBuilder::from_graph(&with_grads);
+    let missing = |n: &str| TrainError::MissingOutput(n.to_string());
+    let pairs = params
+        .iter()
+        .map(|p| {
+            let w = b.var(p).ok_or_else(|| missing(p))?;
+            let g = b.var(&grad_name(p)).ok_or_else(|| missing(&grad_name(p)))?;
+            Ok((w, g))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut outs = vec![b.var(loss).ok_or_else(|| missing(loss))?];
+    outs.extend(optimizer.build(&b, &pairs)?);
+    let refs: Vec<_> = outs.iter().collect();
+    let step = b.build(&refs)?;
+    Ok(inplace::run(&step)?.graph)
+}
+
+/// For each node that overwrites a parameter's buffer (directly, or at
+/// the end of a chain of in-place ops starting at it), the parameter.
+pub fn updated_parameters(g: &Graph) -> Vec<(NodeId, String)> {
+    let source = |mut v: VarId| loop {
+        match &g.var(v).kind {
+            VarKind::Parameter(_) => return Some(g.var(v).name.clone()),
+            VarKind::Output { node, index } => {
+                let n = g.node(*node);
+                let &(_, i) = n.op.destroy_map().iter().find(|&&(o, _)| o == *index)?;
+                v = n.inputs[i];
+            }
+            _ => return None,
+        }
+    };
+    g.nodes()
+        .iter()
+        .enumerate()
+        .filter_map(|(id, n)| {
+            let &(_, i) = n.op.destroy_map().first()?;
+            source(n.inputs[i]).map(|p| (id, p))
+        })
+        .collect()
+}
