@@ -11,9 +11,11 @@ pub use vigil_debugmode as debugmode;
 pub use vigil_engine as engine;
 pub use vigil_findings as findings;
 pub use vigil_listeners as listeners;
+pub use vigil_onnx as onnx;
 pub use vigil_reports as reports;
 
 pub mod case;
+pub mod onnx_suite;
 pub mod runner;
 pub mod suite;
 

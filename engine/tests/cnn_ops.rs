@@ -52,7 +52,11 @@ fn every_case_matches_numpy() {
         let inferred = op.infer(&tys).unwrap().remove(0);
         let got = op.compute(&ins, &mut OpCtx::new(name)).unwrap().remove(0);
         assert_eq!(got.shape(), want.shape(), "{name}");
-        assert!(inferred.admits(got.shape()), "{name}: inferred {:?}", inferred.shape);
+        assert!(
+            inferred.admits(got.shape()),
+            "{name}: inferred {:?}",
+            inferred.shape
+        );
         let cmp = compare(&got, &want, Tolerance::new(1e-5, 1e-6)).unwrap();
         assert!(cmp.is_close(), "{name}: {cmp:?}");
     }
@@ -62,18 +66,32 @@ fn every_case_matches_numpy() {
 fn conv_writes_into_a_transposed_caller_buffer() {
     let reg = OpRegistry::builtin();
     let c = &cases()[1]; // conv_pointwise_f64: output [2, 4, 2, 2]
-    let ins: Vec<Tensor> = c["inputs"].as_array().unwrap().iter().map(|i| tensor(i, DType::F64)).collect();
+    let ins: Vec<Tensor> = c["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| tensor(i, DType::F64))
+        .collect();
     let want = tensor(&c["expected"], DType::F64);
     let op = reg.make("conv", &Attrs::new()).unwrap();
-    let buf = Tensor::zeros(DType::F64, &[2, 2, 4, 2]).unwrap().permute(&[3, 2, 1, 0]).unwrap();
-    let buf = buf.permute(&[3, 2, 1, 0]).unwrap().permute(&[0, 2, 1, 3]).unwrap();
+    let buf = Tensor::zeros(DType::F64, &[2, 2, 4, 2])
+        .unwrap()
+        .permute(&[3, 2, 1, 0])
+        .unwrap();
+    let buf = buf
+        .permute(&[3, 2, 1, 0])
+        .unwrap()
+        .permute(&[0, 2, 1, 3])
+        .unwrap();
     assert!(!buf.is_contiguous());
     let got = op
         .compute(&ins, &mut OpCtx::with_prealloc("c", vec![Some(buf.clone())]))
         .unwrap()
         .remove(0);
     assert!(got.same_buffer(&buf));
-    assert!(compare(&got, &want, Tolerance::new(1e-12, 0.0)).unwrap().is_close());
+    assert!(compare(&got, &want, Tolerance::new(1e-12, 0.0))
+        .unwrap()
+        .is_close());
 }
 
 #[test]
@@ -81,7 +99,12 @@ fn batch_norm_inplace_overwrites_its_input_with_the_pure_result() {
     let reg = OpRegistry::builtin();
     let c = cases().into_iter().find(|c| c["name"] == "batch_norm").unwrap();
     let attrs: Attrs = serde_json::from_value(c["attrs"].clone()).unwrap();
-    let ins: Vec<Tensor> = c["inputs"].as_array().unwrap().iter().map(|i| tensor(i, DType::F32)).collect();
+    let ins: Vec<Tensor> = c["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| tensor(i, DType::F32))
+        .collect();
     let pure = reg.make("batch_norm", &attrs).unwrap();
     let inplace = pure.inplace_variants().remove(0).op;
     assert_eq!(inplace.name(), "batch_norm_inplace");
@@ -108,12 +131,18 @@ fn bad_shapes_and_attrs_are_refused_with_the_field() {
     assert!(e.to_string().contains("kernel_shape"), "{e}");
     let e = reg.make("lrn", &Attrs::new().with("size", 0)).err().unwrap();
     assert!(e.to_string().contains("'size'"), "{e}");
-    let pool = reg.make("average_pool", &Attrs::new().with("kernel_shape", vec![5, 5])).unwrap();
+    let pool = reg
+        .make("average_pool", &Attrs::new().with("kernel_shape", vec![5, 5]))
+        .unwrap();
     let e = pool.compute(&[x.clone()], &mut OpCtx::new("p")).unwrap_err();
     assert!(e.to_string().contains("spans 5"), "{e}");
     let i = Tensor::zeros(DType::I64, &[1, 3, 4, 4]).unwrap();
-    assert!(pool.infer(&[vigil_engine::TypeInfo::known(DType::I64, &[1, 3, 4, 4])]).is_err());
-    let maxp = reg.make("max_pool", &Attrs::new().with("kernel_shape", vec![2, 2])).unwrap();
+    assert!(pool
+        .infer(&[vigil_engine::TypeInfo::known(DType::I64, &[1, 3, 4, 4])])
+        .is_err());
+    let maxp = reg
+        .make("max_pool", &Attrs::new().with("kernel_shape", vec![2, 2]))
+        .unwrap();
     let got = maxp.compute(&[i], &mut OpCtx::new("m")).unwrap().remove(0);
     assert_eq!(got.shape(), &[1, 3, 3, 3]);
 }

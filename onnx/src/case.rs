@@ -28,7 +28,10 @@ pub fn value_decl(name: &str, t: &Tensor, param: bool) -> Result<ValueDecl> {
         dtype: Some(t.dtype()),
         shape: Some(t.shape().to_vec()),
         data: None,
-        npy: Some(format!("{}/{name}.npy", if param { "parameters" } else { "constants" })),
+        npy: Some(format!(
+            "{}/{name}.npy",
+            if param { "parameters" } else { "constants" }
+        )),
     })
 }
 
@@ -51,7 +54,12 @@ pub fn data_sets(model_dir: &Path) -> Vec<PathBuf> {
         .flatten()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("test_data_set_")))
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("test_data_set_"))
+        })
         .collect();
     v.sort();
     v
@@ -66,7 +74,9 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 
 /// The concrete shape a generated input gets (unknown dims are 1).
 fn concrete(ty: &TypeInfo) -> Vec<usize> {
-    ty.shape.as_ref().map_or(Vec::new(), |s| s.iter().map(|&d| d.max(1) as usize).collect())
+    ty.shape
+        .as_ref()
+        .map_or(Vec::new(), |s| s.iter().map(|&d| d.max(1) as usize).collect())
 }
 
 fn random_input(ty: &TypeInfo, rng: &mut rand_chacha::ChaCha8Rng) -> Result<Tensor> {
@@ -90,7 +100,10 @@ fn dummy_input(ty: &TypeInfo, name: &str) -> Result<Tensor> {
     }
     let shape = concrete(ty);
     let n: usize = shape.iter().product();
-    Ok(Tensor::from_vec(&shape, (0..n).map(|i| (i as f64 / n as f64) as f32).collect())?)
+    Ok(Tensor::from_vec(
+        &shape,
+        (0..n).map(|i| (i as f64 / n as f64) as f32).collect(),
+    )?)
 }
 
 /// The inputs and expected outputs for `m` from `src`, by Vigil name.
@@ -99,14 +112,21 @@ pub fn feeds(m: &Imported, src: &InputSource) -> Result<(Vec<(String, Tensor)>, 
     let read = |files: &[PathBuf], names: &[(String, String)], what: &str| -> Result<Vec<(String, Tensor)>> {
         if files.len() != names.len() {
             return Err(ImportError::BadValue {
-                name: files.first().map_or_else(|| what.to_string(), |f| f.display().to_string()),
+                name: files
+                    .first()
+                    .map_or_else(|| what.to_string(), |f| f.display().to_string()),
                 msg: format!("{} {what} files for {} graph {what}s", files.len(), names.len()),
             });
         }
         files
             .iter()
             .zip(names)
-            .map(|(f, (_, var))| Ok((var.clone(), to_tensor(&read_tensor_file(f)?, &f.display().to_string())?)))
+            .map(|(f, (_, var))| {
+                Ok((
+                    var.clone(),
+                    to_tensor(&read_tensor_file(f)?, &f.display().to_string())?,
+                ))
+            })
             .collect()
     };
     match src {
@@ -152,7 +172,10 @@ fn write_npy(dir: &Path, name: &str, t: &Tensor) -> Result<()> {
 /// Writes the case directory `out` for `m` with inputs from `src`.
 pub fn write_case(m: &Imported, src: &InputSource, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out).map_err(io(out))?;
-    for (decls, dir) in [(&m.file.constants, "constants"), (&m.file.parameters, "parameters")] {
+    for (decls, dir) in [
+        (&m.file.constants, "constants"),
+        (&m.file.parameters, "parameters"),
+    ] {
         for d in decls.iter().filter(|d| d.npy.is_some()) {
             if let Some(t) = m.values.get(&d.name) {
                 write_npy(&out.join(dir), &d.name, t)?;

@@ -7,16 +7,17 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a valid ONNX protobuf: {msg}")]
     Decode { path: PathBuf, msg: String },
     #[error("model has no graph")]
     NoGraph,
     #[error("node '{node}' ({op}): unsupported op (domain '{domain}')")]
-    UnsupportedOp { node: String, op: String, domain: String },
+    UnsupportedOp {
+        node: String,
+        op: String,
+        domain: String,
+    },
     #[error("opset {version} of domain '{domain}' is not supported (supported: {supported})")]
     UnsupportedOpset {
         domain: String,

@@ -70,7 +70,13 @@ pub(crate) struct Value {
 pub fn sanitize(name: &str) -> String {
     let s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     match s.as_str() {
         "" | "." | ".." => format!("_{s}"),
@@ -138,7 +144,14 @@ impl Importer {
     /// Applies Vigil op `op` to `inputs`. When every input is known at
     /// import time the op runs now and the result is a constant (shape
     /// folding); otherwise a node is added. `out` names the result.
-    pub fn emit(&mut self, node: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value], out: &str) -> Result<Value> {
+    pub fn emit(
+        &mut self,
+        node: &NodeCtx,
+        op: &str,
+        attrs: Attrs,
+        inputs: &[Value],
+        out: &str,
+    ) -> Result<Value> {
         let err = |source: vigil_engine::Error| ImportError::Node {
             node: node.onnx_name.clone(),
             op: node.op_type.clone(),
@@ -151,7 +164,10 @@ impl Importer {
         let foldable = !inputs.is_empty() && inputs.iter().all(|v| v.constant.is_some() && !v.source);
         if foldable {
             let vals: Vec<Tensor> = inputs.iter().filter_map(|v| v.constant.clone()).collect();
-            let t = made.compute(&vals, &mut OpCtx::new(&node.name)).map_err(err)?.remove(0);
+            let t = made
+                .compute(&vals, &mut OpCtx::new(&node.name))
+                .map_err(err)?
+                .remove(0);
             return Ok(self.constant(out, t.to_contiguous().map_err(err)?));
         }
         for v in inputs {
@@ -162,10 +178,17 @@ impl Importer {
         let mut k = 1;
         while !self.node_names.insert(name.clone()) {
             k += 1;
-            name = format!("{}.{op}{}", node.name, if k > 2 { format!("_{k}") } else { String::new() });
+            name = format!(
+                "{}.{op}{}",
+                node.name,
+                if k > 2 { format!("_{k}") } else { String::new() }
+            );
         }
         let mut attrs = attrs;
-        attrs.0.insert(SOURCE_ATTR.into(), format!("{} '{}'", node.op_type, node.onnx_name).into());
+        attrs.0.insert(
+            SOURCE_ATTR.into(),
+            format!("{} '{}'", node.op_type, node.onnx_name).into(),
+        );
         self.nodes.push(NodeDecl {
             name,
             op: op.to_string(),
@@ -227,7 +250,8 @@ impl NodeCtx<'_> {
     }
 
     pub fn s(&self, name: &str) -> Option<String> {
-        self.attr(name).map(|a| String::from_utf8_lossy(&a.s).into_owned())
+        self.attr(name)
+            .map(|a| String::from_utf8_lossy(&a.s).into_owned())
     }
 
     /// The ONNX output 0's name (results are named after it).
@@ -241,13 +265,23 @@ fn value_type(v: &ValueInfoProto) -> Result<TypeInfo> {
         name: v.name.clone(),
         msg: msg.to_string(),
     };
-    let tt = v.type_.as_ref().filter(|t| t.has_tensor_type()).ok_or_else(|| bad("is not a tensor"))?;
+    let tt = v
+        .type_
+        .as_ref()
+        .filter(|t| t.has_tensor_type())
+        .ok_or_else(|| bad("is not a tensor"))?;
     let tt = tt.tensor_type();
     let dtype = dtype_of(tt.elem_type, &format!("graph input '{}'", v.name))?;
     let shape = tt.shape.as_ref().map(|s| {
         s.dim
             .iter()
-            .map(|d| if d.has_dim_value() && d.dim_value() >= 0 { d.dim_value() } else { -1 })
+            .map(|d| {
+                if d.has_dim_value() && d.dim_value() >= 0 {
+                    d.dim_value()
+                } else {
+                    -1
+                }
+            })
             .collect()
     });
     Ok(TypeInfo::new(dtype, shape))
@@ -267,7 +301,12 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
         params: Vec::new(),
         consts: Vec::new(),
         stored: BTreeMap::new(),
-        used: g.node.iter().flat_map(|n| n.input.iter().cloned()).chain(g.output.iter().map(|o| o.name.clone())).collect(),
+        used: g
+            .node
+            .iter()
+            .flat_map(|n| n.input.iter().cloned())
+            .chain(g.output.iter().map(|o| o.name.clone()))
+            .collect(),
     };
     for t in &g.initializer {
         let tensor = to_tensor(t, "initializer")?;
@@ -309,7 +348,11 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
         );
     }
     for (k, n) in g.node.iter().enumerate() {
-        let onnx_name = if n.name.is_empty() { format!("{}_{k}", n.op_type) } else { n.name.clone() };
+        let onnx_name = if n.name.is_empty() {
+            format!("{}_{k}", n.op_type)
+        } else {
+            n.name.clone()
+        };
         let name = sanitize(&onnx_name);
         let ctx = NodeCtx {
             proto: n,
@@ -327,7 +370,9 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
         let out = crate::ops::import_node(&mut imp, &ctx)?;
         for (j, o) in n.output.iter().enumerate() {
             if j > 0 && !o.is_empty() && imp.used.contains(o) {
-                return Err(ctx.unsupported(format!("output {j} ('{o}') is used, only output 0 is supported")));
+                return Err(
+                    ctx.unsupported(format!("output {j} ('{o}') is used, only output 0 is supported"))
+                );
             }
         }
         if let Some(o) = n.output.first() {
@@ -343,7 +388,8 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
         })?;
         // A graph output must be a node's own result: aliases of inputs,
         // constants or other outputs get a copy.
-        let own = v.constant.is_none() && !v.source && !out_vars.contains(&v.var) && v.var == sanitize(&o.name);
+        let own =
+            v.constant.is_none() && !v.source && !out_vars.contains(&v.var) && v.var == sanitize(&o.name);
         let v = if own {
             v
         } else {
@@ -353,7 +399,11 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
                 onnx_name: o.name.clone(),
                 name: sanitize(&format!("{}.copy", o.name)),
             };
-            let out_name = if imp.taken.contains(&sanitize(&o.name)) { format!("{}.out", o.name) } else { o.name.clone() };
+            let out_name = if imp.taken.contains(&sanitize(&o.name)) {
+                format!("{}.out", o.name)
+            } else {
+                o.name.clone()
+            };
             let v = if v.constant.is_some() && !v.source {
                 // A folded output: declare the constant, then copy it.
                 imp.materialize(&v);
@@ -368,7 +418,11 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
     }
     let file = GraphFile {
         format: FORMAT.to_string(),
-        name: if g.name.is_empty() { "onnx".into() } else { g.name.clone() },
+        name: if g.name.is_empty() {
+            "onnx".into()
+        } else {
+            g.name.clone()
+        },
         inputs: input_decls,
         constants: Vec::new(),
         parameters: Vec::new(),

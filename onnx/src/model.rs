@@ -7,9 +7,9 @@ use onnx_protobuf::{Message, ModelProto, TensorProto};
 
 use crate::error::{ImportError, Result};
 
-/// Default-domain opsets whose semantics the importer implements: from 7
-/// (numpy broadcasting everywhere) to 23.
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=23;
+/// Default-domain opsets whose semantics the importer implements, 1 to 23
+/// (before 7, binary ops broadcast only with `broadcast = 1`, as `crate::ops` handles).
+pub const OPSETS: std::ops::RangeInclusive<i64> = 1..=23;
 
 fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|source| ImportError::Io {

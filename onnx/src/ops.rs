@@ -30,13 +30,17 @@ fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
 
 /// The integers of an input that must be known at import time.
 fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
-    let t = v
-        .constant
-        .as_ref()
-        .filter(|_| !v.source)
-        .ok_or_else(|| c.unsupported(format!("input '{what}' must be known at import time (a constant or foldable)")))?;
+    let t = v.constant.as_ref().filter(|_| !v.source).ok_or_else(|| {
+        c.unsupported(format!(
+            "input '{what}' must be known at import time (a constant or foldable)"
+        ))
+    })?;
     let t = t.cast(DType::I64).map_err(|e| c.unsupported(e.to_string()))?;
-    Ok(t.to_array::<i64>().map_err(|e| c.unsupported(e.to_string()))?.iter().copied().collect())
+    Ok(t.to_array::<i64>()
+        .map_err(|e| c.unsupported(e.to_string()))?
+        .iter()
+        .copied()
+        .collect())
 }
 
 /// A 0-d constant of `dtype` holding `v`.
@@ -44,7 +48,8 @@ fn scalar(imp: &mut Importer, c: &NodeCtx, dtype: DType, v: f64, tag: &str) -> R
     fn make<T: Element>(v: f64) -> vigil_engine::Result<Tensor> {
         Tensor::from_vec(&[], vec![T::from_f64(v)])
     }
-    let t = vigil_engine::dispatch_all!(dtype, T => make::<T>(v)).map_err(|e| c.unsupported(e.to_string()))?;
+    let t =
+        vigil_engine::dispatch_all!(dtype, T => make::<T>(v)).map_err(|e| c.unsupported(e.to_string()))?;
     Ok(imp.constant(&format!("{}.{tag}", c.out()), t))
 }
 
@@ -74,7 +79,14 @@ fn out(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value]
 }
 
 /// A helper node of a translation.
-fn step(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value], tag: &str) -> Result<Value> {
+fn step(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    op: &str,
+    attrs: Attrs,
+    inputs: &[Value],
+    tag: &str,
+) -> Result<Value> {
     let name = format!("{}.{tag}", c.out());
     imp.emit(c, op, attrs, inputs, &name)
 }
@@ -83,7 +95,12 @@ fn step(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value
 pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let op = c.op_type.as_str();
     match op {
-        "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" => {
+        "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Sin" | "Cos" | "Tan"
+        | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh" | "Erf" | "Floor" | "Ceil" | "Round" | "Sign"
+        | "Reciprocal" | "Softplus" | "Gelu" => {
+            if c.s("approximate").is_some_and(|a| a != "none") {
+                return Err(c.bad_attr("approximate", "only 'none' (the erf form) is supported"));
+            }
             let x = input(imp, c, 0)?;
             out(imp, c, &op.to_lowercase(), Attrs::new(), &[x])
         }
@@ -116,7 +133,11 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "Conv" => {
             let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
             ins.extend(optional(imp, c, 2)?);
-            let a = copy_attrs(c, &["kernel_shape", "strides", "dilations", "pads", "group"], &["auto_pad"]);
+            let a = copy_attrs(
+                c,
+                &["kernel_shape", "strides", "dilations", "pads", "group"],
+                &["auto_pad"],
+            );
             out(imp, c, "conv", a, &ins)
         }
         "MaxPool" | "AveragePool" => {
@@ -129,11 +150,25 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
                 keys.push("count_include_pad");
             }
             let a = copy_attrs(c, &keys, &["auto_pad"]);
-            out(imp, c, if op == "MaxPool" { "max_pool" } else { "average_pool" }, a, &[x])
+            out(
+                imp,
+                c,
+                if op == "MaxPool" {
+                    "max_pool"
+                } else {
+                    "average_pool"
+                },
+                a,
+                &[x],
+            )
         }
         "GlobalAveragePool" | "GlobalMaxPool" => {
             let x = input(imp, c, 0)?;
-            let name = if op == "GlobalMaxPool" { "global_max_pool" } else { "global_average_pool" };
+            let name = if op == "GlobalMaxPool" {
+                "global_max_pool"
+            } else {
+                "global_average_pool"
+            };
             out(imp, c, name, Attrs::new(), &[x])
         }
         "BatchNormalization" => {
@@ -165,7 +200,9 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "Gemm" => gemm(imp, c),
         "Transpose" => {
             let x = input(imp, c, 0)?;
-            let a = c.ints("perm").map_or(Attrs::new(), |p| Attrs::new().with("perm", p));
+            let a = c
+                .ints("perm")
+                .map_or(Attrs::new(), |p| Attrs::new().with("perm", p));
             out(imp, c, "transpose", a, &[x])
         }
         "Reshape" => reshape(imp, c),
@@ -178,7 +215,9 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             out(imp, c, "squeeze", a, &[x])
         }
         "Concat" => {
-            let ins = (0..c.proto.input.len()).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+            let ins = (0..c.proto.input.len())
+                .map(|k| input(imp, c, k))
+                .collect::<Result<Vec<_>>>()?;
             let axis = c.i("axis").ok_or_else(|| c.bad_attr("axis", "is required"))?;
             out(imp, c, "concat", Attrs::new().with("axis", axis), &ins)
         }
@@ -193,9 +232,22 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             let x = input(imp, c, 0)?;
             let mut ind = input(imp, c, 1)?;
             if ind.ty.dtype != DType::I64 {
-                ind = step(imp, c, "cast", Attrs::new().with("dtype", "i64"), &[ind], "indices")?;
+                ind = step(
+                    imp,
+                    c,
+                    "cast",
+                    Attrs::new().with("dtype", "i64"),
+                    &[ind],
+                    "indices",
+                )?;
             }
-            out(imp, c, "gather", Attrs::new().with("axis", c.i("axis").unwrap_or(0)), &[x, ind])
+            out(
+                imp,
+                c,
+                "gather",
+                Attrs::new().with("axis", c.i("axis").unwrap_or(0)),
+                &[x, ind],
+            )
         }
         "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" => reduce(imp, c),
         "ArgMax" => {
@@ -239,15 +291,60 @@ fn binary(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             a.ty.dtype
         )));
     }
+    if imp.opset < 7 && c.i("broadcast").unwrap_or(0) != 0 {
+        b = legacy_broadcast(imp, c, &a, b)?;
+    }
     if c.op_type == "Pow" && b.ty.dtype != a.ty.dtype {
         // ONNX Pow's exponent may have another type; the result has the base's.
-        b = step(imp, c, "cast", Attrs::new().with("dtype", a.ty.dtype.name()), &[b], "exponent")?;
+        b = step(
+            imp,
+            c,
+            "cast",
+            Attrs::new().with("dtype", a.ty.dtype.name()),
+            &[b],
+            "exponent",
+        )?;
     }
     out(imp, c, &name, Attrs::new(), &[a, b])
 }
 
+/// Before opset 7, `broadcast = 1` with `axis` aligns B's dims with A's
+/// starting at `axis`: B gets trailing 1s so numpy broadcasting agrees.
+fn legacy_broadcast(imp: &mut Importer, c: &NodeCtx, a: &Value, b: Value) -> Result<Value> {
+    let Some(axis) = c.i("axis") else { return Ok(b) };
+    let (Some(ra), Some(sb)) = (a.ty.rank(), b.ty.shape.clone()) else {
+        return Err(c.unsupported("legacy broadcast needs both ranks at import time"));
+    };
+    let axis = if axis < 0 { axis + ra as i64 } else { axis };
+    let pad = ra as i64 - axis - sb.len() as i64;
+    if pad < 0 || sb.iter().any(|&d| d < 0) {
+        return Err(c.bad_attr(
+            "axis",
+            format!("B {sb:?} does not fit A of rank {ra} at axis {axis}"),
+        ));
+    }
+    if pad == 0 {
+        return Ok(b);
+    }
+    let shape: Vec<i64> = sb
+        .iter()
+        .copied()
+        .chain(std::iter::repeat_n(1, pad as usize))
+        .collect();
+    step(
+        imp,
+        c,
+        "reshape",
+        Attrs::new().with("shape", shape),
+        &[b],
+        "b_aligned",
+    )
+}
+
 fn variadic(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
-    let ins = (0..c.proto.input.len()).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+    let ins = (0..c.proto.input.len())
+        .map(|k| input(imp, c, k))
+        .collect::<Result<Vec<_>>>()?;
     let pair = match c.op_type.as_str() {
         "Max" => "maximum",
         "Min" => "minimum",
@@ -267,7 +364,14 @@ fn variadic(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         acc = if last {
             out(imp, c, pair, Attrs::new(), &[acc, v.clone()])?
         } else {
-            step(imp, c, pair, Attrs::new(), &[acc, v.clone()], &format!("{pair}{k}"))?
+            step(
+                imp,
+                c,
+                pair,
+                Attrs::new(),
+                &[acc, v.clone()],
+                &format!("{pair}{k}"),
+            )?
         };
     }
     if mean {
@@ -318,9 +422,15 @@ fn reshape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if c.i("allowzero").unwrap_or(0) == 0 {
         for (i, d) in shape.iter_mut().enumerate() {
             if *d == 0 {
-                let from = x.ty.shape.as_ref().and_then(|s| s.get(i).copied()).filter(|&v| v >= 0);
+                let from =
+                    x.ty.shape
+                        .as_ref()
+                        .and_then(|s| s.get(i).copied())
+                        .filter(|&v| v >= 0);
                 *d = from.ok_or_else(|| {
-                    c.unsupported(format!("shape[{i}] is 0 (copy the input's dim) but that dim is not known at import time"))
+                    c.unsupported(format!(
+                        "shape[{i}] is 0 (copy the input's dim) but that dim is not known at import time"
+                    ))
                 })?;
             }
         }
@@ -330,7 +440,10 @@ fn reshape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn flatten(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let s = x.ty.shape.clone().ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let s =
+        x.ty.shape
+            .clone()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
     let r = s.len() as i64;
     let mut axis = c.i("axis").unwrap_or(1);
     if axis < 0 {
@@ -339,7 +452,13 @@ fn flatten(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if !(0..=r).contains(&axis) {
         return Err(c.bad_attr("axis", format!("{axis} is out of range for rank {r}")));
     }
-    let prod = |d: &[i64]| if d.iter().any(|&v| v < 0) { -1 } else { d.iter().product() };
+    let prod = |d: &[i64]| {
+        if d.iter().any(|&v| v < 0) {
+            -1
+        } else {
+            d.iter().product()
+        }
+    };
     let (a, b) = (prod(&s[..axis as usize]), prod(&s[axis as usize..]));
     if a < 0 && b < 0 {
         return Err(c.unsupported("both halves of the flattened shape are unknown at import time"));
@@ -361,7 +480,10 @@ fn axes_of(imp: &Importer, c: &NodeCtx, input_from: i64) -> Result<Option<Vec<i6
 fn unsqueeze(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let mut x = input(imp, c, 0)?;
     let axes = axes_of(imp, c, 13)?.ok_or_else(|| c.bad_attr("axes", "is required"))?;
-    let r = x.ty.rank().ok_or_else(|| c.unsupported("the input's rank is not known at import time"))? as i64 + axes.len() as i64;
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))? as i64
+            + axes.len() as i64;
     let mut norm: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + r } else { a }).collect();
     norm.sort_unstable();
     for (k, &a) in norm.iter().enumerate() {
@@ -377,12 +499,25 @@ fn unsqueeze(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn softmax(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let name = if c.op_type == "Softmax" { "softmax" } else { "log_softmax" };
+    let name = if c.op_type == "Softmax" {
+        "softmax"
+    } else {
+        "log_softmax"
+    };
     if imp.opset >= 13 {
-        return out(imp, c, name, Attrs::new().with("axis", c.i("axis").unwrap_or(-1)), &[x]);
+        return out(
+            imp,
+            c,
+            name,
+            Attrs::new().with("axis", c.i("axis").unwrap_or(-1)),
+            &[x],
+        );
     }
     // Before opset 13 the input is coerced to 2-D at `axis` (default 1).
-    let s = x.ty.shape.clone().ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let s =
+        x.ty.shape
+            .clone()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
     let r = s.len() as i64;
     let axis = c.i("axis").unwrap_or(1);
     let axis = if axis < 0 { axis + r } else { axis };
@@ -392,8 +527,18 @@ fn softmax(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if s.iter().any(|&d| d < 0) {
         return Err(c.unsupported("softmax over several axes needs the input's shape at import time"));
     }
-    let (a, b): (i64, i64) = (s[..axis as usize].iter().product(), s[axis as usize..].iter().product());
-    let flat = step(imp, c, "reshape", Attrs::new().with("shape", vec![a, b]), &[x], "flat")?;
+    let (a, b): (i64, i64) = (
+        s[..axis as usize].iter().product(),
+        s[axis as usize..].iter().product(),
+    );
+    let flat = step(
+        imp,
+        c,
+        "reshape",
+        Attrs::new().with("shape", vec![a, b]),
+        &[x],
+        "flat",
+    )?;
     let y = step(imp, c, name, Attrs::new().with("axis", -1), &[flat], name)?;
     out(imp, c, "reshape", Attrs::new().with("shape", s), &[y])
 }
@@ -414,6 +559,12 @@ fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let mut a = Attrs::new().with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
     if let Some(axes) = axes {
         a = a.with("axes", axes);
+    }
+    if x.ty.dtype == DType::Bool && matches!(name, "max" | "min") {
+        // Vigil's reductions take numbers: any/all through i32 and back.
+        let xi = step(imp, c, "cast", Attrs::new().with("dtype", "i32"), &[x], "as_i32")?;
+        let r = step(imp, c, name, a, &[xi], name)?;
+        return out(imp, c, "cast", Attrs::new().with("dtype", "bool"), &[r]);
     }
     out(imp, c, name, a, &[x])
 }
@@ -441,12 +592,11 @@ fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn shape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let s = x
-        .ty
-        .shape
-        .clone()
-        .filter(|s| s.iter().all(|&d| d >= 0))
-        .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
+    let s =
+        x.ty.shape
+            .clone()
+            .filter(|s| s.iter().all(|&d| d >= 0))
+            .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
     let r = s.len() as i64;
     let clampi = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
     let (a, b) = (clampi(c.i("start").unwrap_or(0)), clampi(c.i("end").unwrap_or(r)));
@@ -480,7 +630,10 @@ fn constant_of_shape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .make("full", &attrs)
         .and_then(|op| op.compute(&[], &mut vigil_engine::OpCtx::new(&c.name)))
         .map_err(|e| c.unsupported(e.to_string()))?;
-    let t = made.into_iter().next().ok_or_else(|| c.unsupported("no result"))?;
+    let t = made
+        .into_iter()
+        .next()
+        .ok_or_else(|| c.unsupported("no result"))?;
     Ok(imp.constant(c.out(), t))
 }
 
@@ -504,10 +657,13 @@ fn constant(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let r = x.ty.rank().ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
     let (starts, ends, axes, steps) = if imp.opset < 10 {
         (
-            c.ints("starts").ok_or_else(|| c.bad_attr("starts", "is required"))?,
+            c.ints("starts")
+                .ok_or_else(|| c.bad_attr("starts", "is required"))?,
             c.ints("ends").ok_or_else(|| c.bad_attr("ends", "is required"))?,
             c.ints("axes"),
             None,
@@ -554,16 +710,23 @@ fn expand(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let sv = input(imp, c, 1)?;
     let want = const_ints(c, &sv, "shape")?;
-    let s = x
-        .ty
-        .static_shape()
-        .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
+    let s =
+        x.ty.static_shape()
+            .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
     // ONNX Expand broadcasts both ways: the result is the broadcast shape.
     let n = s.len().max(want.len());
     let mut shape = Vec::with_capacity(n);
     for i in 0..n {
-        let a = if i + s.len() >= n { s[i + s.len() - n] as i64 } else { 1 };
-        let b = if i + want.len() >= n { want[i + want.len() - n] } else { 1 };
+        let a = if i + s.len() >= n {
+            s[i + s.len() - n] as i64
+        } else {
+            1
+        };
+        let b = if i + want.len() >= n {
+            want[i + want.len() - n]
+        } else {
+            1
+        };
         shape.push(match (a, b) {
             (a, b) if a == b => a,
             (1, b) => b,

@@ -39,7 +39,11 @@ pub fn elem_of(d: DType) -> DataType {
 
 fn bad(t: &TensorProto, what: &str, msg: String) -> ImportError {
     ImportError::BadTensor {
-        tensor: if t.name.is_empty() { what.to_string() } else { t.name.clone() },
+        tensor: if t.name.is_empty() {
+            what.to_string()
+        } else {
+            t.name.clone()
+        },
         msg,
     }
 }
@@ -57,7 +61,11 @@ fn elements<T: Copy, const W: usize>(
             return Err(bad(
                 t,
                 what,
-                format!("raw_data has {} bytes, {n} elements of {W} bytes need {}", t.raw_data.len(), n * W),
+                format!(
+                    "raw_data has {} bytes, {n} elements of {W} bytes need {}",
+                    t.raw_data.len(),
+                    n * W
+                ),
             ));
         }
         t.raw_data
@@ -72,7 +80,11 @@ fn elements<T: Copy, const W: usize>(
         typed
     };
     if v.len() != n {
-        return Err(bad(t, what, format!("has {} elements, its dims {:?} need {n}", v.len(), t.dims)));
+        return Err(bad(
+            t,
+            what,
+            format!("has {} elements, its dims {:?} need {n}", v.len(), t.dims),
+        ));
     }
     Ok(v)
 }
@@ -82,7 +94,9 @@ fn elements<T: Copy, const W: usize>(
 pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
     let name = if t.name.is_empty() { what } else { &t.name };
     if t.data_location.enum_value() == Ok(DataLocation::EXTERNAL) || !t.external_data.is_empty() {
-        return Err(ImportError::ExternalData { tensor: name.to_string() });
+        return Err(ImportError::ExternalData {
+            tensor: name.to_string(),
+        });
     }
     if t.segment.is_some() {
         return Err(bad(t, what, "segmented tensors are not supported".into()));
@@ -98,10 +112,22 @@ pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
         .ok_or_else(|| bad(t, what, format!("dims {:?} overflow", t.dims)))?;
     let dtype = dtype_of(t.data_type, &format!("tensor '{name}'"))?;
     let built = match dtype {
-        DType::F32 => Tensor::from_vec(&shape, elements(t, what, n, f32::from_le_bytes, t.float_data.clone())?),
-        DType::F64 => Tensor::from_vec(&shape, elements(t, what, n, f64::from_le_bytes, t.double_data.clone())?),
-        DType::I64 => Tensor::from_vec(&shape, elements(t, what, n, i64::from_le_bytes, t.int64_data.clone())?),
-        DType::I32 => Tensor::from_vec(&shape, elements(t, what, n, i32::from_le_bytes, t.int32_data.clone())?),
+        DType::F32 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, f32::from_le_bytes, t.float_data.clone())?,
+        ),
+        DType::F64 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, f64::from_le_bytes, t.double_data.clone())?,
+        ),
+        DType::I64 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i64::from_le_bytes, t.int64_data.clone())?,
+        ),
+        DType::I32 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i32::from_le_bytes, t.int32_data.clone())?,
+        ),
         DType::Bool => {
             let typed = t.int32_data.iter().map(|&v| v as u8).collect();
             let bytes: Vec<u8> = elements(t, what, n, |b: [u8; 1]| b[0], typed)?;
@@ -119,10 +145,26 @@ pub fn to_proto(t: &Tensor, name: &str) -> Result<TensorProto> {
     p.dims = t.shape().iter().map(|&d| d as i64).collect();
     p.data_type = elem_of(t.dtype()).value();
     p.raw_data = match t.dtype() {
-        DType::F32 => t.to_array::<f32>()?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::F64 => t.to_array::<f64>()?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::I64 => t.to_array::<i64>()?.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::I32 => t.to_array::<i32>()?.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        DType::F32 => t
+            .to_array::<f32>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::F64 => t
+            .to_array::<f64>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I64 => t
+            .to_array::<i64>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I32 => t
+            .to_array::<i32>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
         DType::Bool => t.to_array::<bool>()?.iter().map(|&v| v as u8).collect(),
     };
     Ok(p)
@@ -142,10 +184,21 @@ mod tests {
         typed.data_type = DataType::INT64.value();
         typed.dims = vec![3];
         typed.int64_data = vec![4, -5, 6];
-        assert_eq!(to_tensor(&typed, "s").unwrap().to_array::<i64>().unwrap().as_slice().unwrap(), &[4, -5, 6]);
+        assert_eq!(
+            to_tensor(&typed, "s")
+                .unwrap()
+                .to_array::<i64>()
+                .unwrap()
+                .as_slice()
+                .unwrap(),
+            &[4, -5, 6]
+        );
         let b = Tensor::from_vec(&[3], vec![true, false, true]).unwrap();
         let back = to_tensor(&to_proto(&b, "b").unwrap(), "b").unwrap();
-        assert_eq!(back.to_array::<bool>().unwrap().as_slice().unwrap(), &[true, false, true]);
+        assert_eq!(
+            back.to_array::<bool>().unwrap().as_slice().unwrap(),
+            &[true, false, true]
+        );
     }
 
     #[test]
@@ -155,12 +208,18 @@ mod tests {
         p.data_type = DataType::FLOAT.value();
         p.dims = vec![3];
         p.raw_data = vec![0; 8];
-        assert!(to_tensor(&p, "x").unwrap_err().to_string().contains("tensor 'w': raw_data has 8 bytes"));
+        assert!(to_tensor(&p, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("tensor 'w': raw_data has 8 bytes"));
         p.data_type = DataType::FLOAT16.value();
         let e = to_tensor(&p, "x").unwrap_err().to_string();
         assert!(e.contains("'w'") && e.contains("float16"), "{e}");
         p.data_type = DataType::FLOAT.value();
         p.data_location = DataLocation::EXTERNAL.into();
-        assert!(matches!(to_tensor(&p, "x"), Err(ImportError::ExternalData { .. })));
+        assert!(matches!(
+            to_tensor(&p, "x"),
+            Err(ImportError::ExternalData { .. })
+        ));
     }
 }

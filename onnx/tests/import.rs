@@ -15,7 +15,13 @@ fn gemm_relu_softmax_matches_a_hand_computation() {
     let m = model(
         9,
         vec![
-            node("Gemm", "fc", &["x", "w", "b"], &["h"], vec![("transB", A::I(1)), ("alpha", A::F(2.0)), ("beta", A::F(0.5))]),
+            node(
+                "Gemm",
+                "fc",
+                &["x", "w", "b"],
+                &["h"],
+                vec![("transB", A::I(1)), ("alpha", A::F(2.0)), ("beta", A::F(0.5))],
+            ),
             node("Relu", "act", &["h"], &["r"], vec![]),
             node("Softmax", "prob", &["r"], &["y"], vec![]),
         ],
@@ -27,7 +33,11 @@ fn gemm_relu_softmax_matches_a_hand_computation() {
     // h = 2·[1-3, 0.5·6] + [0.5, -2] = [-3.5, 4]; relu = [0, 4]; softmax.
     let e = (-4.0f64).exp();
     assert_eq!(out[0].0, "y");
-    assert!(close(&vals(&out[0].1), &[e / (1.0 + e), 1.0 / (1.0 + e)]), "{:?}", vals(&out[0].1));
+    assert!(
+        close(&vals(&out[0].1), &[e / (1.0 + e), 1.0 / (1.0 + e)]),
+        "{:?}",
+        vals(&out[0].1)
+    );
 }
 
 #[test]
@@ -39,9 +49,27 @@ fn shape_subgraphs_over_constants_fold_at_import_time() {
         13,
         vec![
             node("Shape", "s", &["x"], &["sx"], vec![("end", A::I(1))]),
-            node("Constant", "one", &[], &["one"], vec![("value", A::T(tensor("", &Tensor::from_i64s(&[1]))))]),
-            node("ConstantOfShape", "m1", &["one"], &["minus1"], vec![("value", A::T(fill))]),
-            node("Concat", "cat", &["sx", "minus1"], &["shape"], vec![("axis", A::I(0))]),
+            node(
+                "Constant",
+                "one",
+                &[],
+                &["one"],
+                vec![("value", A::T(tensor("", &Tensor::from_i64s(&[1]))))],
+            ),
+            node(
+                "ConstantOfShape",
+                "m1",
+                &["one"],
+                &["minus1"],
+                vec![("value", A::T(fill))],
+            ),
+            node(
+                "Concat",
+                "cat",
+                &["sx", "minus1"],
+                &["shape"],
+                vec![("axis", A::I(0))],
+            ),
             node("Reshape", "flat", &["x", "shape"], &["y"], vec![]),
         ],
         vec![value("x", DType::F32, &[2, 3, 4])],
@@ -51,7 +79,10 @@ fn shape_subgraphs_over_constants_fold_at_import_time() {
     let imported = import(&round_trip(&m), &Options::default()).unwrap();
     let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
     assert_eq!(ops, ["reshape"]);
-    assert_eq!(imported.file.nodes[0].attrs.0["shape"], serde_json::json!([2, -1]));
+    assert_eq!(
+        imported.file.nodes[0].attrs.0["shape"],
+        serde_json::json!([2, -1])
+    );
     let x = Tensor::from_vec(&[2, 3, 4], (0..24).map(|v| v as f32).collect()).unwrap();
     let out = run(&m, &[("x", x)]);
     assert_eq!(out[0].1.shape(), &[2, 12]);
@@ -84,12 +115,36 @@ fn conv_pool_and_batch_norm_import_as_vigil_ops() {
     let m = model(
         9,
         vec![
-            node("Conv", "c", &["x", "w"], &["h"], vec![("pads", A::Ints(vec![0, 0, 1, 1]))]),
-            node("BatchNormalization", "bn", &["h", "s", "b", "mu", "var"], &["n"], vec![("epsilon", A::F(0.0))]),
-            node("MaxPool", "p", &["n"], &["y"], vec![("kernel_shape", A::Ints(vec![3, 3])), ("auto_pad", A::S("VALID"))]),
+            node(
+                "Conv",
+                "c",
+                &["x", "w"],
+                &["h"],
+                vec![("pads", A::Ints(vec![0, 0, 1, 1]))],
+            ),
+            node(
+                "BatchNormalization",
+                "bn",
+                &["h", "s", "b", "mu", "var"],
+                &["n"],
+                vec![("epsilon", A::F(0.0))],
+            ),
+            node(
+                "MaxPool",
+                "p",
+                &["n"],
+                &["y"],
+                vec![("kernel_shape", A::Ints(vec![3, 3])), ("auto_pad", A::S("VALID"))],
+            ),
         ],
         vec![value("x", DType::F32, &[1, 1, 3, 3])],
-        vec![tensor("w", &w), tensor("s", &ones), tensor("b", &zeros), tensor("mu", &zeros), tensor("var", &ones)],
+        vec![
+            tensor("w", &w),
+            tensor("s", &ones),
+            tensor("b", &zeros),
+            tensor("mu", &zeros),
+            tensor("var", &ones),
+        ],
         vec![value("y", DType::F32, &[1, 2, 1, 1])],
     );
     let imported = import(&round_trip(&m), &Options::default()).unwrap();
@@ -115,9 +170,12 @@ fn unsupported_things_are_refused_naming_node_and_op() {
     assert!(matches!(e, ImportError::UnsupportedOp { .. }));
     assert_eq!(e.to_string(), "node 'hm' (Hardmax): unsupported op (domain '')");
 
-    let m = model(5, vec![], vec![], vec![], vec![]);
+    let m = model(24, vec![], vec![], vec![], vec![]);
     let e = import(&round_trip(&m), &Options::default()).unwrap_err();
-    assert!(matches!(e, ImportError::UnsupportedOpset { version: 5, .. }), "{e}");
+    assert!(
+        matches!(e, ImportError::UnsupportedOpset { version: 24, .. }),
+        "{e}"
+    );
 
     let m = model(
         13,
@@ -138,13 +196,22 @@ fn unsupported_things_are_refused_naming_node_and_op() {
 
     let m = model(
         13,
-        vec![node("BatchNormalization", "bn", &["x", "s", "s", "s", "s"], &["y"], vec![("training_mode", A::I(1))])],
+        vec![node(
+            "BatchNormalization",
+            "bn",
+            &["x", "s", "s", "s", "s"],
+            &["y"],
+            vec![("training_mode", A::I(1))],
+        )],
         vec![value("x", DType::F32, &[1, 2])],
         vec![tensor("s", &f32s(&[2], &[1.0, 1.0]))],
         vec![value("y", DType::F32, &[1, 2])],
     );
     let e = import(&round_trip(&m), &Options::default()).unwrap_err();
-    assert_eq!(e.to_string(), "node 'bn' (BatchNormalization): attr 'training_mode': only inference (0) is supported");
+    assert_eq!(
+        e.to_string(),
+        "node 'bn' (BatchNormalization): attr 'training_mode': only inference (0) is supported"
+    );
 }
 
 #[test]
@@ -198,4 +265,60 @@ fn a_data_set_becomes_inputs_and_expected_files() {
     let y = Tensor::read_npy(case.join("expected/y.npy")).unwrap();
     assert_eq!(vals(&x), [1.0, -2.0]);
     assert_eq!(vals(&y), [-1.0, 2.0]);
+}
+
+#[test]
+fn reduce_max_and_min_take_bool_inputs() {
+    let m = model(
+        18,
+        vec![
+            node("ReduceMax", "any", &["x"], &["y"], vec![("keepdims", A::I(0))]),
+            node("ReduceMin", "all", &["x"], &["z"], vec![("keepdims", A::I(0))]),
+        ],
+        vec![value("x", DType::Bool, &[2, 2])],
+        vec![],
+        vec![value("y", DType::Bool, &[]), value("z", DType::Bool, &[])],
+    );
+    let x = Tensor::from_vec(&[2, 2], vec![true, false, true, true]).unwrap();
+    let out = run(&m, &[("x", x)]);
+    assert_eq!(out[0].1.dtype(), DType::Bool);
+    assert_eq!(
+        out[0]
+            .1
+            .to_array::<bool>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [true]
+    );
+    assert_eq!(
+        out[1]
+            .1
+            .to_array::<bool>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [false]
+    );
+}
+
+#[test]
+fn opset_6_broadcast_with_axis_aligns_b_at_the_axis() {
+    let m = model(
+        6,
+        vec![node(
+            "Add",
+            "add",
+            &["x", "b"],
+            &["y"],
+            vec![("broadcast", A::I(1)), ("axis", A::I(1))],
+        )],
+        vec![value("x", DType::F32, &[1, 2, 2])],
+        vec![tensor("b", &f32s(&[2], &[10.0, 20.0]))],
+        vec![value("y", DType::F32, &[1, 2, 2])],
+    );
+    let out = run(&m, &[("x", f32s(&[1, 2, 2], &[1.0, 2.0, 3.0, 4.0]))]);
+    assert_eq!(vals(&out[0].1), [11.0, 12.0, 23.0, 24.0]);
 }

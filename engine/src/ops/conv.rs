@@ -70,7 +70,11 @@ fn check_float(dtypes: &[DType]) -> Result<()> {
     if !dtypes[0].is_float() || dtypes.iter().any(|&d| d != dtypes[0]) {
         return op_err(format!(
             "op 'conv' needs float inputs of one dtype, got {}",
-            dtypes.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+            dtypes
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     Ok(())
@@ -97,7 +101,11 @@ fn conv_kernel<T: Float + MatMulElem>(
     let o: usize = d.axes.iter().map(|a| a.output).product();
     let (cg, mg) = (d.c / group, d.m / group);
     let direct = pointwise(&d.axes);
-    let table = if direct { Vec::new() } else { gather_table(&d.axes)? };
+    let table = if direct {
+        Vec::new()
+    } else {
+        gather_table(&d.axes)?
+    };
     let mut col = vec![T::zero(); if direct { 0 } else { cg * k * o }];
     let shape_err = |e: ndarray::ShapeError| crate::error::Error::Op(format!("internal: conv block: {e}"));
     for n in 0..d.n {
@@ -115,14 +123,18 @@ fn conv_kernel<T: Float + MatMulElem>(
                 }
             }
             let cols = if direct { xg } else { &col[..] };
-            let a = ArrayView2::from_shape((mg, cg * k), &w[g * mg * cg * k..(g + 1) * mg * cg * k]).map_err(shape_err)?;
+            let a = ArrayView2::from_shape((mg, cg * k), &w[g * mg * cg * k..(g + 1) * mg * cg * k])
+                .map_err(shape_err)?;
             let bm = ArrayView2::from_shape((cg * k, o), cols).map_err(shape_err)?;
             let dst = &mut out[(n * d.m + g * mg) * o..(n * d.m + (g + 1) * mg) * o];
             let mut cm = ArrayViewMut2::from_shape((mg, o), dst).map_err(shape_err)?;
             T::gemm(&a, &bm, &mut cm);
         }
         if let Some(b) = b {
-            for (m, row) in out[n * d.m * o..(n + 1) * d.m * o].chunks_exact_mut(o).enumerate() {
+            for (m, row) in out[n * d.m * o..(n + 1) * d.m * o]
+                .chunks_exact_mut(o)
+                .enumerate()
+            {
                 row.iter_mut().for_each(|v| *v += b[m]);
             }
         }
@@ -176,7 +188,10 @@ impl Op for Conv {
             let d = self.dims(&xs, &ws, b.as_deref())?;
             let mut out = vec![d.n as i64, d.m as i64];
             out.extend(d.axes.iter().map(|a| a.output as i64));
-            return Ok(vec![TypeInfo::known(x.dtype, &out.iter().map(|&v| v as usize).collect::<Vec<_>>())]);
+            return Ok(vec![TypeInfo::known(
+                x.dtype,
+                &out.iter().map(|&v| v as usize).collect::<Vec<_>>(),
+            )]);
         }
         let kernel = ws.get(2..).unwrap_or_default().to_vec();
         Ok(vec![TypeInfo::new(
@@ -187,7 +202,11 @@ impl Op for Conv {
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         check_arity(self, inputs.len())?;
         check_float(&inputs.iter().map(|t| t.dtype()).collect::<Vec<_>>())?;
-        let d = self.dims(inputs[0].shape(), inputs[1].shape(), inputs.get(2).map(|b| b.shape()))?;
+        let d = self.dims(
+            inputs[0].shape(),
+            inputs[1].shape(),
+            inputs.get(2).map(|b| b.shape()),
+        )?;
         let mut shape = vec![d.n, d.m];
         shape.extend(d.axes.iter().map(|a| a.output));
         let dtype = inputs[0].dtype();

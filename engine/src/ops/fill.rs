@@ -68,7 +68,13 @@ mod tests {
     #[test]
     fn fills_every_element_with_the_value_in_the_dtype() {
         let op = OpRegistry::builtin()
-            .make("full", &Attrs::new().with("shape", vec![2, 3]).with("dtype", "i32").with("value", 7))
+            .make(
+                "full",
+                &Attrs::new()
+                    .with("shape", vec![2, 3])
+                    .with("dtype", "i32")
+                    .with("value", 7),
+            )
             .unwrap();
         let t = op.compute(&[], &mut OpCtx::new("f")).unwrap().remove(0);
         assert_eq!(t.shape(), &[2, 3]);

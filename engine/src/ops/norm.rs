@@ -25,7 +25,11 @@ fn check_inputs(op: &str, inputs: &[TypeInfo]) -> Result<()> {
     if !d.is_float() || inputs.iter().any(|t| t.dtype != d) {
         return op_err(format!(
             "op '{op}' needs float inputs of one dtype, got {}",
-            inputs.iter().map(|t| t.dtype.to_string()).collect::<Vec<_>>().join(", ")
+            inputs
+                .iter()
+                .map(|t| t.dtype.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if let Some(r) = inputs[0].rank() {
@@ -109,7 +113,11 @@ impl Op for BatchNorm {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if x.ndim() < 2 {
-            return op_err(format!("op '{}': x must be [N, C, …], got {:?}", self.op_name(), x.shape()));
+            return op_err(format!(
+                "op '{}': x must be [N, C, …], got {:?}",
+                self.op_name(),
+                x.shape()
+            ));
         }
         let out = if self.inplace {
             x.clone()
@@ -219,7 +227,11 @@ impl Op for Lrn {
 
 pub fn register(r: &mut OpRegistry) {
     for inplace in [false, true] {
-        let name = if inplace { "batch_norm_inplace" } else { "batch_norm" };
+        let name = if inplace {
+            "batch_norm_inplace"
+        } else {
+            "batch_norm"
+        };
         r.register(name, move |a: &Attrs| {
             a.only(name, &["epsilon"])?;
             Ok(Arc::new(BatchNorm {

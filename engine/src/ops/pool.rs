@@ -109,10 +109,16 @@ fn max_window<T: Num>(xp: &[T], table: &[u32], o: usize, i: usize) -> T {
 fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Result<()> {
     x.read(|xv: ArrayViewD<'_, T>| {
         let xc = xv.as_standard_layout();
-        let xs = xc.as_slice().ok_or_else(|| crate::error::Error::Op("internal: pool input".into()))?;
+        let xs = xc
+            .as_slice()
+            .ok_or_else(|| crate::error::Error::Op("internal: pool input".into()))?;
         out.write(|mut ov: ArrayViewMutD<'_, T>| {
             let standard = ov.is_standard_layout();
-            let mut tmp = if standard { Vec::new() } else { vec![T::zero(); ov.len()] };
+            let mut tmp = if standard {
+                Vec::new()
+            } else {
+                vec![T::zero(); ov.len()]
+            };
             let shape = ov.shape().to_vec();
             let dst = match ov.as_slice_mut() {
                 Some(s) => s,
@@ -192,8 +198,10 @@ impl Op for Pool {
         match self.kind {
             PoolKind::Max => crate::dispatch_num!(x.dtype(), T => run_pool::<T>(self, x, &out, &axes)?,
                 return op_err(format!("op '{}' does not take bool inputs", self.op_name()))),
-            PoolKind::Average { .. } => crate::dispatch_float!(x.dtype(), T => run_float::<T>(self, x, &out, &axes)?,
-                return op_err(format!("op '{}' takes float inputs", self.op_name()))),
+            PoolKind::Average { .. } => {
+                crate::dispatch_float!(x.dtype(), T => run_float::<T>(self, x, &out, &axes)?,
+                return op_err(format!("op '{}' takes float inputs", self.op_name())))
+            }
         }
         Ok(vec![out])
     }

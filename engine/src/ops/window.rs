@@ -74,7 +74,14 @@ impl Axis1 {
 }
 
 /// The attr names a window reads (for `Attrs::only`).
-pub const WINDOW_ATTRS: [&str; 6] = ["kernel_shape", "strides", "dilations", "pads", "auto_pad", "ceil_mode"];
+pub const WINDOW_ATTRS: [&str; 6] = [
+    "kernel_shape",
+    "strides",
+    "dilations",
+    "pads",
+    "auto_pad",
+    "ceil_mode",
+];
 
 fn positive(a: &Attrs, key: &str) -> Result<Vec<usize>> {
     let v = a.usize_list(key)?.unwrap_or_default();
@@ -216,7 +223,6 @@ pub fn infer_spatial(
     Ok(Some(out))
 }
 
-
 /// Marks a window position that falls in the padding.
 pub const PAD: u32 = u32::MAX;
 
@@ -228,7 +234,9 @@ pub const PAD: u32 = u32::MAX;
 pub fn gather_table(axes: &[Axis1]) -> Result<Vec<u32>> {
     let plane: usize = axes.iter().map(|a| a.input).product();
     if plane >= PAD as usize {
-        return op_err(format!("input plane of {plane} elements is too large for a window op"));
+        return op_err(format!(
+            "input plane of {plane} elements is too large for a window op"
+        ));
     }
     let kernels: usize = axes.iter().map(|a| a.kernel).product();
     let outputs: usize = axes.iter().map(|a| a.output).product();
@@ -305,7 +313,10 @@ mod tests {
         // 5 wide, kernel 2, stride 2: floor gives 2, ceil 3.
         let a = Attrs::new().with("strides", vec![2]);
         assert_eq!(w(a.clone()).resolve("p", &[5], &[2]).unwrap()[0].output, 2);
-        assert_eq!(w(a.with("ceil_mode", 1)).resolve("p", &[5], &[2]).unwrap()[0].output, 3);
+        assert_eq!(
+            w(a.with("ceil_mode", 1)).resolve("p", &[5], &[2]).unwrap()[0].output,
+            3
+        );
     }
 
     #[test]
@@ -320,15 +331,21 @@ mod tests {
 
     #[test]
     fn same_upper_and_lower_split_odd_pads() {
-        let up = w(Attrs::new().with("auto_pad", "SAME_UPPER")).resolve("c", &[5], &[4]).unwrap()[0];
+        let up = w(Attrs::new().with("auto_pad", "SAME_UPPER"))
+            .resolve("c", &[5], &[4])
+            .unwrap()[0];
         assert_eq!((up.pad_begin, up.pad_end, up.output), (1, 2, 5));
-        let lo = w(Attrs::new().with("auto_pad", "SAME_LOWER")).resolve("c", &[5], &[4]).unwrap()[0];
+        let lo = w(Attrs::new().with("auto_pad", "SAME_LOWER"))
+            .resolve("c", &[5], &[4])
+            .unwrap()[0];
         assert_eq!((lo.pad_begin, lo.pad_end, lo.output), (2, 1, 5));
     }
 
     #[test]
     fn dilation_widens_the_window() {
-        let a = w(Attrs::new().with("dilations", vec![2])).resolve("c", &[7], &[3]).unwrap()[0];
+        let a = w(Attrs::new().with("dilations", vec![2]))
+            .resolve("c", &[7], &[3])
+            .unwrap()[0];
         assert_eq!(a.output, 3);
     }
 
@@ -346,7 +363,9 @@ mod tests {
 
     #[test]
     fn bad_attrs_are_named() {
-        let e = w(Attrs::new().with("strides", vec![1, 1])).resolve("conv", &[5], &[3]).unwrap_err();
+        let e = w(Attrs::new().with("strides", vec![1, 1]))
+            .resolve("conv", &[5], &[3])
+            .unwrap_err();
         assert!(e.to_string().contains("'strides'"), "{e}");
         let e = Window::from_attrs(&Attrs::new().with("auto_pad", "SAME")).unwrap_err();
         assert!(e.to_string().contains("auto_pad"), "{e}");

@@ -135,5 +135,8 @@ pub fn vals(t: &Tensor) -> Vec<f64> {
 }
 
 pub fn close(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * (1.0 + y.abs()))
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= 1e-5 * (1.0 + y.abs()))
 }
