@@ -15,6 +15,12 @@ ops = {
 }
 wide = np.array([-3.7, -2.5, -1.5, -0.5, -0.2, 0.0, 0.3, 0.5, 1.5, 2.5, 4.25, 30.0, -30.0])
 unit = np.array([-1.0, -0.75, -0.3, 0.0, 0.2, 0.5, 0.99, 1.0])
+def num(v):
+    """JSON has no NaN or infinities: those are written as strings."""
+    v = float(v)
+    return v if math.isfinite(v) else str(v)
+
+
 cases = []
 for name, f in ops.items():
     x = unit if name in ("asin", "acos") else wide
@@ -24,7 +30,7 @@ for name, f in ops.items():
         xv = x.astype(dt)
         y = np.asarray(f(xv)).astype(dt)
         cases.append({"op": name, "dtype": "f32" if dt == np.float32 else "f64",
-                      "x": [float(v) for v in xv], "y": [float(v) for v in y]})
+                      "x": [num(v) for v in xv], "y": [num(v) for v in y]})
 path = os.path.join(os.path.dirname(__file__), "..", "engine", "tests", "fixtures", "unary_math.json")
 with open(path, "w") as f:
     json.dump(cases, f, indent=1)
