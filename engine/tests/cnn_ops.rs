@@ -134,7 +134,9 @@ fn bad_shapes_and_attrs_are_refused_with_the_field() {
     let pool = reg
         .make("average_pool", &Attrs::new().with("kernel_shape", vec![5, 5]))
         .unwrap();
-    let e = pool.compute(&[x.clone()], &mut OpCtx::new("p")).unwrap_err();
+    let e = pool
+        .compute(std::slice::from_ref(&x), &mut OpCtx::new("p"))
+        .unwrap_err();
     assert!(e.to_string().contains("spans 5"), "{e}");
     let i = Tensor::zeros(DType::I64, &[1, 3, 4, 4]).unwrap();
     assert!(pool

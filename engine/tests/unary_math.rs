@@ -65,7 +65,7 @@ fn sign_takes_integers_and_the_float_ops_refuse_them() {
     let got = reg
         .make("sign", &Attrs::new())
         .unwrap()
-        .compute(&[x.clone()], &mut OpCtx::new("s"))
+        .compute(std::slice::from_ref(&x), &mut OpCtx::new("s"))
         .unwrap()
         .remove(0);
     assert_eq!(got.to_array::<i64>().unwrap().as_slice().unwrap(), &[-1, 0, 1]);

@@ -54,14 +54,14 @@ fn shape_subgraphs_over_constants_fold_at_import_time() {
                 "one",
                 &[],
                 &["one"],
-                vec![("value", A::T(tensor("", &Tensor::from_i64s(&[1]))))],
+                vec![("value", A::T(Box::new(tensor("", &Tensor::from_i64s(&[1])))))],
             ),
             node(
                 "ConstantOfShape",
                 "m1",
                 &["one"],
                 &["minus1"],
-                vec![("value", A::T(fill))],
+                vec![("value", A::T(Box::new(fill)))],
             ),
             node(
                 "Concat",

@@ -20,7 +20,7 @@ pub enum A {
     F(f32),
     Ints(Vec<i64>),
     S(&'static str),
-    T(TensorProto),
+    T(Box<TensorProto>),
 }
 
 pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<(&str, A)>) -> NodeProto {
@@ -50,7 +50,7 @@ pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<
                 a.type_ = AttributeType::STRING.into();
             }
             A::T(t) => {
-                a.t = Some(t).into();
+                a.t = Some(*t).into();
                 a.type_ = AttributeType::TENSOR.into();
             }
         }
