@@ -757,7 +757,7 @@ fn unary_integer_ops_and_refusals() {
     );
     for kind in UnKind::ALL {
         let op = Unary::new(kind, false);
-        let float_only = !matches!(kind, UnKind::Neg | UnKind::Abs | UnKind::Relu);
+        let float_only = !matches!(kind, UnKind::Neg | UnKind::Abs | UnKind::Relu | UnKind::Sign);
         assert_eq!(
             run(&op, std::slice::from_ref(&x)).is_err(),
             float_only,
