@@ -14,6 +14,7 @@ pub use vigil_debugmode as debugmode;
 pub use vigil_engine as engine;
 pub use vigil_findings as findings;
 pub use vigil_listeners as listeners;
+pub use vigil_onnx as onnx;
 pub use vigil_reports as reports;
 
 /// What a kernel author or a training loop needs, in one import:
@@ -55,6 +56,7 @@ pub fn prepare(graph: &engine::Graph) -> engine::Result<engine::Graph> {
 }
 
 pub mod case;
+pub mod onnx_suite;
 pub mod runner;
 pub mod suite;
 

@@ -21,7 +21,8 @@ pub struct CaseRef {
 }
 
 impl CaseRef {
-    /// The case's name: its directory name (or the graph file's stem).
+    /// The case's name: its directory name (or the graph file's stem);
+    /// an ONNX data set is `TEST/test_data_set_N`, a model file its stem.
     pub fn name(&self) -> String {
         let p = Path::new(&self.path);
         let p = if p.file_name().is_some_and(|f| f == "graph.json") {
@@ -29,9 +30,14 @@ impl CaseRef {
         } else {
             p
         };
-        p.file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.path.clone())
+        let file = p.file_name().map(|f| f.to_string_lossy().into_owned());
+        match (file, p.parent().and_then(Path::file_name)) {
+            (Some(f), Some(test)) if f.starts_with("test_data_set_") => {
+                format!("{}/{f}", test.to_string_lossy())
+            }
+            (Some(f), _) => f.strip_suffix(".onnx").map_or(f.clone(), str::to_string),
+            (None, _) => self.path.clone(),
+        }
     }
 }
 
@@ -86,7 +92,10 @@ fn walk(dir: &Path, out: &mut Vec<CaseRef>) -> Result<()> {
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<CaseRef>> {
     let mut out = Vec::new();
     for p in paths {
-        if p.is_file() {
+        if p.is_file() && p.extension().is_some_and(|e| e == "onnx") {
+            // ONNX models are found by `onnx_suite::find`.
+            continue;
+        } else if p.is_file() {
             out.push(CaseRef::at(p));
         } else if p.is_dir() {
             walk(p, &mut out)?;

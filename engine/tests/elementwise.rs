@@ -680,6 +680,7 @@ fn unary_expected(kind: UnKind) -> Vec<f64> {
                     0.0
                 }
             }
+            k => math_expected(k, x),
         })
         .collect()
 }
@@ -722,6 +723,7 @@ fn unary_float_ops_on_every_layout() {
                 UnKind::Sqrt => x.sqrt(),
                 UnKind::Tanh => x.tanh(),
                 UnKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+                k => math_expected(k, x),
             })
             .collect();
         assert_close(&vals_f64(&out), &[one.clone(), one].concat(), 1e-15, kind.name());
@@ -755,7 +757,7 @@ fn unary_integer_ops_and_refusals() {
     );
     for kind in UnKind::ALL {
         let op = Unary::new(kind, false);
-        let float_only = !matches!(kind, UnKind::Neg | UnKind::Abs | UnKind::Relu);
+        let float_only = !matches!(kind, UnKind::Neg | UnKind::Abs | UnKind::Relu | UnKind::Sign);
         assert_eq!(
             run(&op, std::slice::from_ref(&x)).is_err(),
             float_only,
@@ -839,6 +841,40 @@ fn unary_expected_one(kind: UnKind, x: f64) -> f64 {
         UnKind::Tanh => x.tanh(),
         UnKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
         UnKind::Relu => x.max(0.0),
+        k => math_expected(k, x),
+    }
+}
+
+/// The unary math ops added for ONNX, by the standard library (and libm's erf).
+fn math_expected(kind: UnKind, x: f64) -> f64 {
+    match kind {
+        UnKind::Sin => x.sin(),
+        UnKind::Cos => x.cos(),
+        UnKind::Tan => x.tan(),
+        UnKind::Asin => x.asin(),
+        UnKind::Acos => x.acos(),
+        UnKind::Atan => x.atan(),
+        UnKind::Sinh => x.sinh(),
+        UnKind::Cosh => x.cosh(),
+        UnKind::Erf => libm::erf(x),
+        UnKind::Floor => x.floor(),
+        UnKind::Ceil => x.ceil(),
+        UnKind::Round => x.round_ties_even(),
+        UnKind::Sign => {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                x
+            }
+        }
+        UnKind::Reciprocal => 1.0 / x,
+        UnKind::Log1p => x.ln_1p(),
+        UnKind::Expm1 => x.exp_m1(),
+        UnKind::Softplus => x.max(0.0) + (-x.abs()).exp().ln_1p(),
+        UnKind::Gelu => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+        _ => unreachable!("covered by the caller"),
     }
 }
 

@@ -5,6 +5,7 @@ mod compare;
 mod debug;
 mod exec;
 mod explain;
+mod import;
 mod minimize;
 mod output;
 mod progress;
@@ -71,6 +72,8 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Show the execution order, declared maps, in-place decisions and buffers.
     Explain(explain::ExplainArgs),
+    /// Import an ONNX model as a vigil-graph/1 case.
+    Import(import::ImportArgs),
     /// Run graph suites with validation listeners and write a report.
     Run(run::RunArgs),
     /// Run DebugMode on one case (every check) and show all its findings.
@@ -156,6 +159,7 @@ pub fn main() -> ExitCode {
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Exec(a) => exec::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Import(a) => import::run(a),
         Command::Run(a) => run::run(a),
         Command::Debug(a) => debug::debug(a),
         Command::Minimize(a) => minimize::run(a),

@@ -1,5 +1,6 @@
 //! `vigil run`: run graph suites, in parallel, and write a report.
 
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -110,6 +111,24 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         check_report_path(p)?;
     }
     let mut cases: Vec<CaseRef> = discover(&a.paths)?;
+    // ONNX test directories and light models, imported into temporary cases
+    // (`_onnx` keeps them alive for the run); failed imports become errored cases.
+    let onnx = vigil::onnx_suite::import_all(&a.paths)?;
+    let onnx_paths: HashSet<String> = onnx
+        .cases
+        .iter()
+        .chain(onnx.failed.iter().map(|(c, _)| c))
+        .map(|c| c.path.clone())
+        .collect();
+    let import_errors: HashMap<String, String> = onnx
+        .failed
+        .iter()
+        .map(|(c, e)| (c.path.clone(), e.clone()))
+        .collect();
+    cases.extend(onnx.cases.iter().cloned());
+    cases.extend(onnx.failed.iter().map(|(c, _)| c.clone()));
+    cases.sort();
+    let _onnx = onnx;
     let found = cases.len();
     if let Some(f) = &a.filter {
         cases.retain(|c| c.path.contains(f.as_str()));
@@ -120,7 +139,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         let why = match &a.filter {
             Some(f) if found > 0 => format!("--filter '{f}' matches none of the {found} cases found"),
             _ => format!(
-                "no case found in {} (a case is a directory with graph.json)",
+                "no case found in {} (a case is a directory with graph.json, or an ONNX model.onnx with test_data_set_*)",
                 paths.join(", ")
             ),
         };
@@ -148,6 +167,11 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     if let Some(checks) = &a.checks {
         cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
     }
+    let mut onnx_cfg = cfg.clone();
+    onnx_cfg.tolerance = Tolerance {
+        rtol: Some(a.rtol.unwrap_or(vigil::onnx_suite::ONNX_RTOL)),
+        atol: Some(a.atol.unwrap_or(vigil::onnx_suite::ONNX_ATOL)),
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -175,7 +199,13 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
                     return None;
                 }
                 let began = Instant::now();
-                let mut r = run_case(c, &cfg);
+                let mut r = match import_errors.get(&c.path) {
+                    Some(e) => {
+                        vigil_reports::Case::new(c.name(), c.path.clone()).errored(format!("import: {e}"))
+                    }
+                    None if onnx_paths.contains(&c.path) => run_case(c, &onnx_cfg),
+                    None => run_case(c, &cfg),
+                };
                 if let Some(limit) = timeout.filter(|&l| began.elapsed() > l) {
                     r = r.errored(format!(
                         "ran {:.3} s, past --timeout {} s",

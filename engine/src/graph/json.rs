@@ -13,6 +13,10 @@ use crate::tensor::Tensor;
 
 pub const FORMAT: &str = "vigil-graph/1";
 
+/// A node attr that records where the node came from (an importer puts the
+/// original ONNX op and name there). Ops never see it.
+pub const SOURCE_ATTR: &str = "source";
+
 /// The file as written on disk.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -229,9 +233,11 @@ impl GraphFile {
             .nodes
             .iter()
             .map(|n| {
+                let mut attrs = n.attrs.clone();
+                attrs.0.remove(SOURCE_ATTR);
                 Ok(NodeSpec {
                     name: n.name.clone(),
-                    op: registry.make(&n.op, &n.attrs).map_err(|e| e.at_node(&n.name))?,
+                    op: registry.make(&n.op, &attrs).map_err(|e| e.at_node(&n.name))?,
                     inputs: n.inputs.clone(),
                     outputs: n.outputs.clone(),
                 })

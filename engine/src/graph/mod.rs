@@ -11,7 +11,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 pub use builder::{GraphBuilder, Sym};
-pub use json::{GraphFile, FORMAT};
+pub use json::{GraphFile, InputDecl, NodeDecl, ValueDecl, FORMAT, SOURCE_ATTR};
 
 use crate::error::{Error, Result};
 use crate::ops::{check_arity, Attrs, Op, TypeInfo};

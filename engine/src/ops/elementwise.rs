@@ -109,10 +109,28 @@ pub enum UnKind {
     Tanh,
     Sigmoid,
     Relu,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Erf,
+    Floor,
+    Ceil,
+    Round,
+    Sign,
+    Reciprocal,
+    Log1p,
+    Expm1,
+    Softplus,
+    Gelu,
 }
 
 impl UnKind {
-    pub const ALL: [UnKind; 8] = [
+    pub const ALL: [UnKind; 26] = [
         UnKind::Neg,
         UnKind::Abs,
         UnKind::Exp,
@@ -121,6 +139,24 @@ impl UnKind {
         UnKind::Tanh,
         UnKind::Sigmoid,
         UnKind::Relu,
+        UnKind::Sin,
+        UnKind::Cos,
+        UnKind::Tan,
+        UnKind::Asin,
+        UnKind::Acos,
+        UnKind::Atan,
+        UnKind::Sinh,
+        UnKind::Cosh,
+        UnKind::Erf,
+        UnKind::Floor,
+        UnKind::Ceil,
+        UnKind::Round,
+        UnKind::Sign,
+        UnKind::Reciprocal,
+        UnKind::Log1p,
+        UnKind::Expm1,
+        UnKind::Softplus,
+        UnKind::Gelu,
     ];
 
     pub fn name(self) -> &'static str {
@@ -133,12 +169,30 @@ impl UnKind {
             UnKind::Tanh => "tanh",
             UnKind::Sigmoid => "sigmoid",
             UnKind::Relu => "relu",
+            UnKind::Sin => "sin",
+            UnKind::Cos => "cos",
+            UnKind::Tan => "tan",
+            UnKind::Asin => "asin",
+            UnKind::Acos => "acos",
+            UnKind::Atan => "atan",
+            UnKind::Sinh => "sinh",
+            UnKind::Cosh => "cosh",
+            UnKind::Erf => "erf",
+            UnKind::Floor => "floor",
+            UnKind::Ceil => "ceil",
+            UnKind::Round => "round",
+            UnKind::Sign => "sign",
+            UnKind::Reciprocal => "reciprocal",
+            UnKind::Log1p => "log1p",
+            UnKind::Expm1 => "expm1",
+            UnKind::Softplus => "softplus",
+            UnKind::Gelu => "gelu",
         }
     }
 
     /// Transcendental ops take floats only.
     fn float_only(self) -> bool {
-        !matches!(self, UnKind::Neg | UnKind::Abs | UnKind::Relu)
+        !matches!(self, UnKind::Neg | UnKind::Abs | UnKind::Relu | UnKind::Sign)
     }
 }
 
@@ -470,11 +524,40 @@ fn relu<T: Num>(x: T) -> T {
     }
 }
 
+fn sign<T: Num>(x: T) -> T {
+    // NaN stays NaN, as numpy's sign does.
+    if x > T::zero() {
+        T::one()
+    } else if x < T::zero() {
+        T::sub_w(T::zero(), T::one())
+    } else {
+        x
+    }
+}
+
+/// Functions computed in f64 and rounded once (exact for f32 inputs
+/// before the rounding): erf and gelu, which the standard library lacks
+/// (`libm`'s), and round-half-to-even.
+fn via_f64<T: Float>(x: T, f: fn(f64) -> f64) -> T {
+    <T as crate::dtype::Element>::from_f64(f(crate::dtype::Element::to_f64(x)))
+}
+
+fn gelu(x: f64) -> f64 {
+    0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
+}
+
+/// `log(1 + exp(x))` without overflow: `max(x, 0) + log1p(exp(-|x|))`.
+fn softplus<T: Float>(x: T) -> T {
+    use num_traits::Float as F;
+    F::max(x, T::zero()) + F::ln_1p(F::exp(-F::abs(x)))
+}
+
 fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
     match kind {
         UnKind::Neg => map1(a, out, T::neg_w),
         UnKind::Abs => map1(a, out, T::abs),
         UnKind::Relu => map1(a, out, relu::<T>),
+        UnKind::Sign => map1(a, out, sign::<T>),
         _ => op_err(format!(
             "op '{}' takes float inputs, got {}",
             kind.name(),
@@ -517,6 +600,23 @@ fn run_unary_float<T: Float + VMath>(kind: UnKind, a: &Tensor, out: &Tensor) -> 
         UnKind::Sqrt => map_math::<T>(MathFn::Sqrt, a, out),
         UnKind::Tanh => map_math::<T>(MathFn::Tanh, a, out),
         UnKind::Sigmoid => map_math::<T>(MathFn::Sigmoid, a, out),
+        UnKind::Sin => map1(a, out, T::sin),
+        UnKind::Cos => map1(a, out, T::cos),
+        UnKind::Tan => map1(a, out, T::tan),
+        UnKind::Asin => map1(a, out, T::asin),
+        UnKind::Acos => map1(a, out, T::acos),
+        UnKind::Atan => map1(a, out, T::atan),
+        UnKind::Sinh => map1(a, out, T::sinh),
+        UnKind::Cosh => map1(a, out, T::cosh),
+        UnKind::Floor => map1(a, out, T::floor),
+        UnKind::Ceil => map1(a, out, T::ceil),
+        UnKind::Reciprocal => map1(a, out, T::recip),
+        UnKind::Log1p => map1(a, out, T::ln_1p),
+        UnKind::Expm1 => map1(a, out, T::exp_m1),
+        UnKind::Softplus => map1(a, out, softplus::<T>),
+        UnKind::Erf => map1(a, out, |x: T| via_f64(x, libm::erf)),
+        UnKind::Gelu => map1(a, out, |x: T| via_f64(x, gelu)),
+        UnKind::Round => map1(a, out, |x: T| via_f64(x, f64::round_ties_even)),
         _ => run_unary_num::<T>(kind, a, out),
     }
 }

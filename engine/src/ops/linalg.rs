@@ -30,8 +30,8 @@ use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
-/// One 2-D block product `c = a · b`, overwriting `c`.
-trait MatMulElem: Num {
+/// One 2-D block product `c = a · b`, overwriting `c` (also used by `conv`).
+pub(crate) trait MatMulElem: Num {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>);
 }
 

@@ -10,15 +10,20 @@ mod ctx;
 mod registry;
 mod typeinfo;
 
+pub mod conv;
 pub mod copy;
 pub mod elementwise;
+pub mod fill;
 pub mod linalg;
 pub mod nn;
+pub mod norm;
+pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod subtensor;
 pub mod view;
 pub mod vmath;
+pub mod window;
 
 use std::fmt;
 use std::sync::Arc;

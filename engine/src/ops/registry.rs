@@ -36,6 +36,10 @@ impl OpRegistry {
                 super::subtensor::register(&mut r);
                 super::nn::register(&mut r);
                 super::random::register(&mut r);
+                super::conv::register(&mut r);
+                super::pool::register(&mut r);
+                super::norm::register(&mut r);
+                super::fill::register(&mut r);
                 r
             })
             .clone()

@@ -1,0 +1,56 @@
+//! What can go wrong importing a model. Every variant renders as one line
+//! that names the file, node, op or tensor, so the CLI can print it as is.
+
+use std::path::PathBuf;
+
+/// An import failure; `vigil import` exits 2 on any of them.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a valid ONNX protobuf: {msg}")]
+    Decode { path: PathBuf, msg: String },
+    #[error("model has no graph")]
+    NoGraph,
+    #[error("node '{node}' ({op}): unsupported op (domain '{domain}')")]
+    UnsupportedOp {
+        node: String,
+        op: String,
+        domain: String,
+    },
+    #[error("opset {version} of domain '{domain}' is not supported (supported: {supported})")]
+    UnsupportedOpset {
+        domain: String,
+        version: i64,
+        supported: String,
+    },
+    #[error("{what}: unsupported dtype {dtype} (Vigil has f32 f64 i64 i32 bool)")]
+    UnsupportedDtype { what: String, dtype: String },
+    #[error("tensor '{tensor}': external data is not supported (save the model with its data inline)")]
+    ExternalData { tensor: String },
+    #[error("tensor '{tensor}': {msg}")]
+    BadTensor { tensor: String, msg: String },
+    #[error("node '{node}' ({op}): attr '{attr}': {msg}")]
+    BadAttr {
+        node: String,
+        op: String,
+        attr: String,
+        msg: String,
+    },
+    #[error("node '{node}' ({op}): {msg}")]
+    Unsupported { node: String, op: String, msg: String },
+    #[error("node '{node}' ({op}): input '{input}' is not defined")]
+    UndefinedInput { node: String, op: String, input: String },
+    #[error("node '{node}' ({op}): {source}")]
+    Node {
+        node: String,
+        op: String,
+        source: vigil_engine::Error,
+    },
+    #[error("graph input or output '{name}': {msg}")]
+    BadValue { name: String, msg: String },
+    #[error("{0}")]
+    Engine(#[from] vigil_engine::Error),
+}
+
+pub type Result<T> = std::result::Result<T, ImportError>;

@@ -1,0 +1,458 @@
+//! The import driver: walks the ONNX graph in order, asks [`crate::ops`] to
+//! translate each node into Vigil nodes, folds what is computable from
+//! constants, and collects the `vigil-graph/1` file.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use onnx_protobuf::{AttributeProto, ModelProto, NodeProto, ValueInfoProto};
+use vigil_engine::graph::{GraphFile, InputDecl, NodeDecl, FORMAT};
+use vigil_engine::{Attrs, OpCtx, OpRegistry, Tensor, TypeInfo};
+
+use crate::error::{ImportError, Result};
+use crate::model::default_opset;
+use crate::tensor::{dtype_of, to_tensor};
+
+/// The attr key that carries a node's ONNX origin (`"Conv 'conv1'"`); the
+/// graph loader ignores it, so findings can point back at the model.
+pub const SOURCE_ATTR: &str = vigil_engine::graph::SOURCE_ATTR;
+
+/// Folded results up to this many elements become constants; larger
+/// ConstantOfShape results become `full` nodes, so cases stay small.
+pub const FOLD_LIMIT: usize = 1 << 16;
+
+/// How initializers enter the graph.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Initializers {
+    /// Protected constants (the default).
+    #[default]
+    Constants,
+    /// Float initializers become parameters (state in-place ops may
+    /// update); integer ones (shapes, indices) stay constants.
+    Parameters,
+}
+
+/// Import options.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub initializers: Initializers,
+}
+
+/// An imported model.
+#[derive(Debug)]
+pub struct Imported {
+    /// The graph file; constants and parameters named in `values` are
+    /// written beside it by [`crate::case`].
+    pub file: GraphFile,
+    /// Constant and parameter values by variable name.
+    pub values: BTreeMap<String, Tensor>,
+    /// `(onnx name, vigil name)` of the graph inputs, in ONNX order.
+    pub inputs: Vec<(String, String)>,
+    /// `(onnx name, vigil name)` of the graph outputs, in ONNX order.
+    pub outputs: Vec<(String, String)>,
+    /// The declared inputs' types (for generated inputs).
+    pub input_types: Vec<TypeInfo>,
+}
+
+/// A value of the ONNX graph as the importer sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Value {
+    /// The Vigil variable name.
+    pub var: String,
+    pub ty: TypeInfo,
+    /// Known at import time (initializers, folded results).
+    pub constant: Option<Tensor>,
+    /// A graph input or parameter (not foldable, not materialized).
+    pub source: bool,
+}
+
+/// Replaces characters that do not belong in a file name, so every variable
+/// can be an `.npy` file; an empty name becomes `_`.
+pub fn sanitize(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match s.as_str() {
+        "" | "." | ".." => format!("_{s}"),
+        _ => s,
+    }
+}
+
+pub(crate) struct Importer {
+    pub opset: i64,
+    registry: OpRegistry,
+    values: HashMap<String, Value>,
+    /// Vigil variable names taken so far.
+    taken: HashSet<String>,
+    node_names: HashSet<String>,
+    nodes: Vec<NodeDecl>,
+    params: Vec<String>,
+    consts: Vec<String>,
+    stored: BTreeMap<String, Tensor>,
+    /// Every ONNX value some node or the graph output reads.
+    pub used: HashSet<String>,
+}
+
+impl Importer {
+    fn unique(&mut self, base: &str) -> String {
+        let base = sanitize(base);
+        let mut name = base.clone();
+        let mut k = 1;
+        while self.taken.contains(&name) {
+            k += 1;
+            name = format!("{base}_{k}");
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+
+    pub fn value(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    /// Binds ONNX name `key` to `v` (an alias when `v` is another name's value).
+    pub fn bind(&mut self, key: &str, v: Value) {
+        self.values.insert(key.to_string(), v);
+    }
+
+    /// A constant value under a fresh variable name derived from `key`.
+    pub fn constant(&mut self, key: &str, t: Tensor) -> Value {
+        Value {
+            var: self.unique(key),
+            ty: TypeInfo::of_constant(&t),
+            constant: Some(t),
+            source: false,
+        }
+    }
+
+    /// Makes sure a constant read by an emitted node is declared.
+    fn materialize(&mut self, v: &Value) {
+        if let Some(t) = &v.constant {
+            if !v.source && !self.stored.contains_key(&v.var) {
+                self.stored.insert(v.var.clone(), t.clone());
+                self.consts.push(v.var.clone());
+            }
+        }
+    }
+
+    /// Applies Vigil op `op` to `inputs`. When every input is known at
+    /// import time the op runs now and the result is a constant (shape
+    /// folding); otherwise a node is added. `out` names the result.
+    pub fn emit(
+        &mut self,
+        node: &NodeCtx,
+        op: &str,
+        attrs: Attrs,
+        inputs: &[Value],
+        out: &str,
+    ) -> Result<Value> {
+        let err = |source: vigil_engine::Error| ImportError::Node {
+            node: node.onnx_name.clone(),
+            op: node.op_type.clone(),
+            source,
+        };
+        let made = self.registry.make(op, &attrs).map_err(err)?;
+        let tys: Vec<TypeInfo> = inputs.iter().map(|v| v.ty.clone()).collect();
+        vigil_engine::ops::check_arity(made.as_ref(), inputs.len()).map_err(err)?;
+        let mut ty = made.infer(&tys).map_err(err)?.remove(0);
+        let foldable = !inputs.is_empty() && inputs.iter().all(|v| v.constant.is_some() && !v.source);
+        if foldable {
+            let vals: Vec<Tensor> = inputs.iter().filter_map(|v| v.constant.clone()).collect();
+            let t = made
+                .compute(&vals, &mut OpCtx::new(&node.name))
+                .map_err(err)?
+                .remove(0);
+            return Ok(self.constant(out, t.to_contiguous().map_err(err)?));
+        }
+        for v in inputs {
+            self.materialize(v);
+        }
+        let var = self.unique(out);
+        let mut name = node.name.clone();
+        let mut k = 1;
+        while !self.node_names.insert(name.clone()) {
+            k += 1;
+            name = format!(
+                "{}.{op}{}",
+                node.name,
+                if k > 2 { format!("_{k}") } else { String::new() }
+            );
+        }
+        let mut attrs = attrs;
+        attrs.0.insert(
+            SOURCE_ATTR.into(),
+            format!("{} '{}'", node.op_type, node.onnx_name).into(),
+        );
+        self.nodes.push(NodeDecl {
+            name,
+            op: op.to_string(),
+            inputs: inputs.iter().map(|v| v.var.clone()).collect(),
+            outputs: vec![var.clone()],
+            attrs,
+        });
+        ty.value = None;
+        Ok(Value {
+            var,
+            ty,
+            constant: None,
+            source: false,
+        })
+    }
+}
+
+/// What an op translation knows about its ONNX node.
+pub(crate) struct NodeCtx<'a> {
+    pub proto: &'a NodeProto,
+    pub op_type: String,
+    pub onnx_name: String,
+    /// The Vigil node name (sanitized, unique).
+    pub name: String,
+}
+
+impl NodeCtx<'_> {
+    pub fn attr(&self, name: &str) -> Option<&AttributeProto> {
+        self.proto.attribute.iter().find(|a| a.name == name)
+    }
+
+    pub fn bad_attr(&self, attr: &str, msg: impl Into<String>) -> ImportError {
+        ImportError::BadAttr {
+            node: self.onnx_name.clone(),
+            op: self.op_type.clone(),
+            attr: attr.to_string(),
+            msg: msg.into(),
+        }
+    }
+
+    pub fn unsupported(&self, msg: impl Into<String>) -> ImportError {
+        ImportError::Unsupported {
+            node: self.onnx_name.clone(),
+            op: self.op_type.clone(),
+            msg: msg.into(),
+        }
+    }
+
+    pub fn i(&self, name: &str) -> Option<i64> {
+        self.attr(name).map(|a| a.i)
+    }
+
+    pub fn f(&self, name: &str) -> Option<f64> {
+        self.attr(name).map(|a| a.f as f64)
+    }
+
+    pub fn ints(&self, name: &str) -> Option<Vec<i64>> {
+        self.attr(name).map(|a| a.ints.clone())
+    }
+
+    pub fn s(&self, name: &str) -> Option<String> {
+        self.attr(name)
+            .map(|a| String::from_utf8_lossy(&a.s).into_owned())
+    }
+
+    /// The ONNX output 0's name (results are named after it).
+    pub fn out(&self) -> &str {
+        self.proto.output.first().map_or("", String::as_str)
+    }
+}
+
+fn value_type(v: &ValueInfoProto) -> Result<TypeInfo> {
+    let bad = |msg: &str| ImportError::BadValue {
+        name: v.name.clone(),
+        msg: msg.to_string(),
+    };
+    let tt = v
+        .type_
+        .as_ref()
+        .filter(|t| t.has_tensor_type())
+        .ok_or_else(|| bad("is not a tensor"))?;
+    let tt = tt.tensor_type();
+    let dtype = dtype_of(tt.elem_type, &format!("graph input '{}'", v.name))?;
+    let shape = tt.shape.as_ref().map(|s| {
+        s.dim
+            .iter()
+            .map(|d| {
+                if d.has_dim_value() && d.dim_value() >= 0 {
+                    d.dim_value()
+                } else {
+                    -1
+                }
+            })
+            .collect()
+    });
+    Ok(TypeInfo::new(dtype, shape))
+}
+
+/// Imports a decoded model.
+pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
+    let opset = default_opset(model)?;
+    let g = model.graph.as_ref().ok_or(ImportError::NoGraph)?;
+    let mut imp = Importer {
+        opset,
+        registry: OpRegistry::builtin(),
+        values: HashMap::new(),
+        taken: HashSet::new(),
+        node_names: HashSet::new(),
+        nodes: Vec::new(),
+        params: Vec::new(),
+        consts: Vec::new(),
+        stored: BTreeMap::new(),
+        used: g
+            .node
+            .iter()
+            .flat_map(|n| n.input.iter().cloned())
+            .chain(g.output.iter().map(|o| o.name.clone()))
+            .collect(),
+    };
+    for t in &g.initializer {
+        let tensor = to_tensor(t, "initializer")?;
+        let param = opts.initializers == Initializers::Parameters && tensor.dtype().is_float();
+        let mut v = imp.constant(&t.name, tensor.clone());
+        if param {
+            v.source = true;
+            v.ty.value = None;
+            imp.stored.insert(v.var.clone(), tensor);
+            imp.params.push(v.var.clone());
+        }
+        imp.bind(&t.name, v);
+    }
+    let mut inputs = Vec::new();
+    let mut input_decls = Vec::new();
+    let mut input_types = Vec::new();
+    for i in &g.input {
+        if imp.values.contains_key(&i.name) {
+            continue; // an initializer listed as an input (IR < 4)
+        }
+        let ty = value_type(i)?;
+        let var = imp.unique(&i.name);
+        input_decls.push(InputDecl {
+            name: var.clone(),
+            dtype: ty.dtype,
+            shape: ty.shape.clone(),
+            mutable: false,
+        });
+        input_types.push(ty.clone());
+        inputs.push((i.name.clone(), var.clone()));
+        imp.bind(
+            &i.name,
+            Value {
+                var,
+                ty,
+                constant: None,
+                source: true,
+            },
+        );
+    }
+    for (k, n) in g.node.iter().enumerate() {
+        let onnx_name = if n.name.is_empty() {
+            format!("{}_{k}", n.op_type)
+        } else {
+            n.name.clone()
+        };
+        let name = sanitize(&onnx_name);
+        let ctx = NodeCtx {
+            proto: n,
+            op_type: n.op_type.clone(),
+            onnx_name,
+            name,
+        };
+        if !(n.domain.is_empty() || n.domain == "ai.onnx") {
+            return Err(ImportError::UnsupportedOp {
+                node: ctx.onnx_name,
+                op: n.op_type.clone(),
+                domain: n.domain.clone(),
+            });
+        }
+        let out = crate::ops::import_node(&mut imp, &ctx)?;
+        for (j, o) in n.output.iter().enumerate() {
+            if j > 0 && !o.is_empty() && imp.used.contains(o) {
+                return Err(
+                    ctx.unsupported(format!("output {j} ('{o}') is used, only output 0 is supported"))
+                );
+            }
+        }
+        if let Some(o) = n.output.first() {
+            imp.bind(o, out);
+        }
+    }
+    let mut outputs = Vec::new();
+    let mut out_vars = Vec::new();
+    for o in &g.output {
+        let v = imp.value(&o.name).cloned().ok_or_else(|| ImportError::BadValue {
+            name: o.name.clone(),
+            msg: "is not computed by any node".into(),
+        })?;
+        // A graph output must be a node's own result: aliases of inputs,
+        // constants or other outputs get a copy.
+        let own =
+            v.constant.is_none() && !v.source && !out_vars.contains(&v.var) && v.var == sanitize(&o.name);
+        let v = if own {
+            v
+        } else {
+            let ctx = NodeCtx {
+                proto: &NodeProto::default(),
+                op_type: "output".into(),
+                onnx_name: o.name.clone(),
+                name: sanitize(&format!("{}.copy", o.name)),
+            };
+            let out_name = if imp.taken.contains(&sanitize(&o.name)) {
+                format!("{}.out", o.name)
+            } else {
+                o.name.clone()
+            };
+            let v = if v.constant.is_some() && !v.source {
+                // A folded output: declare the constant, then copy it.
+                imp.materialize(&v);
+                Value { source: true, ..v }
+            } else {
+                v
+            };
+            imp.emit(&ctx, "copy", Attrs::new(), &[v], &out_name)?
+        };
+        out_vars.push(v.var.clone());
+        outputs.push((o.name.clone(), v.var));
+    }
+    let file = GraphFile {
+        format: FORMAT.to_string(),
+        name: if g.name.is_empty() {
+            "onnx".into()
+        } else {
+            g.name.clone()
+        },
+        inputs: input_decls,
+        constants: Vec::new(),
+        parameters: Vec::new(),
+        nodes: imp.nodes,
+        outputs: out_vars,
+    };
+    let mut values = BTreeMap::new();
+    let mut file = file;
+    for (names, param) in [(&imp.consts, false), (&imp.params, true)] {
+        for n in names {
+            if let Some(t) = imp.stored.get(n) {
+                let decl = crate::case::value_decl(n, t, param)?;
+                if param {
+                    file.parameters.push(decl);
+                } else {
+                    file.constants.push(decl);
+                }
+                values.insert(n.clone(), t.clone());
+            }
+        }
+    }
+    // Parameters nobody reads are left out.
+    let read: HashSet<&String> = file.nodes.iter().flat_map(|n| n.inputs.iter()).collect();
+    file.parameters.retain(|p| read.contains(&p.name));
+    values.retain(|k, _| read.contains(k));
+    Ok(Imported {
+        file,
+        values,
+        inputs,
+        outputs,
+        input_types,
+    })
+}

@@ -1,0 +1,23 @@
+//! ONNX import: reads a `.onnx` model (with the `onnx-protobuf` crate's
+//! pre-generated messages, no `protoc` needed) and translates it into a
+//! Vigil graph, folding what is computable from constants at import time,
+//! then writes it as a `vigil-graph/1` case. See docs/onnx.md.
+
+#![forbid(unsafe_code)]
+
+pub mod case;
+pub mod error;
+pub mod import;
+pub mod model;
+mod ops;
+pub mod tensor;
+
+pub use case::{data_sets, feeds, write_case, InputSource};
+pub use error::{ImportError, Result};
+pub use import::{import, sanitize, Imported, Initializers, Options};
+pub use model::{decode_model, read_model, read_tensor_file};
+
+/// Reads and imports the model at `path`.
+pub fn import_file(path: &std::path::Path, opts: &Options) -> Result<Imported> {
+    import(&read_model(path)?, opts)
+}

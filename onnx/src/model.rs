@@ -1,0 +1,59 @@
+//! Reading ONNX files: the model, and the `TensorProto` files of the test
+//! data sets (`input_K.pb`, `output_K.pb`).
+
+use std::path::Path;
+
+use onnx_protobuf::{Message, ModelProto, TensorProto};
+
+use crate::error::{ImportError, Result};
+
+/// Default-domain opsets whose semantics the importer implements, 1 to 23
+/// (before 7, binary ops broadcast only with `broadcast = 1`, as `crate::ops` handles).
+pub const OPSETS: std::ops::RangeInclusive<i64> = 1..=23;
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Decodes a `.onnx` model file.
+pub fn read_model(path: &Path) -> Result<ModelProto> {
+    decode_model(&read(path)?, path)
+}
+
+/// Decodes model bytes; `path` only names the source in errors.
+pub fn decode_model(bytes: &[u8], path: &Path) -> Result<ModelProto> {
+    ModelProto::parse_from_bytes(bytes).map_err(|e| ImportError::Decode {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })
+}
+
+/// Decodes a serialized `TensorProto` (a test data set's `.pb` file).
+pub fn read_tensor_file(path: &Path) -> Result<TensorProto> {
+    TensorProto::parse_from_bytes(&read(path)?).map_err(|e| ImportError::Decode {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })
+}
+
+/// The default domain's opset version; other domains are refused only
+/// when a node uses them.
+pub fn default_opset(m: &ModelProto) -> Result<i64> {
+    let v = m
+        .opset_import
+        .iter()
+        .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
+        .map(|o| o.version)
+        .unwrap_or(1);
+    if !OPSETS.contains(&v) {
+        return Err(ImportError::UnsupportedOpset {
+            domain: "ai.onnx".into(),
+            version: v,
+            supported: format!("{} to {}", OPSETS.start(), OPSETS.end()),
+        });
+    }
+    Ok(v)
+}

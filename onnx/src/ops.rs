@@ -1,0 +1,738 @@
+//! Per-op import: each ONNX op becomes one or more Vigil ops (see
+//! docs/onnx.md for the table). Inputs that ONNX passes as tensors but that
+//! Vigil takes as attrs (shapes, axes, pads) must be known at import time.
+
+use vigil_engine::{Attrs, DType, Element, Tensor};
+
+use crate::error::{ImportError, Result};
+use crate::import::{Importer, NodeCtx, Value, FOLD_LIMIT};
+use crate::tensor::{dtype_of, to_tensor};
+
+/// ONNX input `k`, which must be present.
+fn input(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Value> {
+    match c.proto.input.get(k).filter(|n| !n.is_empty()) {
+        None => Err(c.unsupported(format!("needs input {k}"))),
+        Some(n) => imp.value(n).cloned().ok_or_else(|| ImportError::UndefinedInput {
+            node: c.onnx_name.clone(),
+            op: c.op_type.clone(),
+            input: n.clone(),
+        }),
+    }
+}
+
+/// ONNX input `k` when given (optional inputs may be absent or empty).
+fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
+    match c.proto.input.get(k).filter(|n| !n.is_empty()) {
+        None => Ok(None),
+        Some(_) => input(imp, c, k).map(Some),
+    }
+}
+
+/// The integers of an input that must be known at import time.
+fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
+    let t = v.constant.as_ref().filter(|_| !v.source).ok_or_else(|| {
+        c.unsupported(format!(
+            "input '{what}' must be known at import time (a constant or foldable)"
+        ))
+    })?;
+    let t = t.cast(DType::I64).map_err(|e| c.unsupported(e.to_string()))?;
+    Ok(t.to_array::<i64>()
+        .map_err(|e| c.unsupported(e.to_string()))?
+        .iter()
+        .copied()
+        .collect())
+}
+
+/// A 0-d constant of `dtype` holding `v`.
+fn scalar(imp: &mut Importer, c: &NodeCtx, dtype: DType, v: f64, tag: &str) -> Result<Value> {
+    fn make<T: Element>(v: f64) -> vigil_engine::Result<Tensor> {
+        Tensor::from_vec(&[], vec![T::from_f64(v)])
+    }
+    let t =
+        vigil_engine::dispatch_all!(dtype, T => make::<T>(v)).map_err(|e| c.unsupported(e.to_string()))?;
+    Ok(imp.constant(&format!("{}.{tag}", c.out()), t))
+}
+
+fn copy_attrs(c: &NodeCtx, ints: &[&str], strings: &[&str]) -> Attrs {
+    let mut a = Attrs::new();
+    for &k in ints {
+        if let Some(at) = c.attr(k) {
+            a = if at.ints.is_empty() && !matches!(k, "pads" | "strides" | "dilations" | "kernel_shape") {
+                a.with(k, at.i)
+            } else {
+                a.with(k, at.ints.clone())
+            };
+        }
+    }
+    for &k in strings {
+        if let Some(s) = c.s(k) {
+            a = a.with(k, s);
+        }
+    }
+    a
+}
+
+/// The final node of a translation, named after ONNX output 0.
+fn out(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value]) -> Result<Value> {
+    let name = c.out().to_string();
+    imp.emit(c, op, attrs, inputs, &name)
+}
+
+/// A helper node of a translation.
+fn step(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    op: &str,
+    attrs: Attrs,
+    inputs: &[Value],
+    tag: &str,
+) -> Result<Value> {
+    let name = format!("{}.{tag}", c.out());
+    imp.emit(c, op, attrs, inputs, &name)
+}
+
+/// Translates one node; returns the value of its output 0.
+pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let op = c.op_type.as_str();
+    match op {
+        "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Sin" | "Cos" | "Tan"
+        | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh" | "Erf" | "Floor" | "Ceil" | "Round" | "Sign"
+        | "Reciprocal" | "Softplus" | "Gelu" => {
+            if c.s("approximate").is_some_and(|a| a != "none") {
+                return Err(c.bad_attr("approximate", "only 'none' (the erf form) is supported"));
+            }
+            let x = input(imp, c, 0)?;
+            out(imp, c, &op.to_lowercase(), Attrs::new(), &[x])
+        }
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" => binary(imp, c),
+        "Sum" | "Max" | "Min" | "Mean" => variadic(imp, c),
+        "Equal" | "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => {
+            let name = match op {
+                "Equal" => "eq",
+                "Less" => "lt",
+                "LessOrEqual" => "le",
+                "Greater" => "gt",
+                _ => "ge",
+            };
+            let (a, b) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            out(imp, c, name, Attrs::new(), &[a, b])
+        }
+        "Where" => {
+            let ins = [input(imp, c, 0)?, input(imp, c, 1)?, input(imp, c, 2)?];
+            out(imp, c, "where", Attrs::new(), &ins)
+        }
+        "Identity" => input(imp, c, 0),
+        "Dropout" => {
+            if let Some(t) = optional(imp, c, 2)? {
+                if const_ints(c, &t, "training_mode")?.iter().any(|&v| v != 0) {
+                    return Err(c.unsupported("training mode is not supported"));
+                }
+            }
+            input(imp, c, 0)
+        }
+        "Conv" => {
+            let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
+            ins.extend(optional(imp, c, 2)?);
+            let a = copy_attrs(
+                c,
+                &["kernel_shape", "strides", "dilations", "pads", "group"],
+                &["auto_pad"],
+            );
+            out(imp, c, "conv", a, &ins)
+        }
+        "MaxPool" | "AveragePool" => {
+            if c.i("storage_order").unwrap_or(0) != 0 {
+                return Err(c.bad_attr("storage_order", "only 0 (row major) is supported"));
+            }
+            let x = input(imp, c, 0)?;
+            let mut keys = vec!["kernel_shape", "strides", "dilations", "pads", "ceil_mode"];
+            if op == "AveragePool" {
+                keys.push("count_include_pad");
+            }
+            let a = copy_attrs(c, &keys, &["auto_pad"]);
+            out(
+                imp,
+                c,
+                if op == "MaxPool" {
+                    "max_pool"
+                } else {
+                    "average_pool"
+                },
+                a,
+                &[x],
+            )
+        }
+        "GlobalAveragePool" | "GlobalMaxPool" => {
+            let x = input(imp, c, 0)?;
+            let name = if op == "GlobalMaxPool" {
+                "global_max_pool"
+            } else {
+                "global_average_pool"
+            };
+            out(imp, c, name, Attrs::new(), &[x])
+        }
+        "BatchNormalization" => {
+            if c.i("training_mode").unwrap_or(0) != 0 {
+                return Err(c.bad_attr("training_mode", "only inference (0) is supported"));
+            }
+            if c.i("spatial").unwrap_or(1) != 1 {
+                return Err(c.bad_attr("spatial", "only 1 is supported"));
+            }
+            let ins = (0..5).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+            let a = Attrs::new().with("epsilon", c.f("epsilon").unwrap_or(1e-5));
+            out(imp, c, "batch_norm", a, &ins)
+        }
+        "LRN" => {
+            let x = input(imp, c, 0)?;
+            let size = c.i("size").ok_or_else(|| c.bad_attr("size", "is required"))?;
+            let mut a = Attrs::new().with("size", size);
+            for k in ["alpha", "beta", "bias"] {
+                if let Some(v) = c.f(k) {
+                    a = a.with(k, v);
+                }
+            }
+            out(imp, c, "lrn", a, &[x])
+        }
+        "MatMul" => {
+            let (a, b) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            out(imp, c, "matmul", Attrs::new(), &[a, b])
+        }
+        "Gemm" => gemm(imp, c),
+        "Transpose" => {
+            let x = input(imp, c, 0)?;
+            let a = c
+                .ints("perm")
+                .map_or(Attrs::new(), |p| Attrs::new().with("perm", p));
+            out(imp, c, "transpose", a, &[x])
+        }
+        "Reshape" => reshape(imp, c),
+        "Flatten" => flatten(imp, c),
+        "Unsqueeze" => unsqueeze(imp, c),
+        "Squeeze" => {
+            let x = input(imp, c, 0)?;
+            let axes = axes_of(imp, c, 13)?;
+            let a = axes.map_or(Attrs::new(), |v| Attrs::new().with("axes", v));
+            out(imp, c, "squeeze", a, &[x])
+        }
+        "Concat" => {
+            let ins = (0..c.proto.input.len())
+                .map(|k| input(imp, c, k))
+                .collect::<Result<Vec<_>>>()?;
+            let axis = c.i("axis").ok_or_else(|| c.bad_attr("axis", "is required"))?;
+            out(imp, c, "concat", Attrs::new().with("axis", axis), &ins)
+        }
+        "Softmax" | "LogSoftmax" => softmax(imp, c),
+        "Cast" => {
+            let x = input(imp, c, 0)?;
+            let to = c.i("to").ok_or_else(|| c.bad_attr("to", "is required"))?;
+            let d = dtype_of(to as i32, &format!("node '{}' (Cast): attr 'to'", c.onnx_name))?;
+            out(imp, c, "cast", Attrs::new().with("dtype", d.name()), &[x])
+        }
+        "Gather" => {
+            let x = input(imp, c, 0)?;
+            let mut ind = input(imp, c, 1)?;
+            if ind.ty.dtype != DType::I64 {
+                ind = step(
+                    imp,
+                    c,
+                    "cast",
+                    Attrs::new().with("dtype", "i64"),
+                    &[ind],
+                    "indices",
+                )?;
+            }
+            out(
+                imp,
+                c,
+                "gather",
+                Attrs::new().with("axis", c.i("axis").unwrap_or(0)),
+                &[x, ind],
+            )
+        }
+        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" => reduce(imp, c),
+        "ArgMax" => {
+            if c.i("select_last_index").unwrap_or(0) != 0 {
+                return Err(c.bad_attr("select_last_index", "only 0 is supported"));
+            }
+            let x = input(imp, c, 0)?;
+            let a = Attrs::new()
+                .with("axis", c.i("axis").unwrap_or(0))
+                .with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
+            out(imp, c, "argmax", a, &[x])
+        }
+        "Clip" => clip(imp, c),
+        "LeakyRelu" => {
+            let x = input(imp, c, 0)?;
+            let alpha = scalar(imp, c, x.ty.dtype, c.f("alpha").unwrap_or(0.01), "alpha")?;
+            let zero = scalar(imp, c, x.ty.dtype, 0.0, "zero")?;
+            let neg = step(imp, c, "lt", Attrs::new(), &[x.clone(), zero], "negative")?;
+            let scaled = step(imp, c, "mul", Attrs::new(), &[x.clone(), alpha], "scaled")?;
+            out(imp, c, "where", Attrs::new(), &[neg, scaled, x])
+        }
+        "Shape" => shape(imp, c),
+        "ConstantOfShape" => constant_of_shape(imp, c),
+        "Constant" => constant(imp, c),
+        "Slice" => slice(imp, c),
+        "Expand" => expand(imp, c),
+        _ => Err(ImportError::UnsupportedOp {
+            node: c.onnx_name.clone(),
+            op: c.op_type.clone(),
+            domain: c.proto.domain.clone(),
+        }),
+    }
+}
+
+fn binary(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (a, mut b) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    let name = c.op_type.to_lowercase();
+    if c.op_type == "Div" && !a.ty.dtype.is_float() {
+        return Err(c.unsupported(format!(
+            "integer Div truncates in ONNX; Vigil's div of {} is true division",
+            a.ty.dtype
+        )));
+    }
+    if imp.opset < 7 && c.i("broadcast").unwrap_or(0) != 0 {
+        b = legacy_broadcast(imp, c, &a, b)?;
+    }
+    if c.op_type == "Pow" && b.ty.dtype != a.ty.dtype {
+        // ONNX Pow's exponent may have another type; the result has the base's.
+        b = step(
+            imp,
+            c,
+            "cast",
+            Attrs::new().with("dtype", a.ty.dtype.name()),
+            &[b],
+            "exponent",
+        )?;
+    }
+    out(imp, c, &name, Attrs::new(), &[a, b])
+}
+
+/// Before opset 7, `broadcast = 1` with `axis` aligns B's dims with A's
+/// starting at `axis`: B gets trailing 1s so numpy broadcasting agrees.
+fn legacy_broadcast(imp: &mut Importer, c: &NodeCtx, a: &Value, b: Value) -> Result<Value> {
+    let Some(axis) = c.i("axis") else { return Ok(b) };
+    let (Some(ra), Some(sb)) = (a.ty.rank(), b.ty.shape.clone()) else {
+        return Err(c.unsupported("legacy broadcast needs both ranks at import time"));
+    };
+    let axis = if axis < 0 { axis + ra as i64 } else { axis };
+    let pad = ra as i64 - axis - sb.len() as i64;
+    if pad < 0 || sb.iter().any(|&d| d < 0) {
+        return Err(c.bad_attr(
+            "axis",
+            format!("B {sb:?} does not fit A of rank {ra} at axis {axis}"),
+        ));
+    }
+    if pad == 0 {
+        return Ok(b);
+    }
+    let shape: Vec<i64> = sb
+        .iter()
+        .copied()
+        .chain(std::iter::repeat_n(1, pad as usize))
+        .collect();
+    step(
+        imp,
+        c,
+        "reshape",
+        Attrs::new().with("shape", shape),
+        &[b],
+        "b_aligned",
+    )
+}
+
+fn variadic(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = (0..c.proto.input.len())
+        .map(|k| input(imp, c, k))
+        .collect::<Result<Vec<_>>>()?;
+    let pair = match c.op_type.as_str() {
+        "Max" => "maximum",
+        "Min" => "minimum",
+        _ => "add",
+    };
+    let n = ins.len();
+    let mean = c.op_type == "Mean";
+    let Some((first, rest)) = ins.split_first() else {
+        return Err(c.unsupported("needs at least one input"));
+    };
+    if rest.is_empty() && !mean {
+        return out(imp, c, "copy", Attrs::new(), std::slice::from_ref(first));
+    }
+    let mut acc = first.clone();
+    for (k, v) in rest.iter().enumerate() {
+        let last = k + 1 == rest.len() && !mean;
+        acc = if last {
+            out(imp, c, pair, Attrs::new(), &[acc, v.clone()])?
+        } else {
+            step(
+                imp,
+                c,
+                pair,
+                Attrs::new(),
+                &[acc, v.clone()],
+                &format!("{pair}{k}"),
+            )?
+        };
+    }
+    if mean {
+        let d = scalar(imp, c, acc.ty.dtype, n as f64, "count")?;
+        acc = out(imp, c, "div", Attrs::new(), &[acc, d])?;
+    }
+    Ok(acc)
+}
+
+fn gemm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (mut a, mut b) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    if c.i("transA").unwrap_or(0) != 0 {
+        a = step(imp, c, "transpose", Attrs::new(), &[a], "a_t")?;
+    }
+    if c.i("transB").unwrap_or(0) != 0 {
+        b = step(imp, c, "transpose", Attrs::new(), &[b], "b_t")?;
+    }
+    let (alpha, beta) = (c.f("alpha").unwrap_or(1.0), c.f("beta").unwrap_or(1.0));
+    let bias = optional(imp, c, 2)?;
+    let dtype = a.ty.dtype;
+    let last_is_matmul = alpha == 1.0 && bias.is_none();
+    if last_is_matmul {
+        return out(imp, c, "matmul", Attrs::new(), &[a, b]);
+    }
+    let mut y = step(imp, c, "matmul", Attrs::new(), &[a, b], "ab")?;
+    if alpha != 1.0 {
+        let s = scalar(imp, c, dtype, alpha, "alpha")?;
+        y = if bias.is_none() {
+            out(imp, c, "mul", Attrs::new(), &[y, s])?
+        } else {
+            step(imp, c, "mul", Attrs::new(), &[y, s], "alpha_ab")?
+        };
+    }
+    if let Some(mut cv) = bias {
+        if beta != 1.0 {
+            let s = scalar(imp, c, dtype, beta, "beta")?;
+            cv = step(imp, c, "mul", Attrs::new(), &[cv, s], "beta_c")?;
+        }
+        y = out(imp, c, "add", Attrs::new(), &[y, cv])?;
+    }
+    Ok(y)
+}
+
+fn reshape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let sv = input(imp, c, 1)?;
+    let mut shape = const_ints(c, &sv, "shape")?;
+    if c.i("allowzero").unwrap_or(0) == 0 {
+        for (i, d) in shape.iter_mut().enumerate() {
+            if *d == 0 {
+                let from =
+                    x.ty.shape
+                        .as_ref()
+                        .and_then(|s| s.get(i).copied())
+                        .filter(|&v| v >= 0);
+                *d = from.ok_or_else(|| {
+                    c.unsupported(format!(
+                        "shape[{i}] is 0 (copy the input's dim) but that dim is not known at import time"
+                    ))
+                })?;
+            }
+        }
+    }
+    out(imp, c, "reshape", Attrs::new().with("shape", shape), &[x])
+}
+
+fn flatten(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let s =
+        x.ty.shape
+            .clone()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let r = s.len() as i64;
+    let mut axis = c.i("axis").unwrap_or(1);
+    if axis < 0 {
+        axis += r;
+    }
+    if !(0..=r).contains(&axis) {
+        return Err(c.bad_attr("axis", format!("{axis} is out of range for rank {r}")));
+    }
+    let prod = |d: &[i64]| {
+        if d.iter().any(|&v| v < 0) {
+            -1
+        } else {
+            d.iter().product()
+        }
+    };
+    let (a, b) = (prod(&s[..axis as usize]), prod(&s[axis as usize..]));
+    if a < 0 && b < 0 {
+        return Err(c.unsupported("both halves of the flattened shape are unknown at import time"));
+    }
+    out(imp, c, "reshape", Attrs::new().with("shape", vec![a, b]), &[x])
+}
+
+/// `axes` from the attr (opset < `input_from`) or from input 1.
+fn axes_of(imp: &Importer, c: &NodeCtx, input_from: i64) -> Result<Option<Vec<i64>>> {
+    if imp.opset < input_from {
+        return Ok(c.ints("axes"));
+    }
+    match optional(imp, c, 1)? {
+        None => Ok(None),
+        Some(v) => const_ints(c, &v, "axes").map(Some),
+    }
+}
+
+fn unsqueeze(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let mut x = input(imp, c, 0)?;
+    let axes = axes_of(imp, c, 13)?.ok_or_else(|| c.bad_attr("axes", "is required"))?;
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))? as i64
+            + axes.len() as i64;
+    let mut norm: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + r } else { a }).collect();
+    norm.sort_unstable();
+    for (k, &a) in norm.iter().enumerate() {
+        let attrs = Attrs::new().with("axis", a);
+        x = if k + 1 == norm.len() {
+            out(imp, c, "expand_dims", attrs, &[x])?
+        } else {
+            step(imp, c, "expand_dims", attrs, &[x], &format!("axis{a}"))?
+        };
+    }
+    Ok(x)
+}
+
+fn softmax(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let name = if c.op_type == "Softmax" {
+        "softmax"
+    } else {
+        "log_softmax"
+    };
+    if imp.opset >= 13 {
+        return out(
+            imp,
+            c,
+            name,
+            Attrs::new().with("axis", c.i("axis").unwrap_or(-1)),
+            &[x],
+        );
+    }
+    // Before opset 13 the input is coerced to 2-D at `axis` (default 1).
+    let s =
+        x.ty.shape
+            .clone()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let r = s.len() as i64;
+    let axis = c.i("axis").unwrap_or(1);
+    let axis = if axis < 0 { axis + r } else { axis };
+    if axis == r - 1 {
+        return out(imp, c, name, Attrs::new().with("axis", -1), &[x]);
+    }
+    if s.iter().any(|&d| d < 0) {
+        return Err(c.unsupported("softmax over several axes needs the input's shape at import time"));
+    }
+    let (a, b): (i64, i64) = (
+        s[..axis as usize].iter().product(),
+        s[axis as usize..].iter().product(),
+    );
+    let flat = step(
+        imp,
+        c,
+        "reshape",
+        Attrs::new().with("shape", vec![a, b]),
+        &[x],
+        "flat",
+    )?;
+    let y = step(imp, c, name, Attrs::new().with("axis", -1), &[flat], name)?;
+    out(imp, c, "reshape", Attrs::new().with("shape", s), &[y])
+}
+
+fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let name = match c.op_type.as_str() {
+        "ReduceSum" => "sum",
+        "ReduceMean" => "mean",
+        "ReduceMax" => "max",
+        _ => "min",
+    };
+    let from = if c.op_type == "ReduceSum" { 13 } else { 18 };
+    let axes = axes_of(imp, c, from)?.filter(|a| !a.is_empty());
+    if axes.is_none() && c.i("noop_with_empty_axes").unwrap_or(0) != 0 {
+        return Ok(x);
+    }
+    let mut a = Attrs::new().with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
+    if let Some(axes) = axes {
+        a = a.with("axes", axes);
+    }
+    if x.ty.dtype == DType::Bool && matches!(name, "max" | "min") {
+        // Vigil's reductions take numbers: any/all through i32 and back.
+        let xi = step(imp, c, "cast", Attrs::new().with("dtype", "i32"), &[x], "as_i32")?;
+        let r = step(imp, c, name, a, &[xi], name)?;
+        return out(imp, c, "cast", Attrs::new().with("dtype", "bool"), &[r]);
+    }
+    out(imp, c, name, a, &[x])
+}
+
+fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let mut x = input(imp, c, 0)?;
+    let dtype = x.ty.dtype;
+    let (lo, hi) = if imp.opset < 11 {
+        let lo = c.f("min").map(|v| scalar(imp, c, dtype, v, "min")).transpose()?;
+        let hi = c.f("max").map(|v| scalar(imp, c, dtype, v, "max")).transpose()?;
+        (lo, hi)
+    } else {
+        (optional(imp, c, 1)?, optional(imp, c, 2)?)
+    };
+    match (lo, hi) {
+        (None, None) => out(imp, c, "copy", Attrs::new(), &[x]),
+        (Some(lo), None) => out(imp, c, "maximum", Attrs::new(), &[x, lo]),
+        (None, Some(hi)) => out(imp, c, "minimum", Attrs::new(), &[x, hi]),
+        (Some(lo), Some(hi)) => {
+            x = step(imp, c, "maximum", Attrs::new(), &[x, lo], "low")?;
+            out(imp, c, "minimum", Attrs::new(), &[x, hi])
+        }
+    }
+}
+
+fn shape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let s =
+        x.ty.shape
+            .clone()
+            .filter(|s| s.iter().all(|&d| d >= 0))
+            .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
+    let r = s.len() as i64;
+    let clampi = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+    let (a, b) = (clampi(c.i("start").unwrap_or(0)), clampi(c.i("end").unwrap_or(r)));
+    let part = s[a..b.max(a)].to_vec();
+    Ok(imp.constant(c.out(), Tensor::from_i64s(&part)))
+}
+
+fn constant_of_shape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let sv = input(imp, c, 0)?;
+    let shape = const_ints(c, &sv, "input")?;
+    let shape: Vec<usize> = shape
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| c.unsupported(format!("negative dim in shape {shape:?}"))))
+        .collect::<Result<_>>()?;
+    let fill = match c.attr("value").and_then(|a| a.t.as_ref()) {
+        Some(t) => to_tensor(t, &format!("{}.value", c.onnx_name))?,
+        None => Tensor::from_vec(&[1], vec![0f32]).map_err(|e| c.unsupported(e.to_string()))?,
+    };
+    let v = fill.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?;
+    let Some(&v) = v.first() else {
+        return Err(c.bad_attr("value", "must hold one element"));
+    };
+    let attrs = Attrs::new()
+        .with("shape", shape.clone())
+        .with("dtype", fill.dtype().name())
+        .with("value", v);
+    if shape.iter().product::<usize>() > FOLD_LIMIT {
+        return out(imp, c, "full", attrs, &[]);
+    }
+    let made = vigil_engine::OpRegistry::builtin()
+        .make("full", &attrs)
+        .and_then(|op| op.compute(&[], &mut vigil_engine::OpCtx::new(&c.name)))
+        .map_err(|e| c.unsupported(e.to_string()))?;
+    let t = made
+        .into_iter()
+        .next()
+        .ok_or_else(|| c.unsupported("no result"))?;
+    Ok(imp.constant(c.out(), t))
+}
+
+fn constant(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let bad = |e: vigil_engine::Error| c.unsupported(e.to_string());
+    let t = if let Some(t) = c.attr("value").and_then(|a| a.t.as_ref()) {
+        to_tensor(t, &c.onnx_name)?
+    } else if let Some(a) = c.attr("value_float") {
+        Tensor::from_vec(&[], vec![a.f]).map_err(bad)?
+    } else if let Some(a) = c.attr("value_floats") {
+        Tensor::from_vec(&[a.floats.len()], a.floats.clone()).map_err(bad)?
+    } else if let Some(a) = c.attr("value_int") {
+        Tensor::from_vec(&[], vec![a.i]).map_err(bad)?
+    } else if let Some(a) = c.attr("value_ints") {
+        Tensor::from_i64s(&a.ints)
+    } else {
+        return Err(c.unsupported("only tensor, float(s) and int(s) values are supported"));
+    };
+    Ok(imp.constant(c.out(), t))
+}
+
+fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let (starts, ends, axes, steps) = if imp.opset < 10 {
+        (
+            c.ints("starts")
+                .ok_or_else(|| c.bad_attr("starts", "is required"))?,
+            c.ints("ends").ok_or_else(|| c.bad_attr("ends", "is required"))?,
+            c.ints("axes"),
+            None,
+        )
+    } else {
+        let get = |k: usize, what: &str| -> Result<Option<Vec<i64>>> {
+            match optional(imp, c, k)? {
+                None => Ok(None),
+                Some(v) => const_ints(c, &v, what).map(Some),
+            }
+        };
+        (
+            get(1, "starts")?.ok_or_else(|| c.unsupported("needs input 1 (starts)"))?,
+            get(2, "ends")?.ok_or_else(|| c.unsupported("needs input 2 (ends)"))?,
+            get(3, "axes")?,
+            get(4, "steps")?,
+        )
+    };
+    let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err(c.unsupported("starts, ends, axes and steps differ in length"));
+    }
+    let mut index: Vec<Vec<i64>> = vec![vec![2, 0, 1, 1]; r];
+    for k in 0..starts.len() {
+        let a = if axes[k] < 0 { axes[k] + r as i64 } else { axes[k] };
+        let slot = index
+            .get_mut(a as usize)
+            .filter(|_| a >= 0)
+            .ok_or_else(|| c.unsupported(format!("axis {} is out of range for rank {r}", axes[k])))?;
+        if steps[k] == 0 {
+            return Err(c.unsupported("a step of 0"));
+        }
+        *slot = vec![1, 2, 1, starts[k], ends[k], steps[k], 0];
+    }
+    let mut ins = vec![x];
+    for (k, v) in index.into_iter().enumerate() {
+        ins.push(imp.constant(&format!("{}.index{k}", c.out()), Tensor::from_i64s(&v)));
+    }
+    out(imp, c, "create_view", Attrs::new(), &ins)
+}
+
+fn expand(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let sv = input(imp, c, 1)?;
+    let want = const_ints(c, &sv, "shape")?;
+    let s =
+        x.ty.static_shape()
+            .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
+    // ONNX Expand broadcasts both ways: the result is the broadcast shape.
+    let n = s.len().max(want.len());
+    let mut shape = Vec::with_capacity(n);
+    for i in 0..n {
+        let a = if i + s.len() >= n {
+            s[i + s.len() - n] as i64
+        } else {
+            1
+        };
+        let b = if i + want.len() >= n {
+            want[i + want.len() - n]
+        } else {
+            1
+        };
+        shape.push(match (a, b) {
+            (a, b) if a == b => a,
+            (1, b) => b,
+            (a, 1) => a,
+            _ => return Err(c.unsupported(format!("shape {s:?} does not broadcast to {want:?}"))),
+        });
+    }
+    out(imp, c, "broadcast_to", Attrs::new().with("shape", shape), &[x])
+}

@@ -1,0 +1,225 @@
+//! `TensorProto` ⇄ Vigil tensors, and ONNX element types ⇄ Vigil dtypes.
+
+use onnx_protobuf::tensor_proto::{DataLocation, DataType};
+use onnx_protobuf::TensorProto;
+use protobuf::Enum;
+use vigil_engine::{DType, Tensor};
+
+use crate::error::{ImportError, Result};
+
+/// The Vigil dtype of an ONNX element type, or an error naming `what`.
+pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
+    match DataType::from_i32(elem) {
+        Some(DataType::FLOAT) => Ok(DType::F32),
+        Some(DataType::DOUBLE) => Ok(DType::F64),
+        Some(DataType::INT64) => Ok(DType::I64),
+        Some(DataType::INT32) => Ok(DType::I32),
+        Some(DataType::BOOL) => Ok(DType::Bool),
+        Some(d) => Err(ImportError::UnsupportedDtype {
+            what: what.to_string(),
+            dtype: format!("{d:?}").to_lowercase(),
+        }),
+        None => Err(ImportError::UnsupportedDtype {
+            what: what.to_string(),
+            dtype: format!("#{elem}"),
+        }),
+    }
+}
+
+/// The ONNX element type of a Vigil dtype.
+pub fn elem_of(d: DType) -> DataType {
+    match d {
+        DType::F32 => DataType::FLOAT,
+        DType::F64 => DataType::DOUBLE,
+        DType::I64 => DataType::INT64,
+        DType::I32 => DataType::INT32,
+        DType::Bool => DataType::BOOL,
+    }
+}
+
+fn bad(t: &TensorProto, what: &str, msg: String) -> ImportError {
+    ImportError::BadTensor {
+        tensor: if t.name.is_empty() {
+            what.to_string()
+        } else {
+            t.name.clone()
+        },
+        msg,
+    }
+}
+
+/// Elements from `raw_data` (little-endian, `W` bytes each) or a typed field.
+fn elements<T: Copy, const W: usize>(
+    t: &TensorProto,
+    what: &str,
+    n: usize,
+    from_le: impl Fn([u8; W]) -> T,
+    typed: Vec<T>,
+) -> Result<Vec<T>> {
+    let v: Vec<T> = if !t.raw_data.is_empty() || typed.is_empty() && n > 0 {
+        if t.raw_data.len() != n * W {
+            return Err(bad(
+                t,
+                what,
+                format!(
+                    "raw_data has {} bytes, {n} elements of {W} bytes need {}",
+                    t.raw_data.len(),
+                    n * W
+                ),
+            ));
+        }
+        t.raw_data
+            .chunks_exact(W)
+            .map(|c| {
+                let mut b = [0u8; W];
+                b.copy_from_slice(c);
+                from_le(b)
+            })
+            .collect()
+    } else {
+        typed
+    };
+    if v.len() != n {
+        return Err(bad(
+            t,
+            what,
+            format!("has {} elements, its dims {:?} need {n}", v.len(), t.dims),
+        ));
+    }
+    Ok(v)
+}
+
+/// A Vigil tensor with the proto's dtype, shape and data; `what` names it
+/// in errors when the proto has no name.
+pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
+    let name = if t.name.is_empty() { what } else { &t.name };
+    if t.data_location.enum_value() == Ok(DataLocation::EXTERNAL) || !t.external_data.is_empty() {
+        return Err(ImportError::ExternalData {
+            tensor: name.to_string(),
+        });
+    }
+    if t.segment.is_some() {
+        return Err(bad(t, what, "segmented tensors are not supported".into()));
+    }
+    let shape = t
+        .dims
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| bad(t, what, format!("negative dim in {:?}", t.dims))))
+        .collect::<Result<Vec<usize>>>()?;
+    let n = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| bad(t, what, format!("dims {:?} overflow", t.dims)))?;
+    let dtype = dtype_of(t.data_type, &format!("tensor '{name}'"))?;
+    let built = match dtype {
+        DType::F32 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, f32::from_le_bytes, t.float_data.clone())?,
+        ),
+        DType::F64 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, f64::from_le_bytes, t.double_data.clone())?,
+        ),
+        DType::I64 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i64::from_le_bytes, t.int64_data.clone())?,
+        ),
+        DType::I32 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i32::from_le_bytes, t.int32_data.clone())?,
+        ),
+        DType::Bool => {
+            let typed = t.int32_data.iter().map(|&v| v as u8).collect();
+            let bytes: Vec<u8> = elements(t, what, n, |b: [u8; 1]| b[0], typed)?;
+            Tensor::from_vec(&shape, bytes.into_iter().map(|b| b != 0).collect())
+        }
+    };
+    built.map_err(|e| bad(t, what, e.to_string()))
+}
+
+/// A proto holding `t` (C order, `raw_data`), named `name`. Tests build
+/// their fixture models with it.
+pub fn to_proto(t: &Tensor, name: &str) -> Result<TensorProto> {
+    let mut p = TensorProto::new();
+    p.name = name.to_string();
+    p.dims = t.shape().iter().map(|&d| d as i64).collect();
+    p.data_type = elem_of(t.dtype()).value();
+    p.raw_data = match t.dtype() {
+        DType::F32 => t
+            .to_array::<f32>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::F64 => t
+            .to_array::<f64>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I64 => t
+            .to_array::<i64>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I32 => t
+            .to_array::<i32>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::Bool => t.to_array::<bool>()?.iter().map(|&v| v as u8).collect(),
+    };
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_and_typed_data_round_trip() {
+        let t = Tensor::from_vec(&[2, 2], vec![1.5f32, -2.0, 0.25, 8.0]).unwrap();
+        let p = to_proto(&t, "w").unwrap();
+        let back = to_tensor(&p, "w").unwrap();
+        assert_eq!(back.to_array::<f32>().unwrap(), t.to_array::<f32>().unwrap());
+        let mut typed = TensorProto::new();
+        typed.data_type = DataType::INT64.value();
+        typed.dims = vec![3];
+        typed.int64_data = vec![4, -5, 6];
+        assert_eq!(
+            to_tensor(&typed, "s")
+                .unwrap()
+                .to_array::<i64>()
+                .unwrap()
+                .as_slice()
+                .unwrap(),
+            &[4, -5, 6]
+        );
+        let b = Tensor::from_vec(&[3], vec![true, false, true]).unwrap();
+        let back = to_tensor(&to_proto(&b, "b").unwrap(), "b").unwrap();
+        assert_eq!(
+            back.to_array::<bool>().unwrap().as_slice().unwrap(),
+            &[true, false, true]
+        );
+    }
+
+    #[test]
+    fn bad_tensors_name_themselves() {
+        let mut p = TensorProto::new();
+        p.name = "w".into();
+        p.data_type = DataType::FLOAT.value();
+        p.dims = vec![3];
+        p.raw_data = vec![0; 8];
+        assert!(to_tensor(&p, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("tensor 'w': raw_data has 8 bytes"));
+        p.data_type = DataType::FLOAT16.value();
+        let e = to_tensor(&p, "x").unwrap_err().to_string();
+        assert!(e.contains("'w'") && e.contains("float16"), "{e}");
+        p.data_type = DataType::FLOAT.value();
+        p.data_location = DataLocation::EXTERNAL.into();
+        assert!(matches!(
+            to_tensor(&p, "x"),
+            Err(ImportError::ExternalData { .. })
+        ));
+    }
+}

@@ -1,0 +1,101 @@
+//! The onnx package's own test data through `vigil run`'s machinery: the
+//! nine `light` models under plain, validate and debug, and the backend
+//! node tests (`pytorch-operator`, `pytorch-converted`, `simple`) whose
+//! ops Vigil imports. The data is found through `VIGIL_ONNX_DATA` (the
+//! onnx package directory) or `python3 -c 'import onnx'`; without it each
+//! test prints one skip line. `.ci/run` installs the package so CI runs them.
+
+use std::path::PathBuf;
+
+use vigil::onnx_suite::{import_all, ONNX_ATOL, ONNX_RTOL};
+use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
+use vigil_reports::Status;
+
+fn onnx_dir() -> Option<PathBuf> {
+    if let Ok(d) = std::env::var("VIGIL_ONNX_DATA") {
+        return Some(PathBuf::from(d)).filter(|p| p.join("backend/test/data").is_dir());
+    }
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import onnx, os; print(os.path.dirname(onnx.__file__))"])
+        .output()
+        .ok()?;
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && dir.join("backend/test/data").is_dir()).then_some(dir)
+}
+
+fn data(sub: &str) -> Option<PathBuf> {
+    match onnx_dir() {
+        Some(d) => Some(d.join("backend/test/data").join(sub)),
+        None => {
+            println!("skipped: the onnx package's test data was not found (set VIGIL_ONNX_DATA or pip install onnx)");
+            None
+        }
+    }
+}
+
+fn cfg(mode: Mode) -> RunConfig {
+    RunConfig::new(
+        mode,
+        Tolerance {
+            rtol: Some(ONNX_RTOL),
+            atol: Some(ONNX_ATOL),
+        },
+    )
+}
+
+#[test]
+fn the_nine_light_models_match_their_outputs_in_every_mode() {
+    let Some(dir) = data("light") else { return };
+    let cases = import_all(&[dir]).unwrap();
+    assert!(cases.failed.is_empty(), "{:?}", cases.failed);
+    assert_eq!(cases.cases.len(), 9);
+    for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
+        for c in &cases.cases {
+            let r = run_case(c, &cfg(mode));
+            assert_eq!(
+                r.status,
+                Status::Pass,
+                "{} in {}: {:?} {:?}",
+                c.path,
+                mode.name(),
+                r.error,
+                r.findings
+            );
+        }
+    }
+}
+
+/// Plain mode: under validate, test_operator_pow and test_operator_sqrt
+/// also get the numerics listener's (correct) non_finite finding, since
+/// their expected outputs hold NaN from negative inputs.
+#[test]
+fn every_imported_node_test_passes() {
+    let Some(dir) = data("") else { return };
+    let dirs: Vec<PathBuf> = ["pytorch-operator", "pytorch-converted", "simple"]
+        .iter()
+        .map(|s| dir.join(s))
+        .collect();
+    let cases = import_all(&dirs).unwrap();
+    assert!(cases.cases.len() >= 90, "only {} imported", cases.cases.len());
+    let failing: Vec<String> = cases
+        .cases
+        .iter()
+        .map(|c| (c, run_case(c, &cfg(Mode::Plain))))
+        .filter(|(_, r)| r.status != Status::Pass)
+        .map(|(c, r)| {
+            format!(
+                "{}: {:?} {:?}",
+                c.path,
+                r.error,
+                r.findings.first().map(|f| f.message.clone())
+            )
+        })
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "{} of {} fail:\n{}",
+        failing.len(),
+        cases.cases.len(),
+        failing.join("\n")
+    );
+}
