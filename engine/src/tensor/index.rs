@@ -281,6 +281,14 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
     if offset < 0 {
         return op_err(format!("view starts at element {offset}, before its buffer"));
     }
+    if shape.len() > crate::tensor::limit::MAX_RANK {
+        return op_err(format!(
+            "the view has {} dimensions ({} new axes), above the limit of {}",
+            shape.len(),
+            indices.len() - consumed,
+            crate::tensor::limit::MAX_RANK
+        ));
+    }
     Ok(Layout::new(shape, strides, offset as usize))
 }
 
@@ -290,6 +298,17 @@ mod tests {
 
     fn view(shape: &[usize], idx: &[IndexSpec]) -> Layout {
         apply(&Layout::contiguous(shape), idx).unwrap()
+    }
+
+    /// Found by the create_view fuzz target: 68 new axes made a layout no
+    /// tensor may have, which `apply` accepted and `with_layout` refused.
+    #[test]
+    fn too_many_new_axes_are_refused_by_apply() {
+        let idx = vec![IndexSpec::NewAxis; 64];
+        let e = apply(&Layout::contiguous(&[2]), &idx).unwrap_err();
+        assert!(e.to_string().contains("65 dimensions (64 new axes)"), "{e}");
+        let idx = vec![IndexSpec::NewAxis; 63];
+        assert_eq!(apply(&Layout::contiguous(&[2]), &idx).unwrap().ndim(), 64);
     }
 
     #[test]
