@@ -283,7 +283,7 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
     }
     if shape.len() > crate::tensor::limit::MAX_RANK {
         return op_err(format!(
-            "the view has {} dimensions ({} new axes), above the limit of {}",
+            "a view of rank {} ({} new axes) is above the limit of {} dimensions",
             shape.len(),
             indices.len() - consumed,
             crate::tensor::limit::MAX_RANK
@@ -306,7 +306,7 @@ mod tests {
     fn too_many_new_axes_are_refused_by_apply() {
         let idx = vec![IndexSpec::NewAxis; 64];
         let e = apply(&Layout::contiguous(&[2]), &idx).unwrap_err();
-        assert!(e.to_string().contains("65 dimensions (64 new axes)"), "{e}");
+        assert!(e.to_string().contains("rank 65 (64 new axes)"), "{e}");
         let idx = vec![IndexSpec::NewAxis; 63];
         assert_eq!(apply(&Layout::contiguous(&[2]), &idx).unwrap().ndim(), 64);
     }
