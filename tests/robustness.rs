@@ -1,23 +1,13 @@
 //! The harness stays up and honest under hostile input and flags: resource
 //! bounds on flags, timeouts, Ctrl-C, untrusted names, determinism.
 
+mod common;
+use common::{stderr, vigil};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn vigil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vigil"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run vigil")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 #[test]
 fn jobs_are_capped_and_out_of_range_numbers_refused() {

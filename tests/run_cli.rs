@@ -1,17 +1,11 @@
 //! End-to-end tests of `vigil run`, `vigil report merge` and `vigil selftest`.
 
+mod common;
+use common::{stderr, vigil};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn vigil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vigil"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run vigil")
-}
 
 fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
@@ -21,10 +15,6 @@ fn json_of(o: &Output) -> Value {
             stderr(o)
         )
     })
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A case directory with `graph.json` = y = relu(x), x = [-1, 2].
