@@ -871,3 +871,21 @@ fn a_nan_expected_value_is_an_infinite_error_both_ways() {
     assert_eq!(f["details"]["first_at"], serde_json::json!([0]), "{f}");
     assert_eq!(out["sample"]["abs_err"], serde_json::json!(["inf", 0.5]), "{out}");
 }
+
+#[test]
+fn debug_mode_names_the_element_an_out_of_view_write_changed() {
+    let o = vigil(&["debug", "suites/broken/broken_row_sum", "--format", "json"]);
+    let r = json_of(&o);
+    let f = r["cases"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "out_of_view_write")
+        .unwrap_or_else(|| panic!("{r}"));
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("1 element past the end of the view, at x[1, 0] (row 1)"),
+        "{m}"
+    );
+    assert!(f["details"]["replay"].is_object(), "{f}");
+}

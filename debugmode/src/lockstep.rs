@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 use vigil_engine::compare::{compare, Comparison, Tolerance};
-use vigil_engine::exec::{copy_values, Copier, Cursor, RunOptions};
+use vigil_engine::exec::{copy_values, Copier, Cursor, RunOptions, Snapshot};
 use vigil_engine::graph::{Graph, NodeId, VarId, VarKind};
 use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::{DType, Element, Executor, Layout, PoolPolicy, Tensor};
@@ -111,7 +111,9 @@ pub fn run(
     };
     let mut set = ListenerSet::new();
     if opts.listeners {
-        set.push(NonInplaceValidationListener::new());
+        // Hash-mode detections are replayed on the untouched originals
+        // (this run works on copies), so findings name the changed element.
+        set.push(NonInplaceValidationListener::new().replay_on(Snapshot::sharing(inplace, feeds)));
         set.push(ViewMapValidationListener::new());
         set.push(NumericsListener::new());
     }

@@ -263,6 +263,13 @@ impl NonInplaceValidationListener {
         Ok(())
     }
 
+    /// Like [`NonInplaceValidationListener::replay_from`], with a snapshot
+    /// the caller already holds (DebugMode shares its untouched originals).
+    pub fn replay_on(mut self, snapshot: Snapshot) -> Self {
+        self.snapshot = Some(snapshot);
+        self
+    }
+
     fn exempt(&self, ev: &OpEvent) -> bool {
         ev.node.op.exempt_from_inplace_check() || self.config.exempt_ops.contains(ev.op_name())
     }

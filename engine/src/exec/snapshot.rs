@@ -53,6 +53,16 @@ impl Snapshot {
         Ok(Snapshot { graph, feeds })
     }
 
+    /// A snapshot that shares `graph`'s values and `feeds` instead of
+    /// copying them, for a caller that never writes them (it runs on copies
+    /// of its own). Readers of a snapshot copy before they run.
+    pub fn sharing(graph: &Graph, feeds: &HashMap<String, Tensor>) -> Snapshot {
+        Snapshot {
+            graph: graph.clone(),
+            feeds: feeds.clone(),
+        }
+    }
+
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
