@@ -3,7 +3,7 @@
 //! when it was produced, which node last wrote each buffer, and the values
 //! released by the step (to poison once compared).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use vigil_engine::exec::{At, Listener, OpEvent};
 use vigil_engine::graph::{Graph, NodeId, VarId};
@@ -29,6 +29,8 @@ pub struct Capture {
     pub born: HashMap<VarId, (BufferId, u64)>,
     /// The last node that changed each buffer.
     pub writers: HashMap<BufferId, Writer>,
+    /// Buffers some earlier value was born in.
+    held: HashSet<BufferId>,
     keep_released: bool,
     before: Vec<(BufferId, u64, bool)>,
 }
@@ -46,6 +48,7 @@ impl Capture {
         for v in 0..graph.vars().len() {
             if let Some(t) = value(v) {
                 self.born.insert(v, (t.buffer_id(), t.version()));
+                self.held.insert(t.buffer_id());
             }
         }
     }
@@ -73,8 +76,28 @@ impl Listener for Capture {
                 );
             }
         }
+        // A fresh output (no declared view or destroy) in a buffer an
+        // earlier value was born in: the op wrote over that value (a kept
+        // workspace, a cached output), or the pool reused a dead one's.
+        let declared: Vec<usize> = ev
+            .node
+            .op
+            .view_map()
+            .into_iter()
+            .chain(ev.node.op.destroy_map())
+            .map(|(o, _)| o)
+            .collect();
         for (k, t) in ev.outputs.iter().enumerate() {
             let v = ev.node.outputs[k];
+            if !declared.contains(&k) && !self.held.insert(t.buffer_id()) {
+                self.writers.insert(
+                    t.buffer_id(),
+                    Writer {
+                        node: ev.node_id,
+                        declared: false,
+                    },
+                );
+            }
             self.born.insert(v, (t.buffer_id(), t.version()));
             self.produced.push((v, t.clone()));
         }

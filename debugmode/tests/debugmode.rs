@@ -185,14 +185,15 @@ fn a_kept_workspace_is_caught_by_the_listeners_and_the_reference() {
     assert_eq!(alias.node, "make_b");
     assert_eq!(alias.details["other_node"], "make_a");
     // The reference isolates outputs, so the corruption shows as a value
-    // that changed after it was produced (DebugMode does not name the
-    // writer here: the workspace write is not a declared destroy).
+    // that changed after it was produced, written by the second call.
     let vm = f
         .iter()
         .find(|f| f.kind == Kind::VALUE_MISMATCH && f.details["changed_after_production"] == true)
         .unwrap_or_else(|| panic!("{f:#?}"));
     assert!(vm.op.starts_with("add"), "{vm:#?}");
     assert!(vm.message.contains("changed after it was produced"), "{vm:#?}");
+    assert_eq!(vm.details["written_by"]["node"], "make_b", "{vm:#?}");
+    assert!(vm.message.contains("written by node 'make_b'"), "{vm:#?}");
 
     // The twin gives nothing.
     let g = graph(|b, x| {
