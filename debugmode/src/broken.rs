@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
 use vigil_engine::error::op_err;
-use vigil_engine::ops::{check_arity, Arity, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
+use vigil_engine::ops::{InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use vigil_engine::{DType, Layout, Result, Tensor};
 
 fn name(fixed: bool, what: &str) -> String {
@@ -47,24 +47,6 @@ fn store(t: &Tensor, vals: &[f32]) -> Result<()> {
     t.write(|mut v: ArrayViewMutD<'_, f32>| v.iter_mut().zip(vals).for_each(|(a, &b)| *a = b))
 }
 
-/// The `name`, `arity` and `infer` of a 1-in, 1-out op on a 1-D f32
-/// input whose output has the input's type.
-macro_rules! same_type_unary {
-    () => {
-        fn name(&self) -> &str {
-            &self.name
-        }
-        fn arity(&self) -> Arity {
-            Arity::exactly(1)
-        }
-        fn infer(&self, i: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-            check_arity(self, i.len())?;
-            f32_1d(&self.name, i)?;
-            Ok(vec![i[0].clone()])
-        }
-    };
-}
-
 /// Declares the struct of a broken op and its fixed twin.
 macro_rules! unary_op {
     ($ty:ident, $what:literal) => {
@@ -85,7 +67,7 @@ macro_rules! unary_op {
 
 unary_op!(Scale6, "scale6");
 impl Op for Scale6 {
-    same_type_unary!();
+    vigil_listeners::corpus_unary_basics!(f32_1d);
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let x = if self.fixed {
             i[0].deep_copy()?
@@ -134,7 +116,7 @@ fn stencil(x: &[f32]) -> Vec<f32> {
 }
 
 impl Op for Stencil {
-    same_type_unary!();
+    vigil_listeners::corpus_unary_basics!(f32_1d);
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let x = &i[0];
         if !self.inplace {
@@ -180,7 +162,7 @@ impl Op for Stencil {
 
 unary_op!(AccumulateOut, "accumulate_out");
 impl Op for AccumulateOut {
-    same_type_unary!();
+    vigil_listeners::corpus_unary_basics!(f32_1d);
     /// `max(x, 0)`, summed into the output buffer (broken) or assigned.
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let r: Vec<f32> = values(&i[0])?.iter().map(|v| v.max(0.0)).collect();
@@ -197,7 +179,7 @@ impl Op for AccumulateOut {
 
 unary_op!(COrderOut, "c_order_out");
 impl Op for COrderOut {
-    same_type_unary!();
+    vigil_listeners::corpus_unary_basics!(f32_1d);
     /// `x + 1`; the broken one writes the output's buffer from its start,
     /// ignoring the output's strides and offset.
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
@@ -215,7 +197,7 @@ impl Op for COrderOut {
 
 unary_op!(OversizeOut, "oversize_out");
 impl Op for OversizeOut {
-    same_type_unary!();
+    vigil_listeners::corpus_unary_basics!(f32_1d);
     /// `2x`; the broken one asks for an output one element longer than its
     /// result (an off-by-one in the size) and returns the first `n`, so a
     /// caller's buffer of the wrong size is taken and written.
@@ -237,7 +219,7 @@ thread_local! {
 
 unary_op!(Stash, "stash");
 impl Op for Stash {
-    same_type_unary!();
+    vigil_listeners::corpus_unary_basics!(f32_1d);
     /// A copy of `x`; the broken one also leaves `sum(x)` in shared state.
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let v = values(&i[0])?;
@@ -252,7 +234,7 @@ impl Op for Stash {
 
 unary_op!(Take, "take");
 impl Op for Take {
-    same_type_unary!();
+    vigil_listeners::corpus_unary_basics!(f32_1d);
     /// `y + stash` (the broken one reads and clears the shared state; the
     /// fixed one adds nothing).
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {

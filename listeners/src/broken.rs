@@ -25,6 +25,30 @@ use vigil_engine::{DType, IndexSpec, Layout, Result, Scalar, Tensor};
 
 use crate::finding::Kind;
 
+/// The `name`, `arity` and `infer` of a corpus op with one input, checked
+/// by `$check(&self.name, inputs)`, and one output of the input's type.
+/// Shared with DebugMode's corpus.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! corpus_unary_basics {
+    ($check:path) => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+        fn arity(&self) -> vigil_engine::ops::Arity {
+            vigil_engine::ops::Arity::exactly(1)
+        }
+        fn infer(
+            &self,
+            inputs: &[vigil_engine::ops::TypeInfo],
+        ) -> vigil_engine::Result<Vec<vigil_engine::ops::TypeInfo>> {
+            vigil_engine::ops::check_arity(self, inputs.len())?;
+            $check(&self.name, inputs)?;
+            Ok(vec![inputs[0].clone()])
+        }
+    };
+}
+
 fn need_f32(op: &str, inputs: &[TypeInfo]) -> Result<()> {
     match inputs.iter().find(|t| t.dtype != DType::F32) {
         Some(t) => op_err(format!("op '{op}' takes f32 inputs, got {}", t.dtype)),
@@ -100,17 +124,7 @@ impl Identity {
 }
 
 impl Op for Identity {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, inputs.len())?;
-        need_f32(&self.name, inputs)?;
-        Ok(vec![inputs[0].clone()])
-    }
+    corpus_unary_basics!(need_f32);
     fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         Ok(vec![inputs[0].clone()])
     }
@@ -240,17 +254,7 @@ impl Increment {
 }
 
 impl Op for Increment {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, inputs.len())?;
-        need_f32(&self.name, inputs)?;
-        Ok(vec![inputs[0].clone()])
-    }
+    corpus_unary_basics!(need_f32);
     fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let x = &inputs[0];
         if x.ndim() != 1 {
@@ -286,17 +290,7 @@ impl LazyScale {
 }
 
 impl Op for LazyScale {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, inputs.len())?;
-        need_f32(&self.name, inputs)?;
-        Ok(vec![inputs[0].clone()])
-    }
+    corpus_unary_basics!(need_f32);
     fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         if self.fixed {
             inputs[0].write(|mut v: ArrayViewMutD<'_, f32>| v.mapv_inplace(|x| x * 2.0))?;
@@ -325,17 +319,7 @@ impl View {
 }
 
 impl Op for View {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, inputs.len())?;
-        need_f32(&self.name, inputs)?;
-        Ok(vec![inputs[0].clone()])
-    }
+    corpus_unary_basics!(need_f32);
     fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         if self.fixed {
             Ok(vec![inputs[0].clone()])
@@ -479,17 +463,7 @@ impl CachedDouble {
 }
 
 impl Op for CachedDouble {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(1)
-    }
-    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, inputs.len())?;
-        need_f32(&self.name, inputs)?;
-        Ok(vec![inputs[0].clone()])
-    }
+    corpus_unary_basics!(need_f32);
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let x = &inputs[0];
         let out = if self.fixed {
