@@ -13,7 +13,9 @@
 //! ```
 //!
 //! `VIGIL_SIDES=debug,orders` and `VIGIL_WORKLOADS=mlp_step,chain16_8m,mlp_grads,minimize`
-//! narrow the paired run (the plain side always runs: it is the baseline).
+//! narrow the paired run (the plain side always runs: it is the baseline);
+//! a side `checks=lockstep+poison` runs just the checks named, to see what
+//! each one costs.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -43,13 +45,22 @@ fn sides() -> Vec<(&'static str, Option<DebugConfig>)> {
         ("orders", Some(checks("orders"))),
         ("prealloc", Some(checks("prealloc"))),
     ];
-    match std::env::var("VIGIL_SIDES") {
-        Ok(keep) => all
-            .into_iter()
-            .filter(|(name, _)| *name == "plain" || keep.split(',').any(|k| k == *name))
-            .collect(),
-        Err(_) => all,
+    let Ok(keep) = std::env::var("VIGIL_SIDES") else {
+        return all;
+    };
+    let mut sides: Vec<_> = all
+        .into_iter()
+        .filter(|(name, _)| *name == "plain" || keep.split(',').any(|k| k == *name))
+        .collect();
+    // `checks=lockstep+poison` is a side with just those checks, to see
+    // what each costs.
+    for k in keep.split(',') {
+        if let Some(list) = k.strip_prefix("checks=") {
+            let name: &'static str = Box::leak(k.to_string().into_boxed_str());
+            sides.push((name, Some(checks(&list.replace('+', ",")))));
+        }
     }
+    sides
 }
 
 /// The gradient check, on the MLP whose gradients are outputs.

@@ -163,18 +163,32 @@ fn compare_typed<T: Element>(
 
 /// Whether every element of `a` is [`same`] as its partner in `b`. On
 /// contiguous data of one layout this runs over fixed-size blocks without
-/// an early exit inside a block, so the compiler vectorizes it and the check
-/// runs at memory bandwidth.
+/// an early exit inside a block, so the compiler vectorizes it, and long
+/// slices are split across the rayon pool like the elementwise kernels
+/// (see [`crate::parallel`]): the check runs at memory bandwidth.
 fn all_same<T: Element>(a: &ndarray::ArrayViewD<'_, T>, b: &ndarray::ArrayViewD<'_, T>) -> bool {
     const BLOCK: usize = 256;
-    match (a.as_slice_memory_order(), b.as_slice_memory_order()) {
-        (Some(x), Some(y)) if a.strides() == b.strides() => x
-            .chunks(BLOCK)
+    let blocks_same = |x: &[T], y: &[T]| {
+        x.chunks(BLOCK)
             .zip(y.chunks(BLOCK))
-            .all(|(p, q)| p.iter().zip(q).fold(true, |ok, (&u, &v)| ok & same(u, v))),
+            .all(|(p, q)| p.iter().zip(q).fold(true, |ok, (&u, &v)| ok & same(u, v)))
+    };
+    match (a.as_slice_memory_order(), b.as_slice_memory_order()) {
+        (Some(x), Some(y)) if a.strides() == b.strides() => {
+            use rayon::prelude::*;
+            if x.len() < crate::ops::vmath::PARALLEL_ELEMS || !crate::parallel::intra_op() {
+                return blocks_same(x, y);
+            }
+            x.par_chunks(TASK)
+                .zip(y.par_chunks(TASK))
+                .all(|(p, q)| blocks_same(p, q))
+        }
         _ => ndarray::Zip::from(a).and(b).all(|&x, &y| same(x, y)),
     }
 }
+
+/// Elements per parallel task of [`all_same`].
+const TASK: usize = 1 << 16;
 
 /// Distance in representable values of `dtype` between two floats (0 for
 /// other dtypes, `u64::MAX` when one is NaN).
@@ -270,6 +284,38 @@ mod tests {
         assert!(c.sample.iter().all(|&e| e == 0.0), "517 is not a multiple of 4");
         assert_eq!(c.first[0].index, vec![517]);
         assert_eq!(c.max_abs, f64::INFINITY);
+    }
+
+    #[test]
+    fn long_tensors_find_one_difference_in_any_part_with_and_without_threads() {
+        let n = 5 * TASK + 3;
+        let want: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        for threads in [true, false] {
+            crate::parallel::set_intra_op(threads);
+            for at in [0, TASK - 1, TASK, 3 * TASK + 17, n - 1] {
+                let mut got = want.clone();
+                got[at] = -1.0;
+                let c = compare(
+                    &Tensor::from_vec(&[n], got).unwrap(),
+                    &Tensor::from_vec(&[n], want.clone()).unwrap(),
+                    Tolerance::EXACT,
+                )
+                .unwrap();
+                assert_eq!(
+                    (c.differing, c.first[0].index.clone()),
+                    (1, vec![at]),
+                    "threads {threads}"
+                );
+            }
+            let same = Tensor::from_vec(&[n], want.clone()).unwrap();
+            assert_eq!(
+                compare(&same, &same.deep_copy().unwrap(), Tolerance::EXACT)
+                    .unwrap()
+                    .differing,
+                0
+            );
+        }
+        crate::parallel::set_intra_op(true);
     }
 
     #[test]

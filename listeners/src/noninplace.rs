@@ -29,12 +29,16 @@
 //!
 //! # Reuse
 //!
-//! Every write through `Tensor::write`/`set_at` bumps the buffer's version.
-//! A hash taken at (buffer id, version, layout) is reused while the three
-//! stay the same: after an op that did not write, and by the next op reading
-//! the same value. A kernel that writes through `Buffer::borrow_mut`
-//! directly bypasses the version; turn [`NonInplaceConfig::reuse`] off to
-//! hash every time.
+//! Every mutable borrow of a buffer (`Tensor::write`, `set_at`,
+//! `Buffer::borrow_mut`) bumps its version, so safe code cannot write
+//! without it. A hash taken at (buffer id, version, layout) is reused while
+//! the three stay the same: after an op that did not write, and by the next
+//! op reading the same value. The view of an input the op may change (it
+//! is declared destroyed, or shares memory with one that is) is not hashed
+//! at all: its change is allowed, and a declared destroy that never wrote
+//! shows as an unchanged version. A chain of in-place ops over dense
+//! buffers so costs no hashing. Turn [`NonInplaceConfig::reuse`] off to
+//! trust no version and hash every time.
 //!
 //! # Modes
 //!
@@ -123,6 +127,9 @@ pub struct NonInplaceStats {
     /// Hashes (or copies) taken over instead of recomputed.
     pub hashes_reused: usize,
     pub bytes_not_rehashed: u64,
+    /// Hashes not needed: views of inputs the op may change, before and
+    /// after (see the module documentation).
+    pub hashes_skipped: usize,
     pub bytes_copied: u64,
     /// Inputs that could not be read (left unchecked).
     pub errors: usize,
@@ -160,7 +167,10 @@ struct Before {
     /// may change.
     may_change: bool,
     version: u64,
-    view: Snap,
+    /// `None` for an input the op may change while versions are trusted:
+    /// its view is allowed to change, and a declared destroy that never
+    /// wrote shows as an unchanged version, so hashing it would be wasted.
+    view: Option<Snap>,
     /// The outside or its guard band; `None` when not checked, or when the
     /// view covers the whole buffer.
     outside: Option<(Part, Snap)>,
@@ -327,7 +337,12 @@ impl NonInplaceValidationListener {
                     .get(d)
                     .is_some_and(|x| x.same_buffer(t) && x.layout() != t.layout())
         });
-        let view = self.take(t, Part::View, self.config.reuse)?;
+        let view = if may_change && self.config.reuse {
+            self.stats.hashes_skipped += 2;
+            None
+        } else {
+            Some(self.take(t, Part::View, self.config.reuse)?)
+        };
         // A dense view with as many elements as its buffer reaches all of it.
         let region = Region::new(t.layout());
         let distinct = region.len();
@@ -387,11 +402,15 @@ impl NonInplaceValidationListener {
         let t = &ev.inputs[b.index];
         let unchanged_version = t.version() == b.version;
         let trust = self.config.reuse && unchanged_version;
-        let view_changed = if trust {
-            self.reused(b.view.bytes());
-            false
-        } else {
-            !b.view.same(&self.take(t, Part::View, self.config.reuse)?)
+        // `None`: not hashed (the op may change it); a new version then
+        // means it was written.
+        let view_changed = match &b.view {
+            Some(v) if trust => {
+                self.reused(v.bytes());
+                Some(false)
+            }
+            Some(v) => Some(!v.same(&self.take(t, Part::View, self.config.reuse)?)),
+            None => Some(false).filter(|_| unchanged_version),
         };
         let outside_changed = match &b.outside {
             Some((_, o)) if trust => {
@@ -408,9 +427,9 @@ impl NonInplaceValidationListener {
             .map(|&v| ev.graph.var(v).name.as_str())
             .unwrap_or("?");
         let mut out = Vec::new();
-        if view_changed && !b.may_change {
+        if let (Some(true), false, Some(view)) = (view_changed, b.may_change, &b.view) {
             let mut d = self.details(ev, &b, t);
-            self.describe(&mut d, t, &b.view, Part::View, "view")?;
+            self.describe(&mut d, t, view, Part::View, "view")?;
             out.push(
                 at_op(
                     Kind::DESTROYED_INPUT,
@@ -429,6 +448,7 @@ impl NonInplaceValidationListener {
             if let Some((part, o)) = &b.outside {
                 self.describe(&mut d, t, o, *part, "outside")?;
             }
+            // null: the view was not hashed (the op may change it).
             d.insert("view_changed".into(), json!(view_changed));
             let mut message = format!(
                 "the op wrote into the buffer of input {} ('{var}') outside the input's own elements",
@@ -445,7 +465,7 @@ impl NonInplaceValidationListener {
                     .with_details(Value::Object(d)),
             );
         }
-        if b.declared && unchanged_version && !view_changed && !outside_changed {
+        if b.declared && unchanged_version && view_changed == Some(false) && !outside_changed {
             let d = self.details(ev, &b, t);
             out.push(
                 at_op(

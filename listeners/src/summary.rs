@@ -49,6 +49,19 @@ impl Default for Acc {
 }
 
 impl Acc {
+    /// Adds the elements `other` summarized.
+    pub fn merge(&mut self, other: &Acc) {
+        self.nan += other.nan;
+        self.neg_inf += other.neg_inf;
+        self.pos_inf += other.pos_inf;
+        self.negative += other.negative;
+        self.zero += other.zero;
+        self.positive += other.positive;
+        self.lo = self.lo.min(other.lo);
+        self.hi = self.hi.max(other.hi);
+        self.sum += other.sum;
+    }
+
     /// Adds one element, given as f64 (the scalar path).
     pub fn push(&mut self, f: f64) {
         if f.is_nan() {
@@ -315,7 +328,34 @@ pub fn for_each_run<T: Element>(v: &ArrayViewD<'_, T>, mut f: impl FnMut(&[T])) 
 
 /// Summarizes every logical element of `v` into `acc`.
 pub fn summarize<T: Summarize>(v: &ArrayViewD<'_, T>, acc: &mut Acc) {
-    for_each_run(v, |run| T::summarize_run(run, acc));
+    for_each_run(v, |run| summarize_long(run, acc));
+}
+
+/// Elements per part of a long run (a whole number of f32 blocks).
+const TASK: usize = 1 << 16;
+
+/// A run longer than [`TASK`] is summarized in parts of `TASK` elements,
+/// merged in order: on the rayon pool when intra-op parallelism is on (see
+/// `vigil_engine::parallel`), else on this thread. The parts are the same
+/// either way, so the sum is bit-identical with or without threads.
+fn summarize_long<T: Summarize>(run: &[T], acc: &mut Acc) {
+    use rayon::prelude::*;
+    if run.len() <= TASK {
+        return T::summarize_run(run, acc);
+    }
+    let part = |c: &[T]| {
+        let mut a = Acc::default();
+        T::summarize_run(c, &mut a);
+        a
+    };
+    let parts: Vec<Acc> = if vigil_engine::parallel::intra_op() {
+        run.par_chunks(TASK).map(part).collect()
+    } else {
+        run.chunks(TASK).map(part).collect()
+    };
+    for p in &parts {
+        acc.merge(p);
+    }
 }
 
 #[cfg(test)]
@@ -371,6 +411,35 @@ mod tests {
         assert!((a.sum - b.sum).abs() <= 1e-7 * mag, "{} vs {}", a.sum, b.sum);
         assert!(!f32::all_finite(&xs));
         assert!(f32::all_finite(&[1.5f32; 40_000]));
+    }
+
+    #[test]
+    fn long_runs_in_parts_are_bit_identical_with_and_without_threads() {
+        let xs: Vec<f32> = (0..(3 * TASK + 1234))
+            .map(|i| match i % 65_537 {
+                5 => f32::NAN,
+                9 => f32::NEG_INFINITY,
+                _ => ((i * 7919) % 10_007) as f32 * 1e-3 - 4.0,
+            })
+            .collect();
+        let v = Array1::from(xs.clone()).into_dyn();
+        let run = |threads: bool| {
+            vigil_engine::parallel::set_intra_op(threads);
+            let mut a = Acc::default();
+            summarize(&v.view(), &mut a);
+            vigil_engine::parallel::set_intra_op(true);
+            a
+        };
+        let (par, seq) = (run(true), run(false));
+        assert_eq!(par, seq);
+        assert_eq!(par.sum.to_bits(), seq.sum.to_bits());
+        let b = scalar(&xs);
+        assert_eq!((par.nan, par.neg_inf), (b.nan, b.neg_inf));
+        assert_eq!(
+            (par.negative, par.zero, par.positive),
+            (b.negative, b.zero, b.positive)
+        );
+        assert_eq!((par.lo, par.hi), (b.lo, b.hi));
     }
 
     #[test]

@@ -35,7 +35,11 @@ fn hash_reuse_skips_most_of_the_bytes() {
     assert_eq!(cold.hashes_reused, 0);
     assert_eq!(cold.ops_checked, warm.ops_checked);
     assert!(warm.hashes_reused > 0);
-    assert_eq!(warm.hashes_computed + warm.hashes_reused, cold.hashes_computed);
+    assert!(warm.hashes_skipped > 0, "the in-place ops' destroyed views");
+    assert_eq!(
+        warm.hashes_computed + warm.hashes_reused + warm.hashes_skipped,
+        cold.hashes_computed
+    );
     // 58% of the bytes are not rehashed on this graph.
     assert!(warm.bytes_hashed * 2 < cold.bytes_hashed, "{warm:?} vs {cold:?}");
 }
