@@ -117,7 +117,7 @@ pub fn take<T: Element>(len: usize) -> Vec<T> {
             HITS.fetch_add(1, Ordering::Relaxed);
             if policy == PoolPolicy::Zero {
                 let mut v = v;
-                v.fill(T::default());
+                fill(&mut v, T::default());
                 return v;
             }
             v
@@ -128,9 +128,19 @@ pub fn take<T: Element>(len: usize) -> Vec<T> {
         }
     };
     if policy == PoolPolicy::Poison {
-        v.fill(T::POISON);
+        fill(&mut v, T::POISON);
     }
     v
+}
+
+/// `v.fill(x)`, split across the rayon pool for long vectors (zeroing and
+/// poisoning are a memory-bound pass over every byte, as large as a kernel's).
+fn fill<T: Element>(v: &mut [T], x: T) {
+    use rayon::prelude::*;
+    if v.len() < crate::ops::vmath::PARALLEL_ELEMS || !crate::parallel::intra_op() {
+        return v.fill(x);
+    }
+    v.par_chunks_mut(1 << 16).for_each(|c| c.fill(x));
 }
 
 /// A vector of `len` default (zero / false) elements.
@@ -138,7 +148,7 @@ pub fn take_zeroed<T: Element>(len: usize) -> Vec<T> {
     match pop::<T>(len) {
         Some(mut v) => {
             HITS.fetch_add(1, Ordering::Relaxed);
-            v.fill(T::default());
+            fill(&mut v, T::default());
             v
         }
         None => {
