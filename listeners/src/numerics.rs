@@ -135,6 +135,20 @@ impl NumericsListener {
     }
 }
 
+/// The index (logical order) and value of the first NaN or infinity of `t`.
+/// Only asked for on the failure path, so a plain walk is fine.
+fn first_non_finite(t: &Tensor) -> Option<(Vec<usize>, f64)> {
+    vigil_engine::dispatch_all!(t.dtype(), T => t
+        .read(|v: ArrayViewD<'_, T>| {
+            v.indexed_iter()
+                .map(|(i, x)| (i, vigil_engine::Element::to_f64(*x)))
+                .find(|(_, x)| !x.is_finite())
+                .map(|(i, x)| (ndarray::Dimension::slice(&i).to_vec(), x))
+        })
+        .ok()
+        .flatten())
+}
+
 impl Listener for NumericsListener {
     fn pre_op(&mut self, _at: &At, ev: &OpEvent) {
         let mut ok = true;
@@ -156,17 +170,20 @@ impl Listener for NumericsListener {
         let bad = outputs.iter().any(|h| h.non_finite() > 0);
         if bad && inputs_finite {
             for (k, h) in outputs.iter().enumerate().filter(|(_, h)| h.non_finite() > 0) {
+                let mut message = format!(
+                    "output {k} has {} NaN, {} -inf, {} +inf from all-finite inputs",
+                    h.nan, h.neg_inf, h.pos_inf
+                );
+                let first = ev.outputs.get(k).and_then(first_non_finite);
+                if let Some((index, x)) = &first {
+                    let list: Vec<String> = index.iter().map(|i| i.to_string()).collect();
+                    message.push_str(&format!(", the first at [{}] ({x})", list.join(", ")));
+                }
+                let first = first.map(|(index, x)| json!({ "index": index, "value": x.to_string() }));
                 self.findings.push(
-                    at_op(
-                        Kind::NON_FINITE,
-                        ev,
-                        format!(
-                            "output {k} has {} NaN, {} -inf, {} +inf from all-finite inputs",
-                            h.nan, h.neg_inf, h.pos_inf
-                        ),
-                    )
-                    .with_output(k)
-                    .with_details(json!({ "health": h })),
+                    at_op(Kind::NON_FINITE, ev, message)
+                        .with_output(k)
+                        .with_details(json!({ "health": h, "first": first })),
                 );
             }
         }
