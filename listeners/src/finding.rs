@@ -23,3 +23,15 @@ pub trait Validator: Listener {
 pub(crate) fn hex(h: u64) -> String {
     format!("{h:016x}")
 }
+
+/// How a message names variable `v`: `'x'`, or for a view the variable the
+/// user knows, `'create_view_2' (a view of 'x')`.
+pub(crate) fn var_label(g: &vigil_engine::Graph, v: vigil_engine::graph::VarId) -> String {
+    let name = &g.var(v).name;
+    let root = vigil_engine::destroy::DestroyHandler::new(g).root(v);
+    if root == v {
+        format!("'{name}'")
+    } else {
+        format!("'{name}' (a view of '{}')", g.var(root).name)
+    }
+}

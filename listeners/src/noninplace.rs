@@ -420,12 +420,13 @@ impl NonInplaceValidationListener {
             Some((part, o)) => !o.same(&self.take(t, *part, self.config.reuse)?),
             None => false,
         };
-        let var = ev
-            .node
-            .inputs
-            .get(b.index)
-            .map(|&v| ev.graph.var(v).name.as_str())
-            .unwrap_or("?");
+        // Named once something is wrong: the label walks the view chain.
+        let var = || {
+            ev.node
+                .inputs
+                .get(b.index)
+                .map_or_else(|| "'?'".to_string(), |&v| crate::finding::var_label(ev.graph, v))
+        };
         let mut out = Vec::new();
         if let (Some(true), false, Some(view)) = (view_changed, b.may_change, &b.view) {
             let mut d = self.details(ev, &b, t);
@@ -435,8 +436,9 @@ impl NonInplaceValidationListener {
                     Kind::DESTROYED_INPUT,
                     ev,
                     format!(
-                        "input {} ('{var}') changed, but the op's destroy_map does not declare it",
-                        b.index
+                        "input {} ({}) changed, but the op's destroy_map does not declare it",
+                        b.index,
+                        var()
                     ),
                 )
                 .with_input(b.index)
@@ -451,8 +453,9 @@ impl NonInplaceValidationListener {
             // null: the view was not hashed (the op may change it).
             d.insert("view_changed".into(), json!(view_changed));
             let mut message = format!(
-                "the op wrote into the buffer of input {} ('{var}') outside the input's own elements",
-                b.index
+                "the op wrote into the buffer of input {} ({}) outside the input's own elements",
+                b.index,
+                var()
             );
             if let Some(first) = d.get_mut("outside").and_then(|o| o.get_mut("first_changed")) {
                 let base = base_of(ev, b.index, t);
@@ -472,8 +475,9 @@ impl NonInplaceValidationListener {
                     Kind::DECLARED_DESTROY_UNUSED,
                     ev,
                     format!(
-                        "the op declares it destroys input {} ('{var}') but never wrote it",
-                        b.index
+                        "the op declares it destroys input {} ({}) but never wrote it",
+                        b.index,
+                        var()
                     ),
                 )
                 .with_input(b.index)

@@ -30,7 +30,13 @@ fn cheap_mode_checks_the_outside_only_when_the_buffer_is_at_most_k_views() {
     // 8 elements <= 4 x 2: checked and caught.
     let (g, f) = increment_on_slice(8);
     let mut l = NonInplaceValidationListener::new();
-    assert_eq!(kinds(&run_with(&g, &f, &mut l)), vec![Kind::OUT_OF_VIEW_WRITE]);
+    let found = run_with(&g, &f, &mut l);
+    assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE]);
+    assert!(
+        found[0].message.contains("(a view of 'x')"),
+        "names the user's variable: {}",
+        found[0].message
+    );
     assert_eq!((l.stats().outside_checked, l.stats().guard_checked), (1, 0));
 
     // 9 elements > 4 x 2: only the guard band is hashed (the view x[2:4]

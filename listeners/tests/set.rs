@@ -169,7 +169,11 @@ fn only_the_op_that_creates_nan_is_blamed() {
     assert_eq!(kinds(&found), vec![Kind::NON_FINITE]);
     assert_eq!(found[0].op, "broken_safe_div");
     // 0/0 at index 0 is the first bad element.
-    assert!(found[0].message.ends_with("the first at [0] (NaN)"), "{}", found[0].message);
+    assert!(
+        found[0].message.ends_with("the first at [0] (NaN)"),
+        "{}",
+        found[0].message
+    );
     assert_eq!(found[0].details["first"]["index"], serde_json::json!([0]));
     let h = l.health(&found[0].node).unwrap();
     assert!(h.created_non_finite && !h.propagated);
