@@ -6,18 +6,17 @@
 #![forbid(unsafe_code)]
 
 mod error;
-mod hooks;
 pub mod listeners;
 pub mod optim;
 mod step;
 mod trainer;
 
 pub use error::{Result, TrainError};
-pub use hooks::UpdateHooks;
 pub use listeners::{EarlyStopping, StepDecay};
 pub use optim::{Adam, LearningRate, Optimizer, Sgd};
-pub use step::{build_step, parameters, updated_parameters};
+pub use step::{build_step, parameters};
 pub use trainer::{Feeds, FitSummary, Trainer, Validation};
+pub use vigil_engine::exec::updated_parameters;
 
 /// `docs/training.md`, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -2,7 +2,7 @@
 //! optimizer's in-place updates, then the in-place pass over the rest.
 
 use vigil_autodiff::{grad, grad_name};
-use vigil_engine::graph::{Graph, GraphBuilder, NodeId, VarId, VarKind};
+use vigil_engine::graph::{Graph, GraphBuilder, VarKind};
 use vigil_engine::inplace;
 
 use crate::error::{Result, TrainError};
@@ -42,28 +42,4 @@ pub fn build_step(forward: &Graph, loss: &str, optimizer: &dyn Optimizer) -> Res
     let refs: Vec<_> = outs.iter().collect();
     let step = b.build(&refs)?;
     Ok(inplace::run(&step)?.graph)
-}
-
-/// For each node that overwrites a parameter's buffer (directly, or at
-/// the end of a chain of in-place ops starting at it), the parameter.
-pub fn updated_parameters(g: &Graph) -> Vec<(NodeId, String)> {
-    let source = |mut v: VarId| loop {
-        match &g.var(v).kind {
-            VarKind::Parameter(_) => return Some(g.var(v).name.clone()),
-            VarKind::Output { node, index } => {
-                let n = g.node(*node);
-                let &(_, i) = n.op.destroy_map().iter().find(|&&(o, _)| o == *index)?;
-                v = n.inputs[i];
-            }
-            _ => return None,
-        }
-    };
-    g.nodes()
-        .iter()
-        .enumerate()
-        .filter_map(|(id, n)| {
-            let &(_, i) = n.op.destroy_map().first()?;
-            source(n.inputs[i]).map(|p| (id, p))
-        })
-        .collect()
 }

@@ -7,9 +7,8 @@ use vigil_engine::exec::{At, Executor, Flow, Listener, Metrics, Operation, RunOp
 use vigil_engine::{Graph, Tensor};
 
 use crate::error::{Result, TrainError};
-use crate::hooks::UpdateHooks;
 use crate::optim::Optimizer;
-use crate::step::{build_step, updated_parameters};
+use crate::step::build_step;
 
 /// Named input values of one batch.
 pub type Feeds = HashMap<String, Tensor>;
@@ -39,7 +38,6 @@ pub struct Trainer {
     step: Graph,
     loss: String,
     optimizer: Box<dyn Optimizer>,
-    updates: HashMap<usize, String>,
     validation: Option<Validation>,
     steps_done: usize,
 }
@@ -57,13 +55,11 @@ impl Trainer {
     /// trained values.
     pub fn new(forward: &Graph, loss: &str, optimizer: impl Optimizer + 'static) -> Result<Trainer> {
         let step = build_step(forward, loss, &optimizer)?;
-        let updates = updated_parameters(&step).into_iter().collect();
         Ok(Trainer {
             forward: forward.clone(),
             step,
             loss: loss.to_string(),
             optimizer: Box::new(optimizer),
-            updates,
             validation: None,
             steps_done: 0,
         })
@@ -102,22 +98,15 @@ impl Trainer {
         listener: &mut dyn Listener,
     ) -> Result<f64> {
         let feeds = self.step_feeds(batch)?;
-        let mut hooks = UpdateHooks {
-            inner: listener,
-            updates: &self.updates,
-            error: None,
-        };
+        // The executor fires `pre_update` before each parameter update.
         let out = exec.run_with(
             &feeds,
-            &mut hooks,
+            listener,
             &RunOptions {
                 at,
                 ..RunOptions::default()
             },
         )?;
-        if let Some(e) = hooks.error {
-            return Err(e.into());
-        }
         self.steps_done += 1;
         scalar_output(&out, &self.loss)
     }

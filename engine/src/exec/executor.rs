@@ -80,6 +80,8 @@ pub struct Executor<'g> {
     /// Nodes each node must follow: producers of its inputs and the destroy
     /// handler's orderings.
     preds: Vec<Vec<NodeId>>,
+    /// Nodes that overwrite a parameter, and its name (`pre_update`).
+    updates: HashMap<NodeId, String>,
 }
 
 /// How a message names a source variable's kind.
@@ -191,6 +193,7 @@ impl<'g> Executor<'g> {
             destroyed_sources,
             constant_buffers,
             preds,
+            updates: crate::exec::updated_parameters(graph),
         })
     }
 
@@ -430,6 +433,28 @@ impl<'g> Cursor<'_, 'g> {
         &self.live
     }
 
+    /// `pre_update(param, old, new)` before `node` overwrites `param`: the
+    /// new value comes from the op's pure twin, in a fresh buffer.
+    fn fire_pre_update(
+        &self,
+        listener: &mut dyn Listener,
+        at: &At,
+        node: &Node,
+        param: &str,
+        inputs: &[Tensor],
+    ) -> Result<()> {
+        let (Some(&(out, input)), Some(twin)) = (node.op.destroy_map().first(), node.op.pure_twin()) else {
+            return Ok(());
+        };
+        let new = twin
+            .compute(inputs, &mut OpCtx::new(&node.name))
+            .map_err(|e| e.at_node(&node.name))?;
+        if let (Some(old), Some(new)) = (inputs.get(input), new.get(out)) {
+            listener.pre_update(at, param, old, new);
+        }
+        Ok(())
+    }
+
     /// Runs the next node and releases what it read last; `None` when the
     /// run is complete.
     pub fn step(&mut self, listener: &mut dyn Listener) -> Result<Option<Step>> {
@@ -459,6 +484,9 @@ impl<'g> Cursor<'_, 'g> {
             ..self.opts.at
         };
         if self.hooks {
+            if let Some(param) = self.exec.updates.get(&nid) {
+                self.fire_pre_update(listener, &at, node, param, &inputs)?;
+            }
             listener.pre_op(
                 &at,
                 &OpEvent {

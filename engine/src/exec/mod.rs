@@ -4,8 +4,10 @@ mod executor;
 mod listener;
 mod live;
 mod snapshot;
+mod updates;
 
 pub use executor::{Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step};
 pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation};
 pub use live::LiveValues;
 pub use snapshot::{copy_values, Copier, Snapshot};
+pub use updates::updated_parameters;
