@@ -59,6 +59,37 @@ pub struct Finding {
     /// Structured facts; an object whose keys depend on the kind.
     #[serde(default = "empty_object")]
     pub details: Value,
+    /// In a training loop: the first and last iteration the finding was
+    /// seen at and how often (the same finding from later iterations is
+    /// folded into this one). `None` outside loops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<Seen>,
+}
+
+/// An epoch and an iteration of a training loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Iteration {
+    pub epoch: usize,
+    pub iteration: usize,
+}
+
+/// When a finding repeated across a loop's iterations was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    pub first: Iteration,
+    pub last: Iteration,
+    /// Times it was seen (once per iteration, unless an op repeats it).
+    pub count: usize,
+}
+
+impl Seen {
+    pub fn once(at: Iteration) -> Seen {
+        Seen {
+            first: at,
+            last: at,
+            count: 1,
+        }
+    }
 }
 
 fn empty_object() -> Value {
@@ -81,6 +112,7 @@ impl Finding {
             output: None,
             message: message.replace('\n', " "),
             details: empty_object(),
+            seen: None,
         }
     }
 
@@ -104,6 +136,26 @@ impl Finding {
         self.node = node.into();
         self.op = op.into();
         self
+    }
+
+    /// Whether `other` is the same defect seen again: same kind, case,
+    /// node, op, input and output (the message may carry other values).
+    pub fn same_defect(&self, other: &Finding) -> bool {
+        (
+            &self.kind,
+            &self.case,
+            &self.node,
+            &self.op,
+            self.input,
+            self.output,
+        ) == (
+            &other.kind,
+            &other.case,
+            &other.node,
+            &other.op,
+            other.input,
+            other.output,
+        )
     }
 
     pub fn with_input(mut self, i: usize) -> Finding {

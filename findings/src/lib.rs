@@ -10,5 +10,5 @@
 mod finding;
 mod kind;
 
-pub use finding::{json_f64, Finding, Severity};
+pub use finding::{json_f64, Finding, Iteration, Seen, Severity};
 pub use kind::Kind;

@@ -96,7 +96,7 @@ macro_rules! fan_out {
                 Flow::Continue
             });
             if matches!(stringify!($name), "operation_end" | "iteration_done") {
-                self.collect();
+                self.collect_at(at);
             }
         })*
     };
@@ -237,6 +237,42 @@ impl ListenerSet {
             .filter(|m| !m.enabled)
             .map(|m| m.name.as_str())
             .collect()
+    }
+
+    /// Like [`ListenerSet::collect`], at a point of a run: in a training
+    /// loop, each new finding is stamped with its epoch and iteration, and
+    /// one already seen at an earlier iteration (the same defect: see
+    /// [`Finding::same_defect`]) is folded into it, counted, with its last
+    /// iteration, instead of repeated.
+    pub fn collect_at(&mut self, at: &At) {
+        let start = self.findings.len();
+        self.collect();
+        if !matches!(at.operation, Operation::Training | Operation::TrainingValidation) {
+            return;
+        }
+        let now = vigil_findings::Iteration {
+            epoch: at.epoch,
+            iteration: at.iteration,
+        };
+        let new: Vec<Finding> = self.findings.drain(start..).collect();
+        for mut f in new {
+            match self
+                .findings
+                .iter_mut()
+                .find(|e| e.seen.is_some() && e.same_defect(&f))
+            {
+                Some(e) => {
+                    if let Some(s) = &mut e.seen {
+                        s.count += 1;
+                        s.last = now;
+                    }
+                }
+                None => {
+                    f.seen = Some(vigil_findings::Seen::once(now));
+                    self.findings.push(f);
+                }
+            }
+        }
     }
 
     /// Moves the members' findings into the set (done at the end of each

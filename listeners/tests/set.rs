@@ -243,3 +243,51 @@ fn the_set_and_its_adapter_forward_every_hook() {
         assert!(names.contains(&hook), "{hook} not forwarded: {names:?}");
     }
 }
+
+#[test]
+fn a_finding_repeated_across_training_iterations_is_folded_with_its_first_and_last() {
+    let g = builder("loop");
+    let a = g.mutable_input("a", DType::F32, &[4]);
+    let b = g.input("b", DType::F32, &[4]);
+    let y = a.op("broken_accumulate", &[&b], Default::default()).unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    let exec = vigil_engine::Executor::new(&graph).unwrap();
+    let mut set = standard_set();
+    for epoch in 0..2 {
+        for iteration in 0..3 {
+            // Fresh feeds each step, as a loop over batches has.
+            let f = feeds(&[("a", ramp(&[4])), ("b", ramp(&[4]))]);
+            let at = vigil_engine::exec::At {
+                epoch,
+                iteration,
+                operation: vigil_engine::exec::Operation::Training,
+                node_index: None,
+            };
+            let opts = vigil_engine::RunOptions {
+                at,
+                ..Default::default()
+            };
+            exec.run_with(&f, &mut set, &opts).unwrap();
+            set.iteration_done(&at, None);
+        }
+    }
+    let found = set.take_findings();
+    assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT], "one finding, not six");
+    let seen = found[0].seen.expect("stamped in a training loop");
+    assert_eq!(seen.count, 6);
+    assert_eq!((seen.first.epoch, seen.first.iteration), (0, 0));
+    assert_eq!((seen.last.epoch, seen.last.iteration), (1, 2));
+    let j = serde_json::to_value(&found[0]).unwrap();
+    assert_eq!(j["seen"]["count"], 6);
+
+    // Outside a loop nothing is stamped or folded.
+    let mut set = standard_set();
+    for _ in 0..2 {
+        let f = feeds(&[("a", ramp(&[4])), ("b", ramp(&[4]))]);
+        exec.run_with(&f, &mut set, &Default::default()).unwrap();
+    }
+    let found = set.take_findings();
+    assert_eq!(found.len(), 2);
+    assert!(found.iter().all(|f| f.seen.is_none()));
+    assert!(serde_json::to_value(&found[0]).unwrap().get("seen").is_none());
+}
