@@ -57,14 +57,20 @@ fn elements<T: Copy, const W: usize>(
     typed: Vec<T>,
 ) -> Result<Vec<T>> {
     let v: Vec<T> = if !t.raw_data.is_empty() || typed.is_empty() && n > 0 {
-        if t.raw_data.len() != n * W {
+        let need = n.checked_mul(W).ok_or_else(|| {
+            bad(
+                t,
+                what,
+                format!("dims {:?} need more bytes than memory holds", t.dims),
+            )
+        })?;
+        if t.raw_data.len() != need {
             return Err(bad(
                 t,
                 what,
                 format!(
-                    "raw_data has {} bytes, {n} elements of {W} bytes need {}",
-                    t.raw_data.len(),
-                    n * W
+                    "raw_data has {} bytes, {n} elements of {W} bytes need {need}",
+                    t.raw_data.len()
                 ),
             ));
         }
@@ -215,7 +221,16 @@ mod tests {
         p.data_type = DataType::FLOAT16.value();
         let e = to_tensor(&p, "x").unwrap_err().to_string();
         assert!(e.contains("'w'") && e.contains("float16"), "{e}");
+        // Found by fuzzing: an element count that fits but whose byte
+        // count overflows was a multiplication overflow.
         p.data_type = DataType::FLOAT.value();
+        p.dims = vec![1 << 62];
+        let e = to_tensor(&p, "x").unwrap_err().to_string();
+        assert!(
+            e.contains("tensor 'w': dims [4611686018427387904] need more bytes"),
+            "{e}"
+        );
+        p.dims = vec![3];
         p.data_location = DataLocation::EXTERNAL.into();
         assert!(matches!(
             to_tensor(&p, "x"),
