@@ -4,12 +4,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::case::{load_feeds, load_graph, CasePaths, FeedSource};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use vigil::case::{load_feeds, load_graph, CasePaths, FeedSource};
 use vigil_engine::graph::VarKind;
-use vigil_engine::{DType, Executor, RunOptions, Tensor};
+use vigil_engine::{DType, Executor, OpRegistry, RunOptions, Tensor};
 use vigil_listeners::{ListenerSet, ProfilingListener, RecordingListener, TracingListener};
 
 use super::output::OutputDir;
@@ -61,9 +61,9 @@ struct Manifest {
     outputs: BTreeMap<String, OutputEntry>,
 }
 
-pub fn run(a: ExecArgs) -> Result<ExitCode> {
+pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
     let case = CasePaths::resolve(&a.graph)?;
-    let graph = load_graph(&case.graph)?;
+    let graph = load_graph(&case.graph, registry)?;
     let dir = a.inputs_dir.clone().or(case.inputs.clone());
     if let Some(d) = &a.inputs_dir {
         if !d.is_dir() {
@@ -72,7 +72,7 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     }
     for &o in graph.outputs() {
         let name = &graph.var(o).name;
-        if !vigil::case::is_file_stem(name) {
+        if !crate::case::is_file_stem(name) {
             bail!(
                 "{}: output '{name}' cannot be a file name (use letters, digits, '_', '-', '.')",
                 case.graph.display()
