@@ -98,6 +98,11 @@ pub fn fmt_element(dtype: engine::DType, x: f64) -> String {
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// docs/kernel-authors.md's examples, compiled and run as doctests.
+#[doc = include_str!("../docs/kernel-authors.md")]
+#[cfg(doctest)]
+pub struct KernelAuthorsDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
