@@ -89,7 +89,8 @@ impl RunConfig {
 /// What checking one graph gave.
 pub struct Checked {
     /// The graph that ran: after the in-place pass unless
-    /// [`RunConfig::inplace`] is off (DebugMode runs both).
+    /// [`RunConfig::inplace`] is off; in debug mode the graph as given
+    /// (DebugMode runs both its in-place and its pure form).
     pub graph: Graph,
     pub outputs: Vec<(String, Tensor)>,
     /// Findings of the mode's detectors (none in plain mode).

@@ -1,4 +1,6 @@
-//! `vigil exec`: run one graph, write its outputs and a manifest.
+//! `vigil exec`: run one graph, write its outputs and a manifest; with
+//! `--mode validate|debug`, also check it as `vigil run` does and print
+//! the findings.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
