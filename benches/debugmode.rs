@@ -126,7 +126,7 @@ fn paired(
 
 /// A long graph with one bad in-place variant in the middle.
 fn failing_graph(nodes: usize) -> (Graph, Feeds) {
-    let mut r = vigil::case::registry().clone();
+    let mut r = vigil::default_registry();
     vigil::debugmode::broken::register(&mut r);
     let b = GraphBuilder::with_registry("failing", r);
     let x = b.input("x", DType::F32, &[64]);

@@ -35,13 +35,14 @@ fn run_1000(c: &mut Criterion) {
     thousand_cases(tmp.path());
     let cases = discover(&[tmp.path().to_path_buf()]).unwrap();
     assert_eq!(cases.len(), 1000);
+    let registry = vigil::default_registry();
     let mut group = c.benchmark_group("run");
     group.sample_size(10);
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
         let cfg = RunConfig::new(mode, Tolerance::default());
         group.bench_function(format!("1000_cases_{}", mode.name()), |b| {
             b.iter(|| {
-                let r: Vec<_> = cases.par_iter().map(|c| run_case(c, &cfg)).collect();
+                let r: Vec<_> = cases.par_iter().map(|c| run_case(c, &cfg, &registry)).collect();
                 assert!(r.iter().all(|c| c.status == vigil_reports::Status::Pass));
                 black_box(r)
             })

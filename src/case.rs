@@ -134,20 +134,19 @@ fn read_feed(graph: &Graph, name: &str, path: &Path) -> Result<Tensor> {
     Ok(t)
 }
 
-/// The ops graph files may use: the built-in library plus the broken-op
-/// corpus (`broken_*` and their `fixed_*` twins), so `suites/broken` loads.
-pub fn registry() -> &'static OpRegistry {
-    static REGISTRY: std::sync::OnceLock<OpRegistry> = std::sync::OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let mut r = vigil_listeners::broken::registry();
-        vigil_debugmode::broken::register(&mut r);
-        r
-    })
+/// The ops the `vigil` command knows: the built-in library plus the
+/// broken-op corpora (`broken_*` and their `fixed_*` twins), so
+/// `suites/broken` loads. A fresh registry each call: add your own ops to
+/// it (or start from [`OpRegistry::builtin`]) and pass it on.
+pub fn default_registry() -> OpRegistry {
+    let mut r = vigil_listeners::broken::registry();
+    vigil_debugmode::broken::register(&mut r);
+    r
 }
 
-/// Loads the graph of a case.
-pub fn load_graph(path: &Path) -> Result<Graph> {
-    Graph::load(path, registry()).map_err(anyhow::Error::from)
+/// Loads the graph of a case, making its ops from `registry`.
+pub fn load_graph(path: &Path, registry: &OpRegistry) -> Result<Graph> {
+    Graph::load(path, registry).map_err(anyhow::Error::from)
 }
 
 /// The `expected/*.npy` tensors of a case, by output name.

@@ -1,7 +1,9 @@
 //! Vigil: a validation and debug-mode harness for tensor op graphs with
 //! views and in-place operations.
 //!
-//! This crate is the `vigil` command plus a facade over the workspace crates:
+//! This crate is the `vigil` command ([`Cli`], which a kernel author's
+//! binary runs with their own ops registered), the suite runner
+//! ([`runner`]), plus a facade over the workspace crates:
 //! [`engine`] (tensors, ops, graphs, destroy handler, executor),
 //! [`listeners`], [`debugmode`], [`findings`] and [`reports`].
 
@@ -56,9 +58,13 @@ pub fn prepare(graph: &engine::Graph) -> engine::Result<engine::Graph> {
 }
 
 pub mod case;
+mod cli;
 pub mod onnx_suite;
 pub mod runner;
 pub mod suite;
+
+pub use case::default_registry;
+pub use cli::Cli;
 
 /// An error chain on one line, outermost context first, repeats dropped.
 pub fn one_line(e: &anyhow::Error) -> String {
@@ -91,6 +97,11 @@ pub fn fmt_element(dtype: engine::DType, x: f64) -> String {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/kernel-authors.md's examples, compiled and run as doctests.
+#[doc = include_str!("../docs/kernel-authors.md")]
+#[cfg(doctest)]
+pub struct KernelAuthorsDoctests;
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,8 @@
-//! The `vigil` command.
+//! The `vigil` command: the library's CLI over the built-in ops and the
+//! broken-op corpora.
 
 #![forbid(unsafe_code)]
 
-mod cli;
-
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    cli::main()
+fn main() -> std::process::ExitCode {
+    vigil::Cli::new().main()
 }

@@ -1,22 +1,26 @@
 //! Running suite cases: one case in a mode gives one report case. Modes
 //! that run a case several times (DebugMode) slot in as more [`Mode`]s.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
 use serde_json::json;
 use vigil_engine::compare::{compare, Tolerance as Within};
-use vigil_engine::{inplace, DType, Executor, RunOptions, Tensor};
+use vigil_engine::graph::Graph;
+use vigil_engine::{inplace, DType, Executor, OpRegistry, RunOptions, Tensor};
 use vigil_listeners::profile::ProfilingListener;
 use vigil_listeners::{
     ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
 };
-use vigil_reports::{Case, ErrorSample, Finding, OutputComparison, TimelineEntry};
+use vigil_reports::{Case, ErrorSample, Finding, OutputComparison, Report, TimelineEntry};
 
 use crate::case::{load_expected, load_feeds, load_graph, CasePaths, FeedSource};
-use crate::suite::CaseRef;
+use crate::onnx_suite::OnnxCases;
+use crate::suite::{discover, CaseRef};
 
 /// How a case is run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -66,6 +70,9 @@ pub struct RunConfig {
     pub tolerance: Tolerance,
     /// What `--mode debug` checks.
     pub debug: vigil_debugmode::DebugConfig,
+    /// Apply the in-place pass before plain and validate runs (default on;
+    /// DebugMode always runs both the in-place and the pure graph).
+    pub inplace: bool,
 }
 
 impl RunConfig {
@@ -74,16 +81,107 @@ impl RunConfig {
             mode,
             tolerance,
             debug: vigil_debugmode::DebugConfig::default(),
+            inplace: true,
         }
     }
 }
 
+/// What checking one graph gave.
+pub struct Checked {
+    /// The graph that ran: after the in-place pass unless
+    /// [`RunConfig::inplace`] is off; in debug mode the graph as given
+    /// (DebugMode runs both its in-place and its pure form).
+    pub graph: Graph,
+    pub outputs: Vec<(String, Tensor)>,
+    /// Findings of the mode's detectors (none in plain mode).
+    pub findings: Vec<Finding>,
+    /// Op timings (validate mode).
+    pub timeline: Vec<TimelineEntry>,
+    /// The caller's listeners after the run, with validate mode's added
+    /// (their findings already taken into `findings`).
+    pub listeners: ListenerSet,
+}
+
+/// Runs `graph` on `feeds` the way `vigil run` checks a case in
+/// `cfg.mode`, without comparing outputs: plain (the in-place pass, then the
+/// executor), validate (plus the non-in-place, view-map and numerics
+/// listeners, added to `listeners`) or debug (DebugMode). `listeners` join
+/// the run in plain and validate mode; DebugMode runs its own, so it leaves
+/// them untouched.
+pub fn check(
+    graph: &Graph,
+    feeds: &HashMap<String, Tensor>,
+    cfg: &RunConfig,
+    mut listeners: ListenerSet,
+) -> Result<Checked> {
+    if cfg.mode == Mode::Debug {
+        if !cfg.inplace {
+            bail!("DebugMode always runs the in-place pass beside a pure reference; it cannot turn it off");
+        }
+        let report = vigil_debugmode::DebugMode::new(cfg.debug.clone()).check(graph, feeds)?;
+        return Ok(Checked {
+            graph: graph.clone(),
+            outputs: report.outputs,
+            findings: report.findings,
+            timeline: Vec::new(),
+            listeners,
+        });
+    }
+    let graph = if cfg.inplace {
+        inplace::run(graph)?.graph
+    } else {
+        graph.clone()
+    };
+    let exec = Executor::new(&graph)?;
+    if cfg.mode == Mode::Plain {
+        let run = exec.run_with(feeds, &mut listeners, &RunOptions::default())?;
+        return Ok(Checked {
+            graph,
+            outputs: run.outputs,
+            findings: Vec::new(),
+            timeline: Vec::new(),
+            listeners,
+        });
+    }
+    let mut noninplace = NonInplaceValidationListener::new();
+    noninplace.replay_from(&graph, feeds)?;
+    listeners
+        .push(noninplace)
+        .push(ViewMapValidationListener::new())
+        .push(NumericsListener::new())
+        .push_listener(ProfilingListener::new());
+    let run = exec.run_with(feeds, &mut listeners, &RunOptions::default())?;
+    listeners.collect();
+    let findings = listeners.take_findings();
+    let timeline = listeners
+        .get::<ProfilingListener>()
+        .map(|p| {
+            p.spans()
+                .iter()
+                .map(|s| TimelineEntry {
+                    node: s.node.clone(),
+                    op: s.op.clone(),
+                    start_us: s.start_us as u64,
+                    dur_us: s.dur_us.ceil() as u64,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Checked {
+        graph,
+        outputs: run.outputs,
+        findings,
+        timeline,
+        listeners,
+    })
+}
+
 /// Runs one case. Never fails: a broken case (bad graph, op error, panic)
-/// becomes a case with status `error`.
-pub fn run_case(case: &CaseRef, cfg: &RunConfig) -> Case {
+/// becomes a case with status `error`. Graphs load with `registry`.
+pub fn run_case(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry) -> Case {
     let start = Instant::now();
     let base = Case::new(case.name(), case.path.clone());
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| run_inner(case, cfg, base.clone())));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| run_inner(case, cfg, registry, base.clone())));
     let out = match result {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => base.errored(crate::one_line(&e)),
@@ -99,67 +197,109 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "non-string panic".into())
 }
 
-fn run_inner(case: &CaseRef, cfg: &RunConfig, mut out: Case) -> Result<Case> {
+fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Case) -> Result<Case> {
     let paths = CasePaths::resolve(&case.location)?;
-    let graph = load_graph(&paths.graph)?;
+    let graph = load_graph(&paths.graph, registry)?;
     let feeds = load_feeds(&graph, paths.inputs.as_deref(), &[], FeedSource::CaseDir)?;
-    let ctx = || paths.graph.display().to_string();
-    if cfg.mode == Mode::Debug {
-        let report = vigil_debugmode::DebugMode::new(cfg.debug.clone())
-            .check(&graph, &feeds)
-            .with_context(ctx)?;
-        for mut f in report.findings {
+    let mut listeners = ListenerSet::new();
+    listeners.set_case(Some(case.path.clone()));
+    let checked = check(&graph, &feeds, cfg, listeners).with_context(|| paths.graph.display().to_string())?;
+    for mut f in checked.findings {
+        if cfg.mode == Mode::Debug {
+            // DebugMode's findings name no case; the report's row does.
             f.case = None;
-            out = out.with_finding(f);
         }
-        if let Some(dir) = &paths.expected {
-            let expected = load_expected(dir)?;
-            out = compare_outputs(out, &report.outputs, &expected, &cfg.tolerance)?;
-        }
-        return Ok(out);
+        out = out.with_finding(f);
     }
-    let graph = inplace::run(&graph).with_context(ctx)?.graph;
-    let exec = Executor::new(&graph).with_context(ctx)?;
-    let outputs = match cfg.mode {
-        Mode::Plain => exec.run(&feeds).with_context(ctx)?.outputs,
-        Mode::Debug => unreachable!("handled above"),
-        Mode::Validate => {
-            let mut noninplace = NonInplaceValidationListener::new();
-            noninplace.replay_from(&graph, &feeds).with_context(ctx)?;
-            let mut set = ListenerSet::new()
-                .with(noninplace)
-                .with(ViewMapValidationListener::new())
-                .with(NumericsListener::new())
-                .with_listener(ProfilingListener::new());
-            set.set_case(Some(case.path.clone()));
-            let run = exec
-                .run_with(&feeds, &mut set, &RunOptions::default())
-                .with_context(ctx)?;
-            set.collect();
-            for f in set.take_findings() {
-                out = out.with_finding(f);
-            }
-            if let Some(p) = set.get::<ProfilingListener>() {
-                out = out.with_timeline(
-                    p.spans()
-                        .iter()
-                        .map(|s| TimelineEntry {
-                            node: s.node.clone(),
-                            op: s.op.clone(),
-                            start_us: s.start_us as u64,
-                            dur_us: s.dur_us.ceil() as u64,
-                        })
-                        .collect(),
-                );
-            }
-            run.outputs
-        }
-    };
+    if !checked.timeline.is_empty() {
+        out = out.with_timeline(checked.timeline);
+    }
     if let Some(dir) = &paths.expected {
         let expected = load_expected(dir)?;
-        out = compare_outputs(out, &outputs, &expected, &cfg.tolerance)?;
+        out = compare_outputs(out, &checked.outputs, &expected, &cfg.tolerance)?;
     }
     Ok(out)
+}
+
+/// The cases under some paths, as `vigil run` finds them: directories are
+/// walked (`broken/` is skipped unless named) and ONNX tests are imported
+/// into temporary cases, which live as long as this value.
+pub struct Suites {
+    /// Sorted by path, each once.
+    pub cases: Vec<CaseRef>,
+    onnx: HashSet<String>,
+    import_errors: HashMap<String, String>,
+    _imported: OnnxCases,
+}
+
+impl Suites {
+    pub fn discover(paths: &[PathBuf]) -> Result<Suites> {
+        let mut cases = discover(paths)?;
+        let imported = crate::onnx_suite::import_all(paths)?;
+        let onnx = imported
+            .cases
+            .iter()
+            .chain(imported.failed.iter().map(|(c, _)| c))
+            .map(|c| c.path.clone())
+            .collect();
+        let import_errors = imported
+            .failed
+            .iter()
+            .map(|(c, e)| (c.path.clone(), e.clone()))
+            .collect();
+        cases.extend(imported.cases.iter().cloned());
+        cases.extend(imported.failed.iter().map(|(c, _)| c.clone()));
+        cases.sort();
+        Ok(Suites {
+            cases,
+            onnx,
+            import_errors,
+            _imported: imported,
+        })
+    }
+
+    /// Runs one of these cases with [`run_case`]; an ONNX test compares
+    /// with ONNX's tolerances unless `cfg` sets its own, and one whose
+    /// import failed is an errored case.
+    pub fn run_case(&self, case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry) -> Case {
+        if let Some(e) = self.import_errors.get(&case.path) {
+            return Case::new(case.name(), case.path.clone()).errored(format!("import: {e}"));
+        }
+        if !self.onnx.contains(&case.path) {
+            return run_case(case, cfg, registry);
+        }
+        let mut onnx_cfg = cfg.clone();
+        onnx_cfg.tolerance = Tolerance {
+            rtol: Some(cfg.tolerance.rtol.unwrap_or(crate::onnx_suite::ONNX_RTOL)),
+            atol: Some(cfg.tolerance.atol.unwrap_or(crate::onnx_suite::ONNX_ATOL)),
+        };
+        run_case(case, &onnx_cfg, registry)
+    }
+}
+
+/// Runs every case under `paths` the way `vigil run` does, in parallel on
+/// the current rayon pool (`ThreadPool::install` to bound it), with graphs
+/// loaded through `registry`, and returns the report. The `vigil run`
+/// command adds progress, `--filter`, `--partition`, `--timeout` and the
+/// exit code on top.
+///
+/// ```no_run
+/// use vigil::runner::{run_suites, Mode, RunConfig, Tolerance};
+/// let mut registry = vigil::default_registry();
+/// // my_ops::register(&mut registry);
+/// let cfg = RunConfig::new(Mode::Validate, Tolerance::default());
+/// let report = run_suites(&["suites".into()], &cfg, &registry)?;
+/// assert!(report.summary().ok(), "{}", report.summary().line());
+/// # Ok::<(), anyhow::Error>(())
+/// ```
+pub fn run_suites(paths: &[PathBuf], cfg: &RunConfig, registry: &OpRegistry) -> Result<Report> {
+    let suites = Suites::discover(paths)?;
+    let cases: Vec<Case> = suites
+        .cases
+        .par_iter()
+        .map(|c| suites.run_case(c, cfg, registry))
+        .collect();
+    Ok(Report::new(cfg.mode.name(), cases).with_vigil_version(env!("CARGO_PKG_VERSION")))
 }
 
 /// Compares every expected output; a difference is an `output_mismatch`.

@@ -51,7 +51,7 @@ fn the_nine_light_models_match_their_outputs_in_every_mode() {
     assert_eq!(cases.cases.len(), 9);
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
         for c in &cases.cases {
-            let r = run_case(c, &cfg(mode));
+            let r = run_case(c, &cfg(mode), &vigil::default_registry());
             assert_eq!(
                 r.status,
                 Status::Pass,
@@ -77,10 +77,11 @@ fn every_imported_node_test_passes() {
         .collect();
     let cases = import_all(&dirs).unwrap();
     assert!(cases.cases.len() >= 90, "only {} imported", cases.cases.len());
+    let registry = vigil::default_registry();
     let failing: Vec<String> = cases
         .cases
         .iter()
-        .map(|c| (c, run_case(c, &cfg(Mode::Plain))))
+        .map(|c| (c, run_case(c, &cfg(Mode::Plain), &registry)))
         .filter(|(_, r)| r.status != Status::Pass)
         .map(|(c, r)| {
             format!(

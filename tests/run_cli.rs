@@ -787,7 +787,7 @@ fn minimize_writes_a_small_runnable_case_with_the_same_finding() {
     let tmp = tempfile::tempdir().unwrap();
     let case = tmp.path().join("long");
     std::fs::create_dir_all(case.join("inputs")).unwrap();
-    let b = GraphBuilder::with_registry("long", vigil::case::registry().clone());
+    let b = GraphBuilder::with_registry("long", vigil::default_registry());
     let x = b.input("x", DType::F32, &[8]);
     let mut y = x.exp().unwrap();
     for i in 0..30 {

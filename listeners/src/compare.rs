@@ -1,6 +1,8 @@
 //! Comparing two recordings: per variable, the largest absolute and
 //! relative difference, and the first variable in execution order that
-//! diverges beyond `atol + rtol * |b|` (numpy's `allclose`, NaN equal to NaN).
+//! diverges beyond `atol + rtol * |b|` (numpy's `allclose`, NaN equal to NaN),
+//! with the node and op that computed it, or, for an input or parameter
+//! that differs, the node that first read it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,12 @@ fn file_err(path: &Path, msg: impl ToString) -> CompareError {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct VarDiff {
     pub var: String,
+    /// `activation`, `input` or `parameter` (see [`crate::record::Entry::kind`]).
+    pub kind: String,
+    /// The node that computed it (an activation) or first read it (an
+    /// input or parameter), in recording A.
+    pub node: String,
+    pub op: String,
     /// Occurrence of this variable (0 for the first run that recorded it).
     pub occurrence: usize,
     pub step_a: u64,
@@ -57,6 +65,43 @@ pub struct Comparison {
     pub only_in_b: Vec<String>,
     /// The first divergent variable in execution order.
     pub first_divergent: Option<String>,
+    /// Where it is: its kind, node and op, and its step in A.
+    pub first_divergence: Option<Divergence>,
+}
+
+/// The first divergent variable, placed in the graph.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Divergence {
+    pub var: String,
+    /// `activation`: `node` (op `op`) computed it from inputs that agreed,
+    /// so that op is where the runs part. `input` or `parameter`: the runs
+    /// were fed different values, and `node` is the first that read it.
+    pub kind: String,
+    pub node: String,
+    pub op: String,
+    pub step_a: u64,
+}
+
+impl Divergence {
+    /// One line for a person: where the runs part and what that means.
+    pub fn describe(&self) -> String {
+        if self.kind == crate::record::ACTIVATION {
+            format!(
+                "{}, output of node '{}' (op '{}'): every value recorded before it agrees",
+                self.var, self.node, self.op
+            )
+        } else {
+            format!(
+                "{}, {} {} fed to the run (first read by node '{}', op '{}'): the runs differ before any op, so this {} is the cause",
+                self.var,
+                if self.kind == "input" { "an" } else { "a" },
+                self.kind,
+                self.node,
+                self.op,
+                self.kind
+            )
+        }
+    }
 }
 
 fn read_index(dir: &Path) -> Result<Index, CompareError> {
@@ -100,6 +145,7 @@ pub fn compare_recordings(a: &Path, b: &Path, rtol: f64, atol: f64) -> Result<Co
         only_in_a: Vec::new(),
         only_in_b: Vec::new(),
         first_divergent: None,
+        first_divergence: None,
     };
     for e in &ia.entries {
         let k = seen_a.entry(&e.var).or_default();
@@ -115,6 +161,9 @@ pub fn compare_recordings(a: &Path, b: &Path, rtol: f64, atol: f64) -> Result<Co
         let tb = Tensor::read_npy(&pb).map_err(|x| file_err(&pb, x))?;
         let mut d = VarDiff {
             var: e.var.clone(),
+            kind: e.kind.clone(),
+            node: e.node.clone(),
+            op: e.op.clone(),
             occurrence,
             step_a: e.step,
             max_abs: 0.0,
@@ -129,6 +178,13 @@ pub fn compare_recordings(a: &Path, b: &Path, rtol: f64, atol: f64) -> Result<Co
         }
         if d.diverges() && out.first_divergent.is_none() {
             out.first_divergent = Some(d.var.clone());
+            out.first_divergence = Some(Divergence {
+                var: d.var.clone(),
+                kind: d.kind.clone(),
+                node: d.node.clone(),
+                op: d.op.clone(),
+                step_a: d.step_a,
+            });
         }
         out.vars.push(d);
     }

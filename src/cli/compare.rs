@@ -36,6 +36,7 @@ fn table(c: &Comparison) -> String {
     t.set_header(vec![
         "step",
         "variable",
+        "from",
         "max abs",
         "max rel",
         "mismatched",
@@ -50,6 +51,11 @@ fn table(c: &Comparison) -> String {
         t.add_row(vec![
             v.step_a.to_string(),
             v.var.clone(),
+            if v.kind == vigil_listeners::record::ACTIVATION {
+                format!("{} ({})", v.node, v.op)
+            } else {
+                format!("{} (read by {})", v.kind, v.node)
+            },
             format!("{:.3e}", v.max_abs),
             format!("{:.3e}", v.max_rel),
             v.mismatched.to_string(),
@@ -63,10 +69,12 @@ fn table(c: &Comparison) -> String {
     if !c.only_in_b.is_empty() {
         s.push_str(&format!("only in B: {}\n", c.only_in_b.join(", ")));
     }
-    match &c.first_divergent {
-        Some(v) => s.push_str(&format!(
-            "first divergent variable: {v} (rtol {}, atol {})\n",
-            c.rtol, c.atol
+    match &c.first_divergence {
+        Some(d) => s.push_str(&format!(
+            "first divergent variable: {} (rtol {}, atol {})\n",
+            d.describe(),
+            c.rtol,
+            c.atol
         )),
         None => s.push_str(&format!(
             "{} variables agree (rtol {}, atol {})\n",

@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::runner::{run_case, Mode, RunConfig, Tolerance};
+use crate::suite::discover;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
-use vigil::suite::discover;
 use vigil_debugmode::DebugConfig;
+use vigil_engine::OpRegistry;
 use vigil_reports::{render, Format, Report};
 
 #[derive(Args)]
@@ -27,7 +28,7 @@ pub struct DebugArgs {
     seed: u64,
 }
 
-pub fn debug(a: DebugArgs) -> Result<ExitCode> {
+pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
     let cases = discover(std::slice::from_ref(&a.case))?;
     let [case] = cases.as_slice() else {
         bail!(
@@ -44,7 +45,7 @@ pub fn debug(a: DebugArgs) -> Result<ExitCode> {
     if let Some(checks) = &a.checks {
         cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
     }
-    let result = run_case(case, &cfg);
+    let result = run_case(case, &cfg, registry);
     let failed = result.status != vigil_reports::Status::Pass;
     let report = Report::new(Mode::Debug.name(), vec![result]);
     super::emit(&render(&report, a.format, false))?;

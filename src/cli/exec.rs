@@ -1,16 +1,22 @@
-//! `vigil exec`: run one graph, write its outputs and a manifest.
+//! `vigil exec`: run one graph, write its outputs and a manifest; with
+//! `--mode validate|debug`, also check it as `vigil run` does and print
+//! the findings.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::io::IsTerminal;
+
+use crate::case::{load_feeds, load_graph, CasePaths, FeedSource};
+use crate::runner::{check, Mode, RunConfig, Tolerance};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use vigil::case::{load_feeds, load_graph, CasePaths, FeedSource};
 use vigil_engine::graph::VarKind;
-use vigil_engine::{DType, Executor, RunOptions, Tensor};
+use vigil_engine::{DType, OpRegistry, Tensor};
 use vigil_listeners::{ListenerSet, ProfilingListener, RecordingListener, TracingListener};
+use vigil_reports::Format;
 
 use super::output::OutputDir;
 
@@ -37,6 +43,18 @@ pub struct ExecArgs {
     /// Write a Chrome trace-event file of op timings (opens in Perfetto).
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
+    /// plain runs the graph; validate adds the non-in-place, view-map and
+    /// numerics listeners and debug runs DebugMode, as `vigil run` does:
+    /// their findings go to stdout, and a finding makes the exit code 1.
+    #[arg(long, value_enum, default_value = "plain")]
+    mode: Mode,
+    /// With --mode debug: the checks to run (as `vigil run --checks`).
+    #[arg(long, value_name = "LIST")]
+    checks: Option<String>,
+    /// How findings are printed with --mode validate or debug (table, json,
+    /// markdown, html, junit).
+    #[arg(long, default_value = "table")]
+    format: Format,
 }
 
 fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
@@ -61,9 +79,28 @@ struct Manifest {
     outputs: BTreeMap<String, OutputEntry>,
 }
 
-pub fn run(a: ExecArgs) -> Result<ExitCode> {
+pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
+    if a.mode == Mode::Debug {
+        // DebugMode runs the graph several times with its own listeners.
+        for (flag, set) in [
+            ("--record", a.record.is_some()),
+            ("--profile", a.profile.is_some()),
+            ("--no-inplace", a.no_inplace),
+        ] {
+            if set {
+                bail!("{flag} works with --mode plain or validate, not debug");
+            }
+        }
+    } else if a.checks.is_some() {
+        bail!("--checks works with --mode debug");
+    }
+    let mut cfg = RunConfig::new(a.mode, Tolerance::default());
+    cfg.inplace = !a.no_inplace;
+    if let Some(checks) = &a.checks {
+        cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
+    }
     let case = CasePaths::resolve(&a.graph)?;
-    let graph = load_graph(&case.graph)?;
+    let graph = load_graph(&case.graph, registry)?;
     let dir = a.inputs_dir.clone().or(case.inputs.clone());
     if let Some(d) = &a.inputs_dir {
         if !d.is_dir() {
@@ -72,7 +109,7 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     }
     for &o in graph.outputs() {
         let name = &graph.var(o).name;
-        if !vigil::case::is_file_stem(name) {
+        if !crate::case::is_file_stem(name) {
             bail!(
                 "{}: output '{name}' cannot be a file name (use letters, digits, '_', '-', '.')",
                 case.graph.display()
@@ -80,15 +117,8 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
         }
     }
     let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs, FeedSource::Flags)?;
-    let graph = if a.no_inplace {
-        graph
-    } else {
-        vigil_engine::inplace::run(&graph)
-            .with_context(|| case.graph.display().to_string())?
-            .graph
-    };
-    let exec = Executor::new(&graph).with_context(|| case.graph.display().to_string())?;
     let mut set = ListenerSet::new().with_listener(TracingListener::new());
+    set.set_case(Some(a.graph.display().to_string()));
     if a.profile.is_some() {
         set.push_listener(ProfilingListener::new());
     }
@@ -102,9 +132,8 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let out = exec
-        .run_with(&feeds, &mut set, &RunOptions::default())
-        .with_context(|| case.graph.display().to_string())?;
+    let checked = check(&graph, &feeds, &cfg, set).with_context(|| case.graph.display().to_string())?;
+    let (graph, set) = (checked.graph, checked.listeners);
     if let Some(r) = set.get::<RecordingListener>() {
         if let Some(e) = r.error() {
             bail!("--record {}: {e}", r.dir().display());
@@ -129,7 +158,7 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
         outputs: BTreeMap::new(),
     };
     let mut dirw = OutputDir::create(&a.out)?;
-    for (name, t) in &out.outputs {
+    for (name, t) in &checked.outputs {
         dirw.write(&format!("{name}.npy"), |p| Ok(t.write_npy(p)?))?;
         manifest.outputs.insert(
             name.clone(),
@@ -153,6 +182,43 @@ pub fn run(a: ExecArgs) -> Result<ExitCode> {
     dirw.commit();
     if let Some(g) = record_guard {
         g.keep();
+    }
+    if a.mode == Mode::Plain {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The findings, as `vigil run` reports a case.
+    let name = if case.graph.file_name().is_some_and(|f| f == "graph.json") {
+        case.graph.parent().and_then(std::path::Path::file_name)
+    } else {
+        case.graph.file_stem()
+    }
+    .map_or_else(
+        || a.graph.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let mut result = vigil_reports::Case::new(name, a.graph.display().to_string());
+    for mut f in checked.findings {
+        if a.mode == Mode::Debug {
+            f.case = None;
+        }
+        result = result.with_finding(f);
+    }
+    let report =
+        vigil_reports::Report::new(a.mode.name(), vec![result]).with_vigil_version(env!("CARGO_PKG_VERSION"));
+    super::emit(&vigil_reports::render(
+        &report,
+        a.format,
+        a.format == Format::Table && std::io::stdout().is_terminal(),
+    ))?;
+    let summary = report.summary();
+    if !summary.ok() {
+        let kinds: Vec<&String> = summary.findings_by_kind.keys().collect();
+        eprintln!(
+            "vigil: exec found errors under --mode {}: {}",
+            a.mode.name(),
+            kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,14 +6,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::case::{load_graph, CasePaths};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Color, ContentArrangement, Table};
 use serde::Serialize;
-use vigil::case::{load_graph, CasePaths};
 use vigil_engine::inplace::{self, Candidate};
 use vigil_engine::memory;
-use vigil_engine::{DestroyHandler, Graph};
+use vigil_engine::{DestroyHandler, Graph, OpRegistry};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {
@@ -205,9 +205,9 @@ fn fmt_map(m: &[(usize, usize)]) -> String {
         .join(", ")
 }
 
-pub fn run(a: ExplainArgs) -> Result<ExitCode> {
+pub fn run(a: ExplainArgs, registry: &OpRegistry) -> Result<ExitCode> {
     let case = CasePaths::resolve(&a.graph)?;
-    let graph = load_graph(&case.graph)?;
+    let graph = load_graph(&case.graph, registry)?;
     let e = build(&graph).with_context(|| case.graph.display().to_string())?;
     match a.format {
         Format::Table => super::emit(&table(&e))?,

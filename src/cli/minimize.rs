@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::case::{load_feeds, load_graph, CasePaths, FeedSource};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use vigil::case::{load_feeds, load_graph, CasePaths, FeedSource};
 use vigil_debugmode::{minimize, DebugConfig, Kind};
+use vigil_engine::OpRegistry;
 
 #[derive(Args)]
 pub struct MinimizeArgs {
@@ -25,12 +26,12 @@ pub struct MinimizeArgs {
     checks: Option<String>,
 }
 
-pub fn run(a: MinimizeArgs) -> Result<ExitCode> {
+pub fn run(a: MinimizeArgs, registry: &OpRegistry) -> Result<ExitCode> {
     if a.out.exists() && a.out.read_dir().map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{}: exists and is not an empty directory", a.out.display());
     }
     let paths = CasePaths::resolve(&a.case)?;
-    let graph = load_graph(&paths.graph)?;
+    let graph = load_graph(&paths.graph, registry)?;
     let feeds = load_feeds(&graph, paths.inputs.as_deref(), &[], FeedSource::CaseDir)?;
     let mut cfg = DebugConfig::all();
     if let Some(c) = &a.checks {
@@ -55,7 +56,7 @@ pub fn run(a: MinimizeArgs) -> Result<ExitCode> {
     let mut names: Vec<&String> = m.feeds.keys().collect();
     names.sort();
     for name in names {
-        if !vigil::case::is_file_stem(name) {
+        if !crate::case::is_file_stem(name) {
             bail!("input '{name}' of the reduced graph cannot be a file name (use letters, digits, '_', '-', '.')");
         }
         m.feeds[name].write_npy(dir.join("inputs").join(format!("{name}.npy")))?;

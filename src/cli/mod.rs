@@ -1,4 +1,6 @@
-//! Command-line parsing and the commands. Library errors get their context
+//! The `vigil` command line, as a library: [`Cli`] is the whole command
+//! with a configurable op registry, so a kernel author's binary is the
+//! `vigil` CLI with their ops registered. Library errors get their context
 //! here; every failure is one line on stderr and exit code 2.
 
 mod compare;
@@ -16,6 +18,7 @@ mod selftest;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use vigil_engine::OpRegistry;
 
 #[derive(Parser)]
 #[command(
@@ -23,7 +26,7 @@ use clap::{Parser, Subcommand};
     version,
     about = "Validation and debug-mode harness for tensor op graphs with views and in-place operations"
 )]
-struct Cli {
+struct Args {
     #[command(subcommand)]
     command: Command,
     /// Log format on stderr: text, or json (one JSON object per line).
@@ -110,70 +113,143 @@ pub fn quiet_panics(on: bool) {
 /// Exit code for errors in the command's input (graph, .npy, flags, index values).
 pub const EXIT_BAD_INPUT: u8 = 2;
 
-pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) if e.use_stderr() => {
-            // clap's message spans several lines (what is wrong, usage, a
-            // tip); join what comes before the usage into one line.
-            let text = e.to_string();
-            let what: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-                .filter(|l| !l.is_empty())
-                .collect();
-            eprintln!(
-                "vigil: error: {} (see --help)",
-                what.join(" ").trim_start_matches("error: ")
-            );
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-    };
-    init_tracing(cli.log_format);
-    if let Some(b) = cli.max_alloc {
-        vigil_engine::tensor::limit::set_alloc_limit(b);
+/// The whole `vigil` command line (run, exec, debug, minimize, explain,
+/// compare, import, report, selftest) over an op registry of your choice.
+///
+/// A kernel author's harness is a binary whose `main` is one line:
+///
+/// ```no_run
+/// use vigil::prelude::*;
+///
+/// fn register_my_ops(r: &mut OpRegistry) {
+///     // r.register_op(std::sync::Arc::new(MyOp));
+/// #   let _ = r;
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     vigil::Cli::new().register(register_my_ops).main()
+/// }
+/// ```
+///
+/// Every command that loads a graph (`run`, `exec`, `debug`, `minimize`,
+/// `explain`) makes its ops from this registry; nothing falls back to a
+/// global one.
+pub struct Cli {
+    registry: OpRegistry,
+}
+
+impl Default for Cli {
+    fn default() -> Self {
+        Cli::new()
     }
-    // A panic is a bug in Vigil or in an op; report it in one line rather
-    // than with a backtrace.
-    std::panic::set_hook(Box::new(|info| {
-        if QUIET_PANICS.load(std::sync::atomic::Ordering::SeqCst) {
-            return;
+}
+
+impl Cli {
+    /// The `vigil` command: the built-in ops and the broken-op corpora
+    /// ([`crate::default_registry`]).
+    pub fn new() -> Cli {
+        Cli::with_registry(crate::default_registry())
+    }
+
+    /// The command over exactly the ops of `registry`.
+    pub fn with_registry(registry: OpRegistry) -> Cli {
+        Cli { registry }
+    }
+
+    /// Adds ops: `f` registers them, as the `register(&mut OpRegistry)`
+    /// functions of op libraries (Vigil's own included) do, so one passes
+    /// straight in. An op registered under a name the registry already has
+    /// replaces it (to check your kernel for a built-in op against the
+    /// shipped suites).
+    pub fn register(mut self, f: impl FnOnce(&mut OpRegistry)) -> Cli {
+        f(&mut self.registry);
+        self
+    }
+
+    /// The ops graphs are made from.
+    pub fn registry(&self) -> &OpRegistry {
+        &self.registry
+    }
+
+    /// Parses the process's arguments and runs the command. Meant to be
+    /// the binary's `main`: it installs a panic hook that prints one line,
+    /// a tracing subscriber, and the `--max-alloc` limit.
+    pub fn main(self) -> ExitCode {
+        self.main_from(std::env::args_os())
+    }
+
+    /// Like [`Cli::main`], with the arguments given (the first is the
+    /// program name).
+    pub fn main_from<I, T>(self, args: I) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let cli = match Args::try_parse_from(args) {
+            Ok(c) => c,
+            Err(e) if e.use_stderr() => {
+                // clap's message spans several lines (what is wrong, usage, a
+                // tip); join what comes before the usage into one line.
+                let text = e.to_string();
+                let what: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                eprintln!(
+                    "vigil: error: {} (see --help)",
+                    what.join(" ").trim_start_matches("error: ")
+                );
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+            Err(e) => {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+        };
+        init_tracing(cli.log_format);
+        if let Some(b) = cli.max_alloc {
+            vigil_engine::tensor::limit::set_alloc_limit(b);
         }
-        let msg = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        let loc = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        eprintln!("vigil: internal error: {msg}{loc}");
-    }));
-    let result = std::panic::catch_unwind(|| match cli.command {
-        Command::Exec(a) => exec::run(a),
-        Command::Explain(a) => explain::run(a),
-        Command::Import(a) => import::run(a),
-        Command::Run(a) => run::run(a),
-        Command::Debug(a) => debug::debug(a),
-        Command::Minimize(a) => minimize::run(a),
-        Command::Compare(a) => compare::run(a),
-        Command::Report(c) => report::run(c),
-        Command::Selftest(a) => selftest::run(a),
-    });
-    match result {
-        Ok(Ok(code)) => code,
-        Ok(Err(e)) => {
-            eprintln!("vigil: error: {}", vigil::one_line(&e));
-            ExitCode::from(EXIT_BAD_INPUT)
+        // A panic is a bug in Vigil or in an op; report it in one line rather
+        // than with a backtrace.
+        std::panic::set_hook(Box::new(|info| {
+            if QUIET_PANICS.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            let msg = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let loc = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            eprintln!("vigil: internal error: {msg}{loc}");
+        }));
+        let registry = &self.registry;
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
+            Command::Exec(a) => exec::run(a, registry),
+            Command::Explain(a) => explain::run(a, registry),
+            Command::Import(a) => import::run(a),
+            Command::Run(a) => run::run(a, registry),
+            Command::Debug(a) => debug::debug(a, registry),
+            Command::Minimize(a) => minimize::run(a, registry),
+            Command::Compare(a) => compare::run(a),
+            Command::Report(c) => report::run(c),
+            Command::Selftest(a) => selftest::run(a),
+        }));
+        match result {
+            Ok(Ok(code)) => code,
+            Ok(Err(e)) => {
+                eprintln!("vigil: error: {}", crate::one_line(&e));
+                ExitCode::from(EXIT_BAD_INPUT)
+            }
+            Err(_) => ExitCode::from(70),
         }
-        Err(_) => ExitCode::from(70),
     }
 }
 

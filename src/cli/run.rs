@@ -1,6 +1,5 @@
 //! `vigil run`: run graph suites, in parallel, and write a report.
 
-use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,11 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::runner::{Mode, RunConfig, Suites, Tolerance};
+use crate::suite::{CaseRef, Partition};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
-use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
-use vigil::suite::{discover, CaseRef, Partition};
+use vigil_engine::OpRegistry;
 use vigil_reports::{render, write_report, Format, Report, Shard, Summary};
 
 use super::progress::Progress;
@@ -86,7 +86,7 @@ fn format_for(path: &std::path::Path) -> Option<Format> {
         .find(|f| f.extension() == ext || (ext == "md" && *f == Format::Markdown))
 }
 
-pub fn run(a: RunArgs) -> Result<ExitCode> {
+pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
     for (flag, v) in [("--rtol", a.rtol), ("--atol", a.atol)] {
         if v.is_some_and(|x| !(x >= 0.0 && x.is_finite())) {
             bail!("{flag} must be a non-negative number");
@@ -110,25 +110,10 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     if let Some(p) = &a.report {
         check_report_path(p)?;
     }
-    let mut cases: Vec<CaseRef> = discover(&a.paths)?;
-    // ONNX test directories and light models, imported into temporary cases
-    // (`_onnx` keeps them alive for the run); failed imports become errored cases.
-    let onnx = vigil::onnx_suite::import_all(&a.paths)?;
-    let onnx_paths: HashSet<String> = onnx
-        .cases
-        .iter()
-        .chain(onnx.failed.iter().map(|(c, _)| c))
-        .map(|c| c.path.clone())
-        .collect();
-    let import_errors: HashMap<String, String> = onnx
-        .failed
-        .iter()
-        .map(|(c, e)| (c.path.clone(), e.clone()))
-        .collect();
-    cases.extend(onnx.cases.iter().cloned());
-    cases.extend(onnx.failed.iter().map(|(c, _)| c.clone()));
-    cases.sort();
-    let _onnx = onnx;
+    // ONNX test directories and light models are imported into temporary
+    // cases that live as long as `suites`; failed imports become errored cases.
+    let suites = Suites::discover(&a.paths)?;
+    let mut cases: Vec<CaseRef> = suites.cases.clone();
     let found = cases.len();
     if let Some(f) = &a.filter {
         cases.retain(|c| c.path.contains(f.as_str()));
@@ -167,11 +152,6 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     if let Some(checks) = &a.checks {
         cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
     }
-    let mut onnx_cfg = cfg.clone();
-    onnx_cfg.tolerance = Tolerance {
-        rtol: Some(a.rtol.unwrap_or(vigil::onnx_suite::ONNX_RTOL)),
-        atol: Some(a.atol.unwrap_or(vigil::onnx_suite::ONNX_ATOL)),
-    };
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -199,13 +179,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
                     return None;
                 }
                 let began = Instant::now();
-                let mut r = match import_errors.get(&c.path) {
-                    Some(e) => {
-                        vigil_reports::Case::new(c.name(), c.path.clone()).errored(format!("import: {e}"))
-                    }
-                    None if onnx_paths.contains(&c.path) => run_case(c, &onnx_cfg),
-                    None => run_case(c, &cfg),
-                };
+                let mut r = suites.run_case(c, &cfg, registry);
                 if let Some(limit) = timeout.filter(|&l| began.elapsed() > l) {
                     r = r.errored(format!(
                         "ran {:.3} s, past --timeout {} s",
