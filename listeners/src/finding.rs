@@ -25,13 +25,14 @@ pub(crate) fn hex(h: u64) -> String {
 }
 
 /// How a message names variable `v`: `'x'`, or for a view the variable the
-/// user knows, `'create_view_2' (a view of 'x')`.
+/// user knows, `'create_view_2', a view of 'x'` (messages put it in
+/// parentheses).
 pub(crate) fn var_label(g: &vigil_engine::Graph, v: vigil_engine::graph::VarId) -> String {
     let name = &g.var(v).name;
     let root = vigil_engine::destroy::DestroyHandler::new(g).root(v);
     if root == v {
         format!("'{name}'")
     } else {
-        format!("'{name}' (a view of '{}')", g.var(root).name)
+        format!("'{name}', a view of '{}'", g.var(root).name)
     }
 }

@@ -431,18 +431,19 @@ impl NonInplaceValidationListener {
         if let (Some(true), false, Some(view)) = (view_changed, b.may_change, &b.view) {
             let mut d = self.details(ev, &b, t);
             self.describe(&mut d, t, view, Part::View, "view")?;
+            let mut message = format!(
+                "input {} ({}) changed, but the op's destroy_map does not declare it",
+                b.index,
+                var()
+            );
+            // Copy mode (and a replay) knows what changed: say it.
+            if let Some(what) = d.get("view").and_then(|v| changed_elements(v, t.shape())) {
+                message.push_str(&format!(": {what}"));
+            }
             out.push(
-                at_op(
-                    Kind::DESTROYED_INPUT,
-                    ev,
-                    format!(
-                        "input {} ({}) changed, but the op's destroy_map does not declare it",
-                        b.index,
-                        var()
-                    ),
-                )
-                .with_input(b.index)
-                .with_details(Value::Object(d)),
+                at_op(Kind::DESTROYED_INPUT, ev, message)
+                    .with_input(b.index)
+                    .with_details(Value::Object(d)),
             );
         }
         if outside_changed {
@@ -647,6 +648,31 @@ impl Validator for NonInplaceValidationListener {
     fn take_findings(&mut self) -> Vec<Finding> {
         std::mem::take(&mut self.findings)
     }
+}
+
+/// "59 of 128 elements changed, first at [0, 2]: 0.4 → 0.38", from a
+/// view diff (`changed`, `first[0].flat`, `old`, `new`) of a view of
+/// `shape`.
+fn changed_elements(diff: &Value, shape: &[usize]) -> Option<String> {
+    let changed = diff["changed"].as_u64()?;
+    let first = diff["first"].get(0)?;
+    let mut flat = first["flat"].as_u64()? as usize;
+    let mut index = vec![0usize; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        if d > 0 {
+            index[k] = flat % d;
+            flat /= d;
+        }
+    }
+    let list: Vec<String> = index.iter().map(|i| i.to_string()).collect();
+    let total: usize = shape.iter().product();
+    let noun = if total == 1 { "element" } else { "elements" };
+    Some(format!(
+        "{changed} of {total} {noun} changed, first at [{}]: {} → {}",
+        list.join(", "),
+        first["old"],
+        first["new"]
+    ))
 }
 
 fn part_name(part: Part) -> &'static str {

@@ -33,7 +33,9 @@ fn cheap_mode_checks_the_outside_only_when_the_buffer_is_at_most_k_views() {
     let found = run_with(&g, &f, &mut l);
     assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE]);
     assert!(
-        found[0].message.contains("(a view of 'x')"),
+        found[0]
+            .message
+            .contains("input 0 ('create_view_2', a view of 'x')"),
         "names the user's variable: {}",
         found[0].message
     );
@@ -442,5 +444,30 @@ mod guard_band {
             let found = poke(&view, at, &mut NonInplaceValidationListener::new());
             prop_assert!(found.is_empty(), "{:?} n={} at={}: {:?}", layout, n, at, found);
         }
+    }
+}
+
+#[test]
+fn a_destroyed_input_says_how_many_elements_changed_and_the_first() {
+    let g = builder("acc");
+    let a = g.mutable_input("a", DType::F32, &[2, 2]);
+    let b = g.input("b", DType::F32, &[2, 2]);
+    let y = a.op("broken_accumulate", &[&b], Default::default()).unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    let f = feeds(&[("a", ramp(&[2, 2])), ("b", ramp(&[2, 2]))]);
+    // Copy mode directly, and Hash mode through its replay.
+    let mut copy = NonInplaceValidationListener::new().mode(vigil_listeners::Mode::Copy);
+    let mut hash = NonInplaceValidationListener::new();
+    hash.replay_from(&graph, &f).unwrap();
+    for l in [&mut copy, &mut hash] {
+        let found = run_with(&graph, &f, l);
+        assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
+        assert!(
+            found[0]
+                .message
+                .ends_with("changed, but the op's destroy_map does not declare it: 4 of 4 elements changed, first at [0, 0]: -1.0 → -2.0"),
+            "{}",
+            found[0].message
+        );
     }
 }
