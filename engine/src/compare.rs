@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::dtype::{DType, Element};
 use crate::error::Result;
+use crate::parallel::PASS_CHUNK;
 use crate::tensor::Tensor;
 
 /// How close two values must be.
@@ -176,19 +177,16 @@ fn all_same<T: Element>(a: &ndarray::ArrayViewD<'_, T>, b: &ndarray::ArrayViewD<
     match (a.as_slice_memory_order(), b.as_slice_memory_order()) {
         (Some(x), Some(y)) if a.strides() == b.strides() => {
             use rayon::prelude::*;
-            if x.len() < crate::ops::vmath::PARALLEL_ELEMS || !crate::parallel::intra_op() {
+            if !crate::parallel::split(x.len()) {
                 return blocks_same(x, y);
             }
-            x.par_chunks(TASK)
-                .zip(y.par_chunks(TASK))
+            x.par_chunks(PASS_CHUNK)
+                .zip(y.par_chunks(PASS_CHUNK))
                 .all(|(p, q)| blocks_same(p, q))
         }
         _ => ndarray::Zip::from(a).and(b).all(|&x, &y| same(x, y)),
     }
 }
-
-/// Elements per parallel task of [`all_same`].
-const TASK: usize = 1 << 16;
 
 /// Distance in representable values of `dtype` between two floats (0 for
 /// other dtypes, `u64::MAX` when one is NaN).
@@ -288,11 +286,11 @@ mod tests {
 
     #[test]
     fn long_tensors_find_one_difference_in_any_part_with_and_without_threads() {
-        let n = 5 * TASK + 3;
+        let n = 5 * PASS_CHUNK + 3;
         let want: Vec<f32> = (0..n).map(|i| i as f32).collect();
         for threads in [true, false] {
             crate::parallel::set_intra_op(threads);
-            for at in [0, TASK - 1, TASK, 3 * TASK + 17, n - 1] {
+            for at in [0, PASS_CHUNK - 1, PASS_CHUNK, 3 * PASS_CHUNK + 17, n - 1] {
                 let mut got = want.clone();
                 got[at] = -1.0;
                 let c = compare(

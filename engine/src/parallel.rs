@@ -20,3 +20,14 @@ pub fn set_intra_op(enabled: bool) {
 pub fn intra_op() -> bool {
     ENABLED.load(Ordering::Relaxed) && rayon::current_num_threads() > 1
 }
+
+/// Elements per task of a memory-bound pass over a long slice (comparing,
+/// summarizing, zeroing): large enough that a task's overhead vanishes,
+/// small enough that both cores get work.
+pub const PASS_CHUNK: usize = 1 << 16;
+
+/// Whether a pass over `len` elements should split across the rayon pool:
+/// long enough (see `ops::vmath::PARALLEL_ELEMS`) and intra-op parallelism on.
+pub fn split(len: usize) -> bool {
+    len >= crate::ops::vmath::PARALLEL_ELEMS && intra_op()
+}

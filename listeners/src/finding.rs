@@ -36,3 +36,9 @@ pub(crate) fn var_label(g: &vigil_engine::Graph, v: vigil_engine::graph::VarId) 
         format!("'{name}', a view of '{}'", g.var(root).name)
     }
 }
+
+/// `[0, 2]`: an element index as messages print it.
+pub(crate) fn fmt_index(index: &[usize]) -> String {
+    let list: Vec<String> = index.iter().map(|i| i.to_string()).collect();
+    format!("[{}]", list.join(", "))
+}

@@ -57,7 +57,7 @@ use vigil_engine::graph::Graph;
 use vigil_engine::Tensor;
 
 use crate::diff::Diff;
-use crate::finding::{at_op, hex, Finding, Kind, Validator};
+use crate::finding::{at_op, fmt_index, hex, Finding, Kind, Validator};
 use crate::hash::{HashCache, Hashed, Part};
 use crate::overlap::tensors_share_memory;
 use crate::region::Region;
@@ -410,7 +410,7 @@ impl NonInplaceValidationListener {
                 Some(false)
             }
             Some(v) => Some(!v.same(&self.take(t, Part::View, self.config.reuse)?)),
-            None => Some(false).filter(|_| unchanged_version),
+            None => unchanged_version.then_some(false),
         };
         let outside_changed = match &b.outside {
             Some((_, o)) if trust => {
@@ -656,7 +656,19 @@ impl Validator for NonInplaceValidationListener {
 fn changed_elements(diff: &Value, shape: &[usize]) -> Option<String> {
     let changed = diff["changed"].as_u64()?;
     let first = diff["first"].get(0)?;
-    let mut flat = first["flat"].as_u64()? as usize;
+    let index = unravel(first["flat"].as_u64()? as usize, shape);
+    let total: usize = shape.iter().product();
+    let noun = if total == 1 { "element" } else { "elements" };
+    Some(format!(
+        "{changed} of {total} {noun} changed, first at {}: {} → {}",
+        fmt_index(&index),
+        first["old"],
+        first["new"]
+    ))
+}
+
+/// The row-major index of element `flat` of an array of `shape`.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     let mut index = vec![0usize; shape.len()];
     for (k, &d) in shape.iter().enumerate().rev() {
         if d > 0 {
@@ -664,15 +676,7 @@ fn changed_elements(diff: &Value, shape: &[usize]) -> Option<String> {
             flat /= d;
         }
     }
-    let list: Vec<String> = index.iter().map(|i| i.to_string()).collect();
-    let total: usize = shape.iter().product();
-    let noun = if total == 1 { "element" } else { "elements" };
-    Some(format!(
-        "{changed} of {total} {noun} changed, first at [{}]: {} → {}",
-        list.join(", "),
-        first["old"],
-        first["new"]
-    ))
+    index
 }
 
 fn part_name(part: Part) -> &'static str {
@@ -724,17 +728,9 @@ fn locate(first: &mut Value, t: &Tensor, base: Option<&(String, Vec<usize>)>) ->
     };
     d_insert(first, "where", json!(place));
     if let Some((name, shape)) = base {
-        let mut index = vec![0usize; shape.len()];
-        let mut rest = o;
-        for (k, &d) in shape.iter().enumerate().rev() {
-            if d > 0 {
-                index[k] = rest % d;
-                rest /= d;
-            }
-        }
+        let index = unravel(o, shape);
         d_insert(first, "base_index", json!(index));
-        let list: Vec<String> = index.iter().map(|i| i.to_string()).collect();
-        place.push_str(&format!(", at {name}[{}]", list.join(", ")));
+        place.push_str(&format!(", at {name}{}", fmt_index(&index)));
         if shape.len() == 2 {
             place.push_str(&format!(" (row {})", index[0]));
         }

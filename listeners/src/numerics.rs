@@ -176,8 +176,10 @@ impl Listener for NumericsListener {
                 );
                 let first = ev.outputs.get(k).and_then(first_non_finite);
                 if let Some((index, x)) = &first {
-                    let list: Vec<String> = index.iter().map(|i| i.to_string()).collect();
-                    message.push_str(&format!(", the first at [{}] ({x})", list.join(", ")));
+                    message.push_str(&format!(
+                        ", the first at {} ({x})",
+                        crate::finding::fmt_index(index)
+                    ));
                 }
                 let first = first.map(|(index, x)| json!({ "index": index, "value": x.to_string() }));
                 self.findings.push(

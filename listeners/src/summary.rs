@@ -331,8 +331,9 @@ pub fn summarize<T: Summarize>(v: &ArrayViewD<'_, T>, acc: &mut Acc) {
     for_each_run(v, |run| summarize_long(run, acc));
 }
 
-/// Elements per part of a long run (a whole number of f32 blocks).
-const TASK: usize = 1 << 16;
+/// Elements per part of a long run (a whole number of f32 blocks). The
+/// parts fix the order of the sum, so they do not depend on the threads.
+const TASK: usize = vigil_engine::parallel::PASS_CHUNK;
 
 /// A run longer than [`TASK`] is summarized in parts of `TASK` elements,
 /// merged in order: on the rayon pool when intra-op parallelism is on (see
@@ -348,7 +349,7 @@ fn summarize_long<T: Summarize>(run: &[T], acc: &mut Acc) {
         T::summarize_run(c, &mut a);
         a
     };
-    let parts: Vec<Acc> = if vigil_engine::parallel::intra_op() {
+    let parts: Vec<Acc> = if vigil_engine::parallel::split(run.len()) {
         run.par_chunks(TASK).map(part).collect()
     } else {
         run.chunks(TASK).map(part).collect()

@@ -137,10 +137,11 @@ pub fn take<T: Element>(len: usize) -> Vec<T> {
 /// poisoning are a memory-bound pass over every byte, as large as a kernel's).
 fn fill<T: Element>(v: &mut [T], x: T) {
     use rayon::prelude::*;
-    if v.len() < crate::ops::vmath::PARALLEL_ELEMS || !crate::parallel::intra_op() {
+    if !crate::parallel::split(v.len()) {
         return v.fill(x);
     }
-    v.par_chunks_mut(1 << 16).for_each(|c| c.fill(x));
+    v.par_chunks_mut(crate::parallel::PASS_CHUNK)
+        .for_each(|c| c.fill(x));
 }
 
 /// A vector of `len` default (zero / false) elements.
