@@ -72,9 +72,11 @@ pub fn poison_buffer(t: &Tensor) -> vigil_engine::Result<()> {
     Ok(())
 }
 
-/// Runs `inplace` beside `reference` (built with `iso`), each on fresh
-/// copies of its values and of `feeds`. A reference value written after it
-/// was produced trips `iso`; the caller then repeats with a copying one.
+/// Runs `inplace` beside `reference` (built with `iso`). The in-place run
+/// works on fresh copies of its values and of `feeds`; a copying reference
+/// too, a watching one on the values themselves. A reference value written
+/// after it was produced trips `iso`; the caller then repeats, with a
+/// copying reference, on values the tripped run never touched.
 pub fn run(
     inplace: &Graph,
     reference: &Graph,
@@ -85,8 +87,13 @@ pub fn run(
 ) -> Result<Outcome> {
     let (ig, ifeeds) = fresh(inplace, feeds)?;
     let ie = Executor::new(&ig)?;
-    let (rg, rfeeds) = if opts.compare {
+    // A watching reference runs on the caller's values themselves (they
+    // are DebugMode's snapshot, not the user's): a write to them trips the
+    // watch, and the caller repeats everything on a new snapshot.
+    let (rg, rfeeds) = if opts.compare && iso.is_copying() {
         fresh(reference, feeds)?
+    } else if opts.compare {
+        (reference.clone(), feeds.clone())
     } else {
         (reference.clone(), Feeds::new())
     };
@@ -176,7 +183,10 @@ pub fn run(
                 .map(|c| std::mem::take(&mut c.released))
                 .unwrap_or_default();
             for (_, t) in released {
-                if !sources.contains(&t.buffer_id()) {
+                // A buffer nobody else holds goes back to the pool, which
+                // poisons it when it hands it out again: poisoning it here
+                // too would be a second pass over it.
+                if !sources.contains(&t.buffer_id()) && t.storage().holders() > 1 {
                     poison_buffer(&t)?;
                 }
             }

@@ -36,24 +36,28 @@ impl DebugMode {
     /// copies.
     pub fn check(&self, graph: &Graph, feeds: &HashMap<String, Tensor>) -> Result<DebugReport> {
         let cfg = &self.cfg;
-        let snap = Snapshot::take(graph, feeds)?;
-        let user = snap.graph();
-        let pass = inplace::run(user)?;
-        let mut iso = Isolation::watch();
-        let mut reference = reference(user, &iso)?;
         let opts = Opts {
             listeners: cfg.has(Check::Listeners),
             poison: cfg.has(Check::Poison),
             compare: cfg.has(Check::Lockstep),
         };
-        let mut out = lockstep::run(&pass.graph, &reference, &iso, snap.feeds(), cfg, opts)?;
-        if iso.tripped() {
-            // A reference value was written after it was produced: repeat
-            // with a reference whose ops work on private copies.
+        let mut snap = Snapshot::take(graph, feeds)?;
+        let mut iso = Isolation::watch();
+        let (pass, reference, out) = loop {
+            let user = snap.graph();
+            let pass = inplace::run(user)?;
+            let reference = reference(user, &iso)?;
+            let out = lockstep::run(&pass.graph, &reference, &iso, snap.feeds(), cfg, opts)?;
+            if !iso.tripped() {
+                break (pass, reference, out);
+            }
+            // A reference value was written after it was produced: the
+            // watching reference ran on the snapshot, so repeat on a new
+            // one, with a reference whose ops work on private copies.
+            snap = Snapshot::take(graph, feeds)?;
             iso = Isolation::copying();
-            reference = crate::isolate::reference(user, &iso)?;
-            out = lockstep::run(&pass.graph, &reference, &iso, snap.feeds(), cfg, opts)?;
-        }
+        };
+        let user = snap.graph();
         let mut stats = DebugStats {
             nodes: user.nodes().len(),
             rewrites: pass.rewrites.len(),

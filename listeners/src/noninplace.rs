@@ -40,6 +40,19 @@
 //! buffers so costs no hashing. Turn [`NonInplaceConfig::reuse`] off to
 //! trust no version and hash every time.
 //!
+//! # Deferred checks
+//!
+//! With a replay snapshot at hand ([`NonInplaceValidationListener::replay_on`],
+//! [`NonInplaceValidationListener::replay_from`]; validate and debug modes
+//! always have one), an input the op must not change is not hashed at all:
+//! its buffer's version before and after is the whole check on a clean run.
+//! When the version moved, the op is replayed in Copy mode on the snapshot
+//! at operation end, which says whether the view or the outside changed
+//! and which elements (a write of the values it already held gives no
+//! finding, as a hash would). Inputs that share a buffer with a declared
+//! destroy are still hashed: that destroy moves their version on every run.
+//! Like reuse, this trusts versions, so it is on only with reuse.
+//!
 //! # Modes
 //!
 //! [`Mode::Hash`] keeps no copies. [`Mode::Copy`] keeps copies of the inputs
@@ -130,6 +143,12 @@ pub struct NonInplaceStats {
     /// Hashes not needed: views of inputs the op may change, before and
     /// after (see the module documentation).
     pub hashes_skipped: usize,
+    /// Inputs not hashed at all because a replay snapshot is at hand: an
+    /// unchanged version proves them untouched, and a changed one is
+    /// judged by the replay (see "Deferred checks" in the module docs).
+    pub inputs_deferred: usize,
+    /// Deferred inputs whose version changed, replayed to judge them.
+    pub deferred_replayed: usize,
     pub bytes_copied: u64,
     /// Inputs that could not be read (left unchecked).
     pub errors: usize,
@@ -176,6 +195,16 @@ struct Before {
     outside: Option<(Part, Snap)>,
     /// The view reaches every element of its buffer: nothing outside.
     covers_buffer: bool,
+    /// Not hashed: judged by version, and by a replay if it was written.
+    deferred: bool,
+}
+
+/// A finding to replay: its index, the op's position in the order, and
+/// whether it is a deferred input's provisional finding.
+struct Replay {
+    idx: usize,
+    pos: usize,
+    deferred: bool,
 }
 
 /// The op between `pre_op` and `post_op`.
@@ -193,8 +222,8 @@ pub struct NonInplaceValidationListener {
     cache: HashCache,
     pending: Option<Pending>,
     snapshot: Option<Snapshot>,
-    /// (finding index, position in the order) to replay at operation end.
-    to_replay: Vec<(usize, usize)>,
+    /// Findings to replay at operation end.
+    to_replay: Vec<Replay>,
 }
 
 impl Default for NonInplaceValidationListener {
@@ -319,7 +348,13 @@ impl NonInplaceValidationListener {
         self.config.thorough || t.data_size() <= distinct.saturating_mul(self.config.outside_factor)
     }
 
-    fn before(&mut self, ev: &OpEvent, i: usize, destroyed: &[usize]) -> vigil_engine::Result<Before> {
+    fn before(
+        &mut self,
+        ev: &OpEvent,
+        i: usize,
+        destroyed: &[usize],
+        replayable: bool,
+    ) -> vigil_engine::Result<Before> {
         let t = &ev.inputs[i];
         let declared = destroyed.contains(&i);
         let may_change = declared
@@ -337,6 +372,32 @@ impl NonInplaceValidationListener {
                     .get(d)
                     .is_some_and(|x| x.same_buffer(t) && x.layout() != t.layout())
         });
+        // With a replay snapshot at hand, an input the op must not change
+        // needs no hash: an unchanged version proves it untouched, and a
+        // new one is judged by replaying the op in Copy mode. An input
+        // sharing its buffer with a declared destroy is hashed as before:
+        // that destroy bumps its version on every run.
+        let deferrable = self.config.mode == Mode::Hash
+            && self.config.reuse
+            && replayable
+            && self.snapshot.is_some()
+            && !may_change
+            && !destroyed
+                .iter()
+                .any(|&d| ev.inputs.get(d).is_some_and(|x| x.same_buffer(t)));
+        if deferrable {
+            self.stats.inputs_deferred += 1;
+            return Ok(Before {
+                index: i,
+                declared,
+                may_change,
+                version: t.version(),
+                view: None,
+                outside: None,
+                covers_buffer: false,
+                deferred: true,
+            });
+        }
         let view = if may_change && self.config.reuse {
             self.stats.hashes_skipped += 2;
             None
@@ -368,6 +429,7 @@ impl NonInplaceValidationListener {
             view,
             outside,
             covers_buffer,
+            deferred: false,
         })
     }
 
@@ -401,6 +463,31 @@ impl NonInplaceValidationListener {
     fn judge(&mut self, ev: &OpEvent, b: Before) -> vigil_engine::Result<Vec<Finding>> {
         let t = &ev.inputs[b.index];
         let unchanged_version = t.version() == b.version;
+        // Named once something is wrong: the label walks the view chain.
+        let index = b.index;
+        let var = || {
+            ev.node
+                .inputs
+                .get(index)
+                .map_or_else(|| "'?'".to_string(), |&v| crate::finding::var_label(ev.graph, v))
+        };
+        if b.deferred {
+            if unchanged_version {
+                return Ok(Vec::new());
+            }
+            // Provisional: the replay at operation end says what changed,
+            // or drops it when nothing did.
+            let mut d = self.details(ev, &b, t);
+            d.insert("detected_by".into(), json!("version"));
+            let message = format!(
+                "input {} ({}) was written, but the op's destroy_map does not declare it",
+                b.index,
+                var()
+            );
+            return Ok(vec![at_op(Kind::DESTROYED_INPUT, ev, message)
+                .with_input(b.index)
+                .with_details(Value::Object(d))]);
+        }
         let trust = self.config.reuse && unchanged_version;
         // `None`: not hashed (the op may change it); a new version then
         // means it was written.
@@ -419,13 +506,6 @@ impl NonInplaceValidationListener {
             }
             Some((part, o)) => !o.same(&self.take(t, *part, self.config.reuse)?),
             None => false,
-        };
-        // Named once something is wrong: the label walks the view chain.
-        let var = || {
-            ev.node
-                .inputs
-                .get(b.index)
-                .map_or_else(|| "'?'".to_string(), |&v| crate::finding::var_label(ev.graph, v))
         };
         let mut out = Vec::new();
         if let (Some(true), false, Some(view)) = (view_changed, b.may_change, &b.view) {
@@ -541,18 +621,66 @@ impl NonInplaceValidationListener {
         Ok(())
     }
 
-    /// Replays the recorded Hash-mode detections on the snapshot.
+    /// Replays the recorded Hash-mode detections on the snapshot, and
+    /// judges the deferred inputs that were written.
     fn run_replays(&mut self) {
         let Some(snap) = self.snapshot.take() else {
             self.to_replay.clear();
             return;
         };
-        for (idx, pos) in std::mem::take(&mut self.to_replay) {
-            let Some(f) = self.findings.get(idx) else { continue };
+        // Deferred findings the replay drops (nothing changed) or splits
+        // (view and outside both changed).
+        let mut dropped = Vec::new();
+        let mut extra: Vec<(usize, Finding)> = Vec::new();
+        for r in std::mem::take(&mut self.to_replay) {
+            let Some(f) = self.findings.get(r.idx) else { continue };
             let (kind, input) = (f.kind.clone(), f.input);
-            let (replay, message) = match replay_in_copy_mode(snap.graph(), snap.feeds(), pos, &self.config) {
-                Ok(found) => match found.into_iter().find(|r| r.kind == kind && r.input == input) {
-                    Some(r) => (r.details, Some(r.message)),
+            let found = replay_in_copy_mode(snap.graph(), snap.feeds(), r.pos, &self.config);
+            if r.deferred {
+                self.stats.deferred_replayed += 1;
+                let judged = match found {
+                    Ok(found) => found
+                        .into_iter()
+                        .filter(|x| x.input == input)
+                        .filter(|x| x.kind == Kind::DESTROYED_INPUT || x.kind == Kind::OUT_OF_VIEW_WRITE)
+                        .collect::<Vec<_>>(),
+                    Err(e) => {
+                        // Keep the provisional finding: the write happened.
+                        let f = &mut self.findings[r.idx];
+                        if let Value::Object(m) = &mut f.details {
+                            m.insert("replay".into(), json!({ "error": e.to_string() }));
+                        }
+                        self.stats.failed += 1;
+                        self.stats.passed = self.stats.passed.saturating_sub(1);
+                        continue;
+                    }
+                };
+                if judged.is_empty() {
+                    // Written with the values it already held.
+                    dropped.push(r.idx);
+                    continue;
+                }
+                self.stats.failed += 1;
+                self.stats.passed = self.stats.passed.saturating_sub(1);
+                let base = self.findings[r.idx].clone();
+                for (k, x) in judged.into_iter().enumerate() {
+                    let mut f = base.clone();
+                    f.kind = x.kind;
+                    f.message = x.message;
+                    if let Value::Object(m) = &mut f.details {
+                        m.insert("replay".into(), x.details);
+                    }
+                    if k == 0 {
+                        self.findings[r.idx] = f;
+                    } else {
+                        extra.push((r.idx, f));
+                    }
+                }
+                continue;
+            }
+            let (replay, message) = match found {
+                Ok(found) => match found.into_iter().find(|x| x.kind == kind && x.input == input) {
+                    Some(x) => (x.details, Some(x.message)),
                     None => (
                         json!({ "error": "the replay did not reproduce the finding" }),
                         None,
@@ -560,7 +688,7 @@ impl NonInplaceValidationListener {
                 },
                 Err(e) => (json!({ "error": e.to_string() }), None),
             };
-            let Some(f) = self.findings.get_mut(idx) else {
+            let Some(f) = self.findings.get_mut(r.idx) else {
                 continue;
             };
             // The replay knows where the write landed; the message says so.
@@ -571,6 +699,17 @@ impl NonInplaceValidationListener {
                 m.insert("replay".into(), replay);
             }
         }
+        if dropped.is_empty() && extra.is_empty() {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.findings.len() + extra.len());
+        for (i, f) in std::mem::take(&mut self.findings).into_iter().enumerate() {
+            if !dropped.contains(&i) {
+                out.push(f);
+            }
+            out.extend(extra.iter().filter(|(j, _)| *j == i).map(|(_, f)| f.clone()));
+        }
+        self.findings = out;
     }
 }
 
@@ -581,7 +720,7 @@ impl Listener for NonInplaceValidationListener {
         }
     }
 
-    fn pre_op(&mut self, _at: &At, ev: &OpEvent) {
+    fn pre_op(&mut self, at: &At, ev: &OpEvent) {
         self.pending = None;
         if self.exempt(ev) {
             self.stats.ops_exempt += 1;
@@ -590,7 +729,7 @@ impl Listener for NonInplaceValidationListener {
         let destroyed = ev.destroyed_inputs();
         let mut inputs = Vec::with_capacity(ev.inputs.len());
         for i in 0..ev.inputs.len() {
-            match self.before(ev, i, &destroyed) {
+            match self.before(ev, i, &destroyed, at.node_index.is_some()) {
                 Ok(b) => inputs.push(b),
                 Err(e) => {
                     self.stats.errors += 1;
@@ -613,14 +752,21 @@ impl Listener for NonInplaceValidationListener {
         for b in p.inputs {
             self.stats.inputs_checked += 1;
             let index = b.index;
+            let deferred = b.deferred;
             match self.judge(ev, b) {
                 Ok(found) => {
                     for f in found {
-                        failed |= f.is_error();
+                        // A deferred input's finding fails the op once the
+                        // replay confirms it.
+                        failed |= f.is_error() && !deferred;
                         let replayable = f.kind == Kind::DESTROYED_INPUT || f.kind == Kind::OUT_OF_VIEW_WRITE;
                         if replayable && self.config.mode == Mode::Hash && self.snapshot.is_some() {
                             if let Some(pos) = at.node_index {
-                                self.to_replay.push((self.findings.len(), pos));
+                                self.to_replay.push(Replay {
+                                    idx: self.findings.len(),
+                                    pos,
+                                    deferred,
+                                });
                             }
                         }
                         self.findings.push(f);

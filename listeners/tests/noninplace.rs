@@ -134,10 +134,15 @@ fn off_by_one_row_store_on_a_large_base_names_the_element_and_its_row() {
     l.replay_from(&graph, &f).unwrap();
     let found = run_with(&graph, &f, &mut l);
     assert_eq!(kinds(&found), vec![Kind::OUT_OF_VIEW_WRITE]);
-    assert_eq!((l.stats().outside_checked, l.stats().guard_checked), (0, 1));
+    // With a replay at hand nothing is hashed: the buffer's version moved,
+    // and the replay in Copy mode found where.
+    assert_eq!(l.stats().inputs_deferred, 1);
+    assert_eq!(l.stats().deferred_replayed, 1);
+    assert_eq!(l.stats().bytes_hashed, 0);
     let d = &found[0].details;
-    assert_eq!(d["outside_part"], "guard_band");
-    assert_eq!(d["guard_band"], 64, "one row on each side");
+    assert_eq!(d["detected_by"], "version");
+    assert_eq!(d["replay"]["outside"]["part"], "guard_band");
+    assert_eq!(d["replay"]["guard_band"], 64, "one row on each side");
     let first = &d["replay"]["outside"]["first_changed"];
     assert_eq!(first["offset"], 64);
     assert_eq!(first["old"], 64.0);
@@ -259,6 +264,43 @@ fn raw_buffer_writes_are_seen_with_and_without_hash_reuse() {
 }
 
 #[test]
+fn with_a_replay_at_hand_inputs_are_judged_by_version_and_replay_not_hashed() {
+    let mut r = vigil_listeners::broken::registry();
+    r.register_op(Arc::new(SneakyZero));
+    let g = vigil_engine::GraphBuilder::with_registry("deferred", r);
+    let x = g.input("x", DType::F32, &[4]);
+    let e = x.exp().unwrap();
+    let y = x.op("sneaky_zero", &[], Default::default()).unwrap();
+    let graph = g.build(&[&y, &e]).unwrap();
+    let run = |x0: f32, replay: bool| {
+        let f = feeds(&[("x", f32s(&[4], &[x0, 2.0, 3.0, 4.0]))]);
+        let mut l = NonInplaceValidationListener::new();
+        if replay {
+            l.replay_from(&graph, &f).unwrap();
+        }
+        let found = run_with(&graph, &f, &mut l);
+        (found, l.stats().clone())
+    };
+    // Eager: every input hashed before and after.
+    let (found, eager) = run(1.0, false);
+    assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
+    assert!(eager.bytes_hashed > 0);
+    assert_eq!(eager.inputs_deferred, 0);
+    // Deferred: nothing hashed; the write moved the version, the replay
+    // says what changed.
+    let (found, deferred) = run(1.0, true);
+    assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
+    assert_eq!((deferred.bytes_hashed, deferred.inputs_deferred, deferred.deferred_replayed), (0, 2, 1));
+    assert!(found[0].message.contains("1 of 4 elements changed, first at [0]: 1.0 → 0.0"), "{}", found[0].message);
+    assert_eq!(found[0].details["replay"]["view"]["changed"], 1);
+    // Writing the value it already held is no change, as with hashing.
+    let (found, deferred) = run(0.0, true);
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(deferred.deferred_replayed, 1);
+    assert!(run(0.0, false).0.is_empty());
+}
+
+#[test]
 fn hash_mode_findings_carry_the_copy_mode_diff_by_replay() {
     let g = builder("replay");
     let a = g.input("a", DType::F32, &[4]);
@@ -278,7 +320,7 @@ fn hash_mode_findings_carry_the_copy_mode_diff_by_replay() {
     assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
     let d = &found[0].details;
     assert_eq!(d["mode"], "hash");
-    assert!(d["view_hash_before"].is_string());
+    assert_eq!(d["detected_by"], "version", "deferred: nothing was hashed");
     let replay = &d["replay"];
     assert_eq!(replay["mode"], "copy");
     assert_eq!(replay["view"]["changed"], 1);
