@@ -69,6 +69,17 @@ impl Check {
 /// Finite-difference gradient check parameters (autodiff's gradcheck).
 pub use vigil_autodiff::GradCheckConfig as GradConfig;
 
+/// The autodiff (ops and gradient rules) the gradient check builds
+/// gradients with.
+#[derive(Clone, Default)]
+pub struct GradRules(pub vigil_autodiff::Autodiff);
+
+impl std::fmt::Debug for GradRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GradRules(..)")
+    }
+}
+
 /// DebugMode's configuration.
 #[derive(Clone, Debug)]
 pub struct DebugConfig {
@@ -81,6 +92,9 @@ pub struct DebugConfig {
     /// Seed of the random orders and directions.
     pub seed: u64,
     pub grad: GradConfig,
+    /// Builds the gradients of a graph that has none as `grad:` outputs
+    /// (the built-in ops and rules unless a user's are set).
+    pub autodiff: GradRules,
     /// fp64 arbitration accepts an in-place f32 value whose RMSE to the
     /// f64 result is at most this times the pure f32 value's.
     pub arbitration_multiplier: f64,
@@ -106,6 +120,7 @@ impl Default for DebugConfig {
             orders: 3,
             seed: 0,
             grad: GradConfig::default(),
+            autodiff: GradRules::default(),
             arbitration_multiplier: 2.0,
         }
     }

@@ -2,6 +2,9 @@
 //! finite differences in f64 (the probing itself lives in
 //! `vigil_autodiff::check`, shared with autodiff's own tests); each
 //! parameter whose gradient is off becomes one `gradient_mismatch` finding.
+//! A graph with parameters and a scalar float output but no `grad:`
+//! outputs gets its analytic gradients from autodiff, so a training step
+//! is checked as it is, and a wrong gradient rule shows.
 
 use serde_json::json;
 use vigil_autodiff::{check_gradients, GradCheck, ParamCheck};
@@ -9,6 +12,8 @@ use vigil_engine::graph::Graph;
 use vigil_findings::{json_f64, Finding, Kind};
 
 use crate::config::GradConfig;
+use vigil_autodiff::{Autodiff, GRAD_PREFIX};
+use vigil_engine::graph::VarKind;
 use crate::error::Result;
 use crate::lockstep::Feeds;
 
@@ -17,10 +22,20 @@ pub fn check(
     user: &Graph,
     feeds: &Feeds,
     cfg: &GradConfig,
+    autodiff: &Autodiff,
     seed: u64,
     runs: &mut usize,
 ) -> Result<Vec<Finding>> {
-    let params = match check_gradients(user, feeds, cfg, seed, runs)? {
+    let mut source = "graph";
+    let mut checked = check_gradients(user, feeds, cfg, seed, runs)?;
+    if matches!(checked, GradCheck::NoGradients) {
+        let Some(with_grads) = autodiff_gradients(user, autodiff) else {
+            return Ok(Vec::new());
+        };
+        checked = check_gradients(&with_grads, feeds, cfg, seed, runs)?;
+        source = "autodiff";
+    }
+    let params = match checked {
         GradCheck::NoGradients => return Ok(Vec::new()),
         GradCheck::NoLoss => {
             return Ok(vec![Finding::new(
@@ -70,6 +85,7 @@ pub fn check(
             )
             .with_details(json!({
                 "param": p,
+                "gradient_from": source,
                 "probes": probes.len(),
                 "failed": worst.len(),
                 "eps": cfg.eps, "atol": cfg.atol, "rtol": cfg.rtol,
@@ -78,4 +94,32 @@ pub fn check(
         );
     }
     Ok(out)
+}
+
+/// `user` with `grad:<param>` outputs built by autodiff, for the float
+/// parameters and the first scalar float output (the loss); `None` when the
+/// graph has neither, or when autodiff cannot differentiate it (an op with
+/// no gradient rule), which is logged.
+fn autodiff_gradients(user: &Graph, autodiff: &Autodiff) -> Option<Graph> {
+    let params: Vec<&str> = user
+        .vars()
+        .iter()
+        .filter(|v| matches!(v.kind, VarKind::Parameter(_)) && v.ty.dtype.is_float())
+        .map(|v| v.name.as_str())
+        .collect();
+    let loss = user.outputs().iter().map(|&v| user.var(v)).find(|v| {
+        !v.name.starts_with(GRAD_PREFIX)
+            && v.ty.dtype.is_float()
+            && v.ty.static_shape().is_some_and(|s| s.iter().product::<usize>() == 1)
+    })?;
+    if params.is_empty() {
+        return None;
+    }
+    match autodiff.grad(user, &loss.name, &params) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            tracing::warn!(graph = user.name(), "gradient check skipped: {e}");
+            None
+        }
+    }
 }

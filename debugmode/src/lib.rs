@@ -48,7 +48,7 @@ mod prealloc;
 mod report;
 pub mod selftest;
 
-pub use config::{Check, DebugConfig, GradConfig};
+pub use config::{Check, DebugConfig, GradConfig, GradRules};
 pub use error::DebugError;
 pub use minimize::{minimize, Minimized};
 pub use mode::DebugMode;

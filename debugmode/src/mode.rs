@@ -120,6 +120,7 @@ impl DebugMode {
                 user,
                 snap.feeds(),
                 &cfg.grad,
+                &cfg.autodiff.0,
                 cfg.seed,
                 &mut stats.reruns,
             )?);

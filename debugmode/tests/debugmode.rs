@@ -281,6 +281,34 @@ fn supplied_gradients_are_checked_against_finite_differences() {
     }
 }
 
+#[test]
+fn without_supplied_gradients_autodiff_builds_them_and_a_wrong_rule_shows() {
+    // loss = sum(exp(w) * x) with parameter w and no grad: outputs.
+    let graph = {
+        let b = GraphBuilder::new("autograd");
+        let x = b.input("x", DType::F32, &[16]);
+        let w = b.parameter(
+            "w",
+            Tensor::from_vec(&[16], (0..16).map(|i| 0.1 * i as f32 - 0.5).collect::<Vec<_>>()).unwrap(),
+        );
+        let loss = w.exp().unwrap().mul(&x).unwrap().sum(None).unwrap();
+        b.build(&[&loss]).unwrap()
+    };
+    let cfg = DebugConfig::default().with_checks("gradient").unwrap();
+    assert!(check(&graph, cfg.clone()).is_empty(), "the built-in exp rule is right");
+    // A rule that forgets the chain through exp: d exp(w) = g, not g * exp(w).
+    let mut rules = vigil_autodiff::GradRegistry::builtin();
+    rules.register("exp", |c| Ok(vec![Some(c.grad()?.clone())]));
+    let wrong = DebugConfig {
+        autodiff: vigil_debugmode::GradRules(vigil_autodiff::Autodiff::new(OpRegistry::builtin(), rules)),
+        ..cfg
+    };
+    let f = check(&graph, wrong);
+    assert_eq!(kinds(&f), vec!["gradient_mismatch"], "{f:#?}");
+    assert_eq!(f[0].details["param"], "w");
+    assert_eq!(f[0].details["gradient_from"], "autodiff");
+}
+
 /// A long graph with one bad in-place variant in the middle.
 fn long_graph(n: usize) -> Graph {
     graph(|_, x| {
