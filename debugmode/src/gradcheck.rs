@@ -12,10 +12,10 @@ use vigil_engine::graph::Graph;
 use vigil_findings::{json_f64, Finding, Kind};
 
 use crate::config::GradConfig;
-use vigil_autodiff::{Autodiff, GRAD_PREFIX};
-use vigil_engine::graph::VarKind;
 use crate::error::Result;
 use crate::lockstep::Feeds;
+use vigil_autodiff::{Autodiff, GRAD_PREFIX};
+use vigil_engine::graph::VarKind;
 
 /// `gradient_mismatch` findings, one per parameter whose gradient is off.
 pub fn check(
@@ -110,7 +110,9 @@ fn autodiff_gradients(user: &Graph, autodiff: &Autodiff) -> Option<Graph> {
     let loss = user.outputs().iter().map(|&v| user.var(v)).find(|v| {
         !v.name.starts_with(GRAD_PREFIX)
             && v.ty.dtype.is_float()
-            && v.ty.static_shape().is_some_and(|s| s.iter().product::<usize>() == 1)
+            && v.ty
+                .static_shape()
+                .is_some_and(|s| s.iter().product::<usize>() == 1)
     })?;
     if params.is_empty() {
         return None;

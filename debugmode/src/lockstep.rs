@@ -12,7 +12,7 @@ use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::{DType, Element, Executor, Layout, PoolPolicy, Tensor};
 use vigil_findings::{json_f64, Finding, Kind};
 use vigil_listeners::{
-    ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
+    Health, ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
 };
 
 use crate::arbitrate::{self, Candidate, Verdict};
@@ -122,7 +122,13 @@ pub fn run(
         // (this run works on copies), so findings name the changed element.
         set.push(NonInplaceValidationListener::new().replay_on(Snapshot::sharing(inplace, feeds)));
         set.push(ViewMapValidationListener::new());
-        set.push(NumericsListener::new());
+        // The lockstep comparison reads every output anyway and hands the
+        // listener their health from the same pass.
+        set.push(if opts.compare {
+            NumericsListener::new().deferred()
+        } else {
+            NumericsListener::new()
+        });
     }
     set.push(Capture::new(opts.poison));
     let mut rcap = Capture::new(false);
@@ -174,7 +180,8 @@ pub fn run(
             if let Some(rc) = &mut rc {
                 rc.step(&mut rcap)?;
                 let expected = std::mem::take(&mut rcap.produced);
-                st.check_outputs(n, &produced, &expected)?;
+                let same = deliver_health(&mut set, &produced, &expected);
+                st.check_outputs(n, &produced, &expected, &same)?;
                 peak_both = peak_both.max(ic.live_bytes() + rc.live_bytes());
             }
             drop(produced);
@@ -260,6 +267,43 @@ pub fn run(
         peak_inplace: iout.stats.peak_live_bytes,
         peak_both,
     })
+}
+
+/// Hands a deferred numerics listener the health of the step's outputs,
+/// computed in the same pass that tells whether each equals the
+/// reference's (one read of every output instead of two). Returns that
+/// equality per output (`None`: not known, compare in full). Anything
+/// unexpected leaves the listener to compute the health itself.
+fn deliver_health(
+    set: &mut ListenerSet,
+    got: &[(VarId, Tensor)],
+    want: &[(VarId, Tensor)],
+) -> Vec<Option<bool>> {
+    let unknown = vec![None; got.len()];
+    let Some(numerics) = set.get_mut::<NumericsListener>() else {
+        return unknown;
+    };
+    if numerics.awaiting().len() != got.len() {
+        return unknown;
+    }
+    let mut health = Vec::with_capacity(got.len());
+    let mut same = Vec::with_capacity(got.len());
+    for (v, t) in got {
+        let (h, s) = match want.iter().find(|(u, _)| u == v) {
+            Some((_, w)) => match Health::of_compared(t, w) {
+                Ok(hs) => hs,
+                Err(_) => return unknown,
+            },
+            None => match Health::of(t) {
+                Ok(h) => (h, None),
+                Err(_) => return unknown,
+            },
+        };
+        health.push(h);
+        same.push(s);
+    }
+    numerics.deliver(health);
+    same
 }
 
 /// Whether a value `n` reads was written after it was produced.
@@ -384,13 +428,25 @@ impl State<'_> {
         self.findings.push(f);
     }
 
-    fn check_outputs(&mut self, n: NodeId, got: &[(VarId, Tensor)], want: &[(VarId, Tensor)]) -> Result<()> {
+    /// `same[k]`: output `k` is already known to equal the reference's.
+    fn check_outputs(
+        &mut self,
+        n: NodeId,
+        got: &[(VarId, Tensor)],
+        want: &[(VarId, Tensor)],
+        same: &[Option<bool>],
+    ) -> Result<()> {
         let node = self.g.node(n);
         let from = node.inputs.iter().find_map(|v| self.diverged.get(v).copied());
         for (k, (v, t)) in got.iter().enumerate() {
             let Some((_, w)) = want.iter().find(|(u, _)| u == v) else {
                 continue;
             };
+            if same.get(k) == Some(&Some(true)) {
+                self.compared += 1;
+                self.exact += 1;
+                continue;
+            }
             let cmp = compare(t, w, self.tolerance(w))?;
             self.compared += 1;
             if cmp.is_exact() {

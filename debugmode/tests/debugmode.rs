@@ -295,7 +295,10 @@ fn without_supplied_gradients_autodiff_builds_them_and_a_wrong_rule_shows() {
         b.build(&[&loss]).unwrap()
     };
     let cfg = DebugConfig::default().with_checks("gradient").unwrap();
-    assert!(check(&graph, cfg.clone()).is_empty(), "the built-in exp rule is right");
+    assert!(
+        check(&graph, cfg.clone()).is_empty(),
+        "the built-in exp rule is right"
+    );
     // A rule that forgets the chain through exp: d exp(w) = g, not g * exp(w).
     let mut rules = vigil_autodiff::GradRegistry::builtin();
     rules.register("exp", |c| Ok(vec![Some(c.grad()?.clone())]));

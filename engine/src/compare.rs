@@ -168,12 +168,7 @@ fn compare_typed<T: Element>(
 /// slices are split across the rayon pool like the elementwise kernels
 /// (see [`crate::parallel`]): the check runs at memory bandwidth.
 fn all_same<T: Element>(a: &ndarray::ArrayViewD<'_, T>, b: &ndarray::ArrayViewD<'_, T>) -> bool {
-    const BLOCK: usize = 256;
-    let blocks_same = |x: &[T], y: &[T]| {
-        x.chunks(BLOCK)
-            .zip(y.chunks(BLOCK))
-            .all(|(p, q)| p.iter().zip(q).fold(true, |ok, (&u, &v)| ok & same(u, v)))
-    };
+    let blocks_same = slices_same::<T>;
     match (a.as_slice_memory_order(), b.as_slice_memory_order()) {
         (Some(x), Some(y)) if a.strides() == b.strides() => {
             use rayon::prelude::*;
@@ -186,6 +181,17 @@ fn all_same<T: Element>(a: &ndarray::ArrayViewD<'_, T>, b: &ndarray::ArrayViewD<
         }
         _ => ndarray::Zip::from(a).and(b).all(|&x, &y| same(x, y)),
     }
+}
+
+/// Whether `x` and `y` (of one length) agree element for element, NaN
+/// matching NaN: the fast path of [`compare`], over fixed-size blocks
+/// without an early exit inside a block, so the compiler vectorizes it.
+pub fn slices_same<T: Element>(x: &[T], y: &[T]) -> bool {
+    const BLOCK: usize = 256;
+    x.len() == y.len()
+        && x.chunks(BLOCK)
+            .zip(y.chunks(BLOCK))
+            .all(|(p, q)| p.iter().zip(q).fold(true, |ok, (&u, &v)| ok & same(u, v)))
 }
 
 /// Distance in representable values of `dtype` between two floats (0 for

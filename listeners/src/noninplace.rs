@@ -633,7 +633,9 @@ impl NonInplaceValidationListener {
         let mut dropped = Vec::new();
         let mut extra: Vec<(usize, Finding)> = Vec::new();
         for r in std::mem::take(&mut self.to_replay) {
-            let Some(f) = self.findings.get(r.idx) else { continue };
+            let Some(f) = self.findings.get(r.idx) else {
+                continue;
+            };
             let (kind, input) = (f.kind.clone(), f.input);
             let found = replay_in_copy_mode(snap.graph(), snap.feeds(), r.pos, &self.config);
             if r.deferred {

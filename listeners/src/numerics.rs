@@ -13,8 +13,8 @@ use vigil_engine::exec::{At, Listener, OpEvent};
 use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::{DType, Layout, Tensor};
 
-use crate::finding::{at_op, Finding, Kind, Validator};
-use crate::summary::{for_each_run, summarize, Acc, Summarize};
+use crate::finding::{Finding, Kind, Validator};
+use crate::summary::{for_each_run, summarize, summarize_comparing, Acc, Summarize};
 
 /// Counts and range of one tensor's elements. `negative`, `zero` and
 /// `positive` count finite elements; `min`, `max` and `mean` are over finite
@@ -42,13 +42,38 @@ impl Health {
     pub fn of(t: &Tensor) -> vigil_engine::Result<Health> {
         let mut acc = Acc::default();
         vigil_engine::dispatch_all!(t.dtype(), T => t.read(|v: ArrayViewD<'_, T>| summarize(&v, &mut acc))?);
+        Ok(Health::from_acc(t, &acc))
+    }
+
+    /// The health of `got` (as [`Health::of`]) and whether it equals
+    /// `want` element for element (NaN matching NaN), reading each once
+    /// when both are contiguous in one layout; `None` for the equality
+    /// otherwise (other dtype, shape or layout): compare them yourself.
+    pub fn of_compared(got: &Tensor, want: &Tensor) -> vigil_engine::Result<(Health, Option<bool>)> {
+        if got.dtype() != want.dtype() || got.shape() != want.shape() || got.strides() != want.strides() {
+            return Ok((Health::of(got)?, None));
+        }
+        let mut acc = Acc::default();
+        let same = vigil_engine::dispatch_all!(got.dtype(), T => got.read(|a: ArrayViewD<'_, T>| {
+            want.read(|b: ArrayViewD<'_, T>| match (a.as_slice_memory_order(), b.as_slice_memory_order()) {
+                (Some(x), Some(y)) => Some(summarize_comparing(x, y, &mut acc)),
+                _ => {
+                    summarize(&a, &mut acc);
+                    None
+                }
+            })
+        })??);
+        Ok((Health::from_acc(got, &acc), same))
+    }
+
+    fn from_acc(t: &Tensor, acc: &Acc) -> Health {
         let finite = acc.negative + acc.zero + acc.positive;
         let (min, max, mean) = if finite > 0 {
             (Some(acc.lo), Some(acc.hi), Some(acc.sum / finite as f64))
         } else {
             (None, None, None)
         };
-        Ok(Health {
+        Health {
             dtype: t.dtype(),
             shape: t.shape().to_vec(),
             elements: t.size(),
@@ -61,7 +86,7 @@ impl Health {
             min,
             max,
             mean,
-        })
+        }
     }
 
     pub fn non_finite(&self) -> usize {
@@ -92,6 +117,19 @@ pub struct NumericsListener {
     inputs_finite: Option<bool>,
     /// All-finite answers by (buffer, version, layout).
     finite_cache: HashMap<(BufferId, u64, Layout), bool>,
+    /// See [`NumericsListener::deferred`].
+    deferred: bool,
+    /// The last op's outputs, awaiting their health.
+    pending: Option<Pending>,
+}
+
+/// An op whose outputs' health is not known yet.
+struct Pending {
+    node: String,
+    op: String,
+    position: Option<usize>,
+    outputs: Vec<Tensor>,
+    inputs_finite: bool,
 }
 
 fn all_finite(t: &Tensor) -> vigil_engine::Result<bool> {
@@ -105,6 +143,47 @@ fn all_finite(t: &Tensor) -> vigil_engine::Result<bool> {
 impl NumericsListener {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The outputs' health is handed in by the caller ([`Self::deliver`])
+    /// after each op instead of computed in `post_op`: a caller that reads
+    /// every output anyway (DebugMode's lockstep comparison, through
+    /// [`Health::of_compared`]) saves the listener's pass over them. What
+    /// is not delivered by the next op (or the run's end) is computed here.
+    pub fn deferred(mut self) -> Self {
+        self.deferred = true;
+        self
+    }
+
+    /// The outputs of the last op whose health is awaited, in order.
+    pub fn awaiting(&self) -> &[Tensor] {
+        self.pending.as_ref().map_or(&[], |p| &p.outputs)
+    }
+
+    /// The health of [`Self::awaiting`]'s outputs, in order; a missing or
+    /// extra entry is ignored and computed here.
+    pub fn deliver(&mut self, health: Vec<Health>) {
+        if let Some(p) = self.pending.take() {
+            if health.len() == p.outputs.len() {
+                self.judge(p, health);
+            } else {
+                self.pending = Some(p);
+                self.settle();
+            }
+        }
+    }
+
+    /// Computes the health of undelivered outputs.
+    fn settle(&mut self) {
+        let Some(p) = self.pending.take() else { return };
+        let mut health = Vec::with_capacity(p.outputs.len());
+        for (k, t) in p.outputs.iter().enumerate() {
+            match Health::of(t) {
+                Ok(h) => health.push(h),
+                Err(e) => tracing::warn!(node = %p.node, output = k, "health not computed: {e}"),
+            }
+        }
+        self.judge(p, health);
     }
 
     /// The latest health of `node`'s outputs.
@@ -151,6 +230,7 @@ fn first_non_finite(t: &Tensor) -> Option<(Vec<usize>, f64)> {
 
 impl Listener for NumericsListener {
     fn pre_op(&mut self, _at: &At, ev: &OpEvent) {
+        self.settle();
         let mut ok = true;
         for t in ev.inputs {
             ok &= self.finite(t);
@@ -159,14 +239,29 @@ impl Listener for NumericsListener {
     }
 
     fn post_op(&mut self, at: &At, ev: &OpEvent) {
-        let inputs_finite = self.inputs_finite.take().unwrap_or(false);
-        let mut outputs = Vec::with_capacity(ev.outputs.len());
-        for (k, t) in ev.outputs.iter().enumerate() {
-            match Health::of(t) {
-                Ok(h) => outputs.push(h),
-                Err(e) => tracing::warn!(node = %ev.node.name, output = k, "health not computed: {e}"),
-            }
+        self.settle();
+        self.pending = Some(Pending {
+            node: ev.node.name.clone(),
+            op: ev.op_name().to_string(),
+            position: at.node_index,
+            outputs: ev.outputs.to_vec(),
+            inputs_finite: self.inputs_finite.take().unwrap_or(false),
+        });
+        if !self.deferred {
+            self.settle();
         }
+    }
+
+    fn operation_end(&mut self, _at: &At, _graph: &vigil_engine::Graph) {
+        self.settle();
+    }
+}
+
+impl NumericsListener {
+    /// Blames the op when its outputs are non-finite from finite inputs,
+    /// and records their health.
+    fn judge(&mut self, p: Pending, outputs: Vec<Health>) {
+        let inputs_finite = p.inputs_finite;
         let bad = outputs.iter().any(|h| h.non_finite() > 0);
         if bad && inputs_finite {
             for (k, h) in outputs.iter().enumerate().filter(|(_, h)| h.non_finite() > 0) {
@@ -174,7 +269,7 @@ impl Listener for NumericsListener {
                     "output {k} has {} NaN, {} -inf, {} +inf from all-finite inputs",
                     h.nan, h.neg_inf, h.pos_inf
                 );
-                let first = ev.outputs.get(k).and_then(first_non_finite);
+                let first = p.outputs.get(k).and_then(first_non_finite);
                 if let Some((index, x)) = &first {
                     message.push_str(&format!(
                         ", the first at {} ({x})",
@@ -183,25 +278,26 @@ impl Listener for NumericsListener {
                 }
                 let first = first.map(|(index, x)| json!({ "index": index, "value": x.to_string() }));
                 self.findings.push(
-                    at_op(Kind::NON_FINITE, ev, message)
+                    Finding::new(Kind::NON_FINITE, message)
+                        .at(p.node.clone(), &p.op)
                         .with_output(k)
                         .with_details(json!({ "health": h, "first": first })),
                 );
             }
         }
         // The outputs' finiteness is known now; later readers reuse it.
-        for (t, h) in ev.outputs.iter().zip(&outputs) {
+        for (t, h) in p.outputs.iter().zip(&outputs) {
             self.finite_cache.insert(
                 (t.buffer_id(), t.version(), t.layout().clone()),
                 h.non_finite() == 0,
             );
         }
         self.health.insert(
-            ev.node.name.clone(),
+            p.node.clone(),
             NodeHealth {
-                node: ev.node.name.clone(),
-                op: ev.op_name().to_string(),
-                position: at.node_index,
+                node: p.node,
+                op: p.op,
+                position: p.position,
                 outputs,
                 inputs_finite,
                 created_non_finite: bad && inputs_finite,
@@ -217,6 +313,7 @@ impl Validator for NumericsListener {
     }
 
     fn take_findings(&mut self) -> Vec<Finding> {
+        self.settle();
         std::mem::take(&mut self.findings)
     }
 }

@@ -87,6 +87,9 @@ impl Acc {
 
 /// Element types with a summary kernel over contiguous runs.
 pub trait Summarize: Element {
+    /// Elements per block of [`Summarize::summarize_run`]: summarizing a
+    /// run block by block gives the same bits as summarizing it whole.
+    const BLOCK: usize = 4096;
     fn summarize_run(run: &[Self], acc: &mut Acc);
     fn all_finite(run: &[Self]) -> bool;
 }
@@ -94,6 +97,7 @@ pub trait Summarize: Element {
 macro_rules! float_summary {
     ($t:ty) => {
         impl Summarize for $t {
+            const BLOCK: usize = CHUNK;
             fn summarize_run(run: &[$t], acc: &mut Acc) {
                 for chunk in run.chunks(CHUNK) {
                     let mut nan = [0u32; L];
@@ -357,6 +361,51 @@ fn summarize_long<T: Summarize>(run: &[T], acc: &mut Acc) {
     for p in &parts {
         acc.merge(p);
     }
+}
+
+/// Summarizes `got` into `acc` (the same bits as [`summarize`] over it)
+/// and says whether it equals `want` element for element, NaN matching
+/// NaN, reading both once: each block is compared and then summarized
+/// while it is still in cache. DebugMode compares every in-place output
+/// with the reference and summarizes it for the numerics listener; this is
+/// both in the memory traffic of one.
+pub fn summarize_comparing<T: Summarize>(got: &[T], want: &[T], acc: &mut Acc) -> bool {
+    use rayon::prelude::*;
+    if got.len() != want.len() {
+        summarize_long(got, acc);
+        return false;
+    }
+    let blocks = |g: &[T], w: &[T], a: &mut Acc| {
+        let mut same = true;
+        for (gb, wb) in g.chunks(T::BLOCK).zip(w.chunks(T::BLOCK)) {
+            same &= vigil_engine::compare::slices_same(gb, wb);
+            T::summarize_run(gb, a);
+        }
+        same
+    };
+    // The parts of `summarize_long`, merged in the same order.
+    if got.len() <= TASK {
+        return blocks(got, want, acc);
+    }
+    let part = |(g, w): (&[T], &[T])| {
+        let mut a = Acc::default();
+        let same = blocks(g, w, &mut a);
+        (a, same)
+    };
+    let parts: Vec<(Acc, bool)> = if vigil_engine::parallel::split(got.len()) {
+        got.par_chunks(TASK)
+            .zip(want.par_chunks(TASK))
+            .map(part)
+            .collect()
+    } else {
+        got.chunks(TASK).zip(want.chunks(TASK)).map(part).collect()
+    };
+    let mut same = true;
+    for (p, s) in &parts {
+        acc.merge(p);
+        same &= s;
+    }
+    same
 }
 
 #[cfg(test)]

@@ -290,8 +290,21 @@ fn with_a_replay_at_hand_inputs_are_judged_by_version_and_replay_not_hashed() {
     // says what changed.
     let (found, deferred) = run(1.0, true);
     assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
-    assert_eq!((deferred.bytes_hashed, deferred.inputs_deferred, deferred.deferred_replayed), (0, 2, 1));
-    assert!(found[0].message.contains("1 of 4 elements changed, first at [0]: 1.0 → 0.0"), "{}", found[0].message);
+    assert_eq!(
+        (
+            deferred.bytes_hashed,
+            deferred.inputs_deferred,
+            deferred.deferred_replayed
+        ),
+        (0, 2, 1)
+    );
+    assert!(
+        found[0]
+            .message
+            .contains("1 of 4 elements changed, first at [0]: 1.0 → 0.0"),
+        "{}",
+        found[0].message
+    );
     assert_eq!(found[0].details["replay"]["view"]["changed"], 1);
     // Writing the value it already held is no change, as with hashing.
     let (found, deferred) = run(0.0, true);

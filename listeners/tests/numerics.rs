@@ -1,0 +1,112 @@
+//! The numerics listener's deferred mode and the one-pass health and
+//! equality DebugMode feeds it with.
+
+mod common;
+
+use common::{builder, feeds, kinds, run_with};
+use proptest::prelude::*;
+use vigil_engine::exec::{At, Listener};
+use vigil_engine::{parallel, DType, Tensor};
+use vigil_listeners::{Health, Kind, NumericsListener, Validator};
+
+fn special(i: usize, x: f32) -> f32 {
+    match i % 97 {
+        3 => f32::NAN,
+        5 => f32::INFINITY,
+        7 => f32::NEG_INFINITY,
+        11 => 0.0,
+        13 => -0.0,
+        _ => x,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Health::of_compared gives the same health, bit for bit, as
+    /// Health::of, and the equality `compare` gives, on lengths around the
+    /// block and part sizes, with and without threads.
+    #[test]
+    fn health_of_compared_matches_health_of(
+        len in prop_oneof![0usize..20, 4090usize..4110, 65530usize..65550, 200_000usize..200_010],
+        seed in any::<u32>(),
+        flip in proptest::option::of(any::<prop::sample::Index>()),
+        wide in any::<bool>(),
+        threads in any::<bool>(),
+    ) {
+        parallel::set_intra_op(threads);
+        let v: Vec<f32> = (0..len)
+            .map(|i| special(i, ((i as u32).wrapping_mul(2654435761) ^ seed) as f32 * 1e-9 - 2.0))
+            .collect();
+        let mut w = v.clone();
+        if let (Some(k), true) = (flip, len > 0) {
+            let k = k.index(len);
+            w[k] = if w[k] == 1.5 { 2.5 } else { 1.5 };
+        }
+        let (got, want) = if wide {
+            let f = |x: &Vec<f32>| Tensor::from_vec(&[len], x.iter().map(|&y| y as f64).collect::<Vec<_>>()).unwrap();
+            (f(&v), f(&w))
+        } else {
+            (Tensor::from_vec(&[len], v.clone()).unwrap(), Tensor::from_vec(&[len], w.clone()).unwrap())
+        };
+        let (h, same) = Health::of_compared(&got, &want).unwrap();
+        let alone = Health::of(&got).unwrap();
+        prop_assert_eq!(format!("{h:?}"), format!("{alone:?}"));
+        let exact = vigil_engine::compare::compare(&got, &want, vigil_engine::compare::Tolerance::EXACT)
+            .unwrap()
+            .is_exact();
+        prop_assert_eq!(same, Some(exact));
+        parallel::set_intra_op(true);
+    }
+}
+
+#[test]
+fn different_layouts_leave_the_equality_to_the_caller() {
+    let a = Tensor::from_vec(&[2, 3], (0..6).map(|i| i as f32).collect()).unwrap();
+    let t = a.t(None).unwrap().to_contiguous().unwrap().t(None).unwrap();
+    let (h, same) = Health::of_compared(&t, &a).unwrap();
+    assert_eq!(same, None);
+    assert_eq!(h, Health::of(&t).unwrap());
+    let i = Tensor::from_vec(&[2], vec![1i64, 2]).unwrap();
+    assert_eq!(Health::of_compared(&i, &i).unwrap().1, Some(true));
+}
+
+#[test]
+fn deferred_health_gives_the_same_findings_delivered_or_not() {
+    let g = builder("nan");
+    let x = g.input("x", DType::F32, &[4]);
+    let y = x.log().unwrap().exp().unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    let f = feeds(&[("x", Tensor::from_vec(&[4], vec![1.0f32, 0.0, -1.0, 2.0]).unwrap())]);
+    let mut eager = NumericsListener::new();
+    let want = run_with(&graph, &f, &mut eager);
+    assert_eq!(kinds(&want), vec![Kind::NON_FINITE], "log of 0 and -1");
+    // Not delivered: the listener computes the health itself.
+    let mut lazy = NumericsListener::new().deferred();
+    let got = run_with(&graph, &f, &mut lazy);
+    assert_eq!(format!("{got:?}"), format!("{want:?}"));
+    assert_eq!(lazy.all_health(), eager.all_health());
+}
+
+#[test]
+fn deferred_health_is_taken_as_delivered() {
+    let g = builder("deliver");
+    let x = g.input("x", DType::F32, &[2]);
+    let y = x.exp().unwrap();
+    let graph = g.build(&[&y]).unwrap();
+    let exec = vigil_engine::Executor::new(&graph).unwrap();
+    let f = feeds(&[("x", Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap())]);
+    let mut l = NumericsListener::new().deferred();
+    let opts = vigil_engine::RunOptions::default();
+    let mut c = exec.start(&f, &mut l, &opts).unwrap();
+    c.step(&mut l).unwrap();
+    assert_eq!(l.awaiting().len(), 1);
+    // Whatever the caller delivers is what the listener records: here a
+    // health that says NaN, so the op is blamed.
+    let nan = Tensor::from_vec(&[2], vec![f32::NAN, 1.0]).unwrap();
+    l.deliver(vec![Health::of(&nan).unwrap()]);
+    assert!(l.awaiting().is_empty());
+    c.finish(&mut l).unwrap();
+    l.operation_end(&At::default(), &graph);
+    assert_eq!(kinds(&l.take_findings()), vec![Kind::NON_FINITE]);
+}
