@@ -149,6 +149,19 @@ fn slow_failing_suite(dir: &Path, n: usize) {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_writes_the_finished_cases_and_exits_130() {
+    interrupt_a_run(&[]);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_with_isolate_writes_the_finished_cases_and_exits_130() {
+    interrupt_a_run(&["--isolate"]);
+}
+
+/// Sends SIGINT to a `vigil run` once its first case has finished, and
+/// checks that it writes the finished cases' report and exits 130.
+#[cfg(unix)]
+fn interrupt_a_run(flags: &[&str]) {
     use std::io::{BufRead, BufReader};
     let tmp = tempfile::tempdir().unwrap();
     let suite = tmp.path().join("suite");
@@ -157,6 +170,7 @@ fn ctrl_c_writes_the_finished_cases_and_exits_130() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
         .args(["run", suite.to_str().unwrap(), "--jobs", "1", "--report"])
         .arg(&report)
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
