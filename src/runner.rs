@@ -267,16 +267,18 @@ impl Suites {
     pub fn run_case(&self, case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry) -> Case {
         match self.config_for(case, cfg) {
             Ok(cfg) => run_case(case, &cfg, registry),
-            Err(errored) => errored,
+            Err(errored) => *errored,
         }
     }
 
     /// How [`Suites::run_case`] runs `case`: `cfg`, with ONNX's tolerances
     /// for an ONNX test that sets none, or the errored case when its import
     /// failed. `run --isolate` sends this configuration to its workers.
-    pub fn config_for(&self, case: &CaseRef, cfg: &RunConfig) -> std::result::Result<RunConfig, Case> {
+    pub fn config_for(&self, case: &CaseRef, cfg: &RunConfig) -> std::result::Result<RunConfig, Box<Case>> {
         if let Some(e) = self.import_errors.get(&case.path) {
-            return Err(Case::new(case.name(), case.path.clone()).errored(format!("import: {e}")));
+            return Err(Box::new(
+                Case::new(case.name(), case.path.clone()).errored(format!("import: {e}")),
+            ));
         }
         let mut cfg = cfg.clone();
         if self.onnx.contains(&case.path) {

@@ -205,7 +205,7 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
         };
         let case_cfg = match suites.config_for(c, &cfg) {
             Ok(case_cfg) => case_cfg,
-            Err(errored) => return Some(errored),
+            Err(errored) => return Some(*errored),
         };
         match workers.run(&Job::new(c, &case_cfg, a.checks.as_deref())) {
             Outcome::Done(r) => Some(r),
