@@ -289,27 +289,23 @@ fn a_graph_file_is_read_only_within_the_allocation_limit() {
         "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
         "nodes": [{"name": "r", "op": "relu", "inputs": ["x"], "outputs": ["y"]}],
         "outputs": ["y"]}"#;
-    let out = |n: &str| tmp.path().join(n).display().to_string();
+    let exec = |out: &str| {
+        let out = tmp.path().join(out).display().to_string();
+        vigil(&[
+            "--max-alloc",
+            "64K",
+            "exec",
+            case.to_str().unwrap(),
+            "--out",
+            &out,
+        ])
+    };
     std::fs::write(case.join("graph.json"), graph).unwrap();
-    let o = vigil(&[
-        "--max-alloc",
-        "64K",
-        "exec",
-        case.to_str().unwrap(),
-        "--out",
-        &out("o1"),
-    ]);
+    let o = exec("o1");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // 8 KiB of JSON could take 16x that while parsed: past 64 KiB.
     std::fs::write(case.join("graph.json"), format!("{graph}{}", " ".repeat(8192))).unwrap();
-    let o = vigil(&[
-        "--max-alloc",
-        "64K",
-        "exec",
-        case.to_str().unwrap(),
-        "--out",
-        &out("o2"),
-    ]);
+    let o = exec("o2");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("past the allocation limit of 65536 bytes (--max-alloc)"),
