@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use vigil_engine::graph::{Graph, VarKind};
+use vigil_engine::graph::{Graph, GraphFile, VarKind};
 use vigil_engine::{OpRegistry, Tensor};
 
 /// Paths of one suite case.
@@ -144,9 +144,75 @@ pub fn default_registry() -> OpRegistry {
     r
 }
 
-/// Loads the graph of a case, making its ops from `registry`.
+/// Loads the graph of a case, making its ops from `registry`. A graph file
+/// may come from anyone, so before anything is read on its word: it must
+/// fit the allocation limit (see [`MAX_PARSE_GROWTH`]), and every constant
+/// or parameter it keeps in an `npy` file must name a file inside the
+/// graph's own directory.
 pub fn load_graph(path: &Path, registry: &OpRegistry) -> Result<Graph> {
-    Graph::load(path, registry).map_err(anyhow::Error::from)
+    let wrap = |e: vigil_engine::Error| match e {
+        vigil_engine::Error::File { .. } => anyhow::Error::from(e),
+        other => anyhow::Error::from(vigil_engine::Error::file(path, other)),
+    };
+    let limit = vigil_engine::tensor::limit::alloc_limit();
+    let size = std::fs::metadata(path)
+        .map_err(|e| vigil_engine::Error::file(path, e))?
+        .len();
+    if size.saturating_mul(MAX_PARSE_GROWTH) > limit {
+        bail!(
+            "{}: {size} bytes; parsing it could take up to {} bytes, past the allocation limit of {limit} bytes (--max-alloc)",
+            path.display(),
+            size.saturating_mul(MAX_PARSE_GROWTH)
+        );
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| vigil_engine::Error::file(path, e))?;
+    let file = GraphFile::parse(&text).map_err(wrap)?;
+    let base = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    for (decl, what) in file
+        .constants
+        .iter()
+        .map(|d| (d, "constant"))
+        .chain(file.parameters.iter().map(|d| (d, "parameter")))
+    {
+        if let Some(rel) = &decl.npy {
+            inside(base, rel).map_err(|why| {
+                anyhow::anyhow!(
+                    "{}: {what} '{}': npy '{rel}' {why}; a graph reads only files of its own directory",
+                    path.display(),
+                    decl.name
+                )
+            })?;
+        }
+    }
+    file.to_graph(path.parent(), registry).map_err(wrap)
+}
+
+/// How many bytes one byte of graph JSON can take while parsed, at most: a
+/// number in inline `data` is two bytes of text (`1,`) and a 32-byte JSON
+/// value in one vector.
+pub const MAX_PARSE_GROWTH: u64 = 16;
+
+/// Checks that `rel`, a path a graph file names, stays inside `dir`: a
+/// relative path of plain components that, once symbolic links are
+/// resolved, is still under `dir`. A missing file passes (reading it
+/// reports it).
+fn inside(dir: &Path, rel: &str) -> std::result::Result<(), &'static str> {
+    let p = Path::new(rel);
+    if !p
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+    {
+        return Err("is not a relative path inside the graph's directory");
+    }
+    if let (Ok(d), Ok(f)) = (dir.canonicalize(), dir.join(p).canonicalize()) {
+        if !f.starts_with(&d) {
+            return Err("leads outside the graph's directory through a symbolic link");
+        }
+    }
+    Ok(())
 }
 
 /// The `expected/*.npy` tensors of a case, by output name.

@@ -22,8 +22,11 @@ use crate::case::{load_expected, load_feeds, load_graph, CasePaths, FeedSource};
 use crate::onnx_suite::OnnxCases;
 use crate::suite::{discover, CaseRef};
 
+pub mod isolate;
+
 /// How a case is run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Execute, and compare with `expected/`.
     Plain,
@@ -262,18 +265,29 @@ impl Suites {
     /// with ONNX's tolerances unless `cfg` sets its own, and one whose
     /// import failed is an errored case.
     pub fn run_case(&self, case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry) -> Case {
+        match self.config_for(case, cfg) {
+            Ok(cfg) => run_case(case, &cfg, registry),
+            Err(errored) => *errored,
+        }
+    }
+
+    /// How [`Suites::run_case`] runs `case`: `cfg`, with ONNX's tolerances
+    /// for an ONNX test that sets none, or the errored case when its import
+    /// failed. `run --isolate` sends this configuration to its workers.
+    pub fn config_for(&self, case: &CaseRef, cfg: &RunConfig) -> std::result::Result<RunConfig, Box<Case>> {
         if let Some(e) = self.import_errors.get(&case.path) {
-            return Case::new(case.name(), case.path.clone()).errored(format!("import: {e}"));
+            return Err(Box::new(
+                Case::new(case.name(), case.path.clone()).errored(format!("import: {e}")),
+            ));
         }
-        if !self.onnx.contains(&case.path) {
-            return run_case(case, cfg, registry);
+        let mut cfg = cfg.clone();
+        if self.onnx.contains(&case.path) {
+            cfg.tolerance = Tolerance {
+                rtol: Some(cfg.tolerance.rtol.unwrap_or(crate::onnx_suite::ONNX_RTOL)),
+                atol: Some(cfg.tolerance.atol.unwrap_or(crate::onnx_suite::ONNX_ATOL)),
+            };
         }
-        let mut onnx_cfg = cfg.clone();
-        onnx_cfg.tolerance = Tolerance {
-            rtol: Some(cfg.tolerance.rtol.unwrap_or(crate::onnx_suite::ONNX_RTOL)),
-            atol: Some(cfg.tolerance.atol.unwrap_or(crate::onnx_suite::ONNX_ATOL)),
-        };
-        run_case(case, &onnx_cfg, registry)
+        Ok(cfg)
     }
 }
 

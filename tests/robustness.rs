@@ -149,6 +149,19 @@ fn slow_failing_suite(dir: &Path, n: usize) {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_writes_the_finished_cases_and_exits_130() {
+    interrupt_a_run(&[]);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_with_isolate_writes_the_finished_cases_and_exits_130() {
+    interrupt_a_run(&["--isolate"]);
+}
+
+/// Sends SIGINT to a `vigil run` once its first case has finished, and
+/// checks that it writes the finished cases' report and exits 130.
+#[cfg(unix)]
+fn interrupt_a_run(flags: &[&str]) {
     use std::io::{BufRead, BufReader};
     let tmp = tempfile::tempdir().unwrap();
     let suite = tmp.path().join("suite");
@@ -157,6 +170,7 @@ fn ctrl_c_writes_the_finished_cases_and_exits_130() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vigil"))
         .args(["run", suite.to_str().unwrap(), "--jobs", "1", "--report"])
         .arg(&report)
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -184,4 +198,119 @@ fn ctrl_c_writes_the_finished_cases_and_exits_130() {
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let done = r["cases"].as_array().unwrap().len();
     assert!(done > 0 && done < 40, "{done} of 40 cases in the report");
+}
+
+/// A case whose graph keeps constant `w` in the file `npy` (relative to the
+/// case directory), added to its input `x`.
+fn case_with_npy_constant(case: &Path, npy: &str) {
+    std::fs::create_dir_all(case.join("inputs")).unwrap();
+    let x = vigil::engine::Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap();
+    x.write_npy(case.join("inputs/x.npy")).unwrap();
+    let graph = serde_json::json!({
+        "format": "vigil-graph/1", "name": "c",
+        "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
+        "constants": [{"name": "w", "npy": npy}],
+        "nodes": [{"name": "a", "op": "add", "inputs": ["x", "w"], "outputs": ["y"]}],
+        "outputs": ["y"]
+    });
+    std::fs::write(case.join("graph.json"), graph.to_string()).unwrap();
+}
+
+#[test]
+fn a_constant_file_cannot_be_read_from_outside_the_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("secret.npy");
+    let w = vigil::engine::Tensor::from_vec(&[2], vec![10.0f32, 20.0]).unwrap();
+    w.write_npy(&secret).unwrap();
+    // The same file inside the case is read (the check refuses no more than it must).
+    let good = tmp.path().join("good");
+    case_with_npy_constant(&good, "constants/w.npy");
+    std::fs::create_dir_all(good.join("constants")).unwrap();
+    w.write_npy(good.join("constants/w.npy")).unwrap();
+    let o = vigil(&[
+        "exec",
+        good.to_str().unwrap(),
+        "--out",
+        tmp.path().join("good_out").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    let mut evil = vec![
+        ("dotdot", "../secret.npy".to_string()),
+        ("absolute", secret.display().to_string()),
+    ];
+    #[cfg(unix)]
+    {
+        let linked = tmp.path().join("symlink");
+        std::fs::create_dir_all(linked.join("constants")).unwrap();
+        std::os::unix::fs::symlink(&secret, linked.join("constants/w.npy")).unwrap();
+        evil.push(("symlink", "constants/w.npy".to_string()));
+    }
+    for (name, npy) in evil {
+        let case = tmp.path().join(name);
+        case_with_npy_constant(&case, &npy);
+        let out = tmp.path().join(format!("{name}_out"));
+        let o = vigil(&["exec", case.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("constant 'w'"), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("reads only files of its own directory"),
+            "{name}: {}",
+            stderr(&o)
+        );
+        assert_eq!(stderr(&o).lines().count(), 1, "{name}");
+        assert!(!out.exists(), "{name}: no output");
+        let o = vigil(&[
+            "run",
+            case.to_str().unwrap(),
+            "--format",
+            "json",
+            "--mode",
+            "plain",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let error = r["cases"][0]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("reads only files of its own directory"),
+            "{name}: {error}"
+        );
+    }
+}
+
+#[test]
+fn a_graph_file_is_read_only_within_the_allocation_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let case = tmp.path().join("case");
+    std::fs::create_dir_all(case.join("inputs")).unwrap();
+    let x = vigil::engine::Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap();
+    x.write_npy(case.join("inputs/x.npy")).unwrap();
+    let graph = r#"{"format": "vigil-graph/1", "name": "g",
+        "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
+        "nodes": [{"name": "r", "op": "relu", "inputs": ["x"], "outputs": ["y"]}],
+        "outputs": ["y"]}"#;
+    let exec = |out: &str| {
+        let out = tmp.path().join(out).display().to_string();
+        vigil(&[
+            "--max-alloc",
+            "64K",
+            "exec",
+            case.to_str().unwrap(),
+            "--out",
+            &out,
+        ])
+    };
+    std::fs::write(case.join("graph.json"), graph).unwrap();
+    let o = exec("o1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // 8 KiB of JSON could take 16x that while parsed: past 64 KiB.
+    std::fs::write(case.join("graph.json"), format!("{graph}{}", " ".repeat(8192))).unwrap();
+    let o = exec("o2");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("past the allocation limit of 65536 bytes (--max-alloc)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("graph.json"), "{}", stderr(&o));
 }

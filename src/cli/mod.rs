@@ -90,6 +90,10 @@ enum Command {
     Report(report::ReportCommand),
     /// Prove the harness works here: every broken op caught with exactly its finding.
     Selftest(selftest::SelftestArgs),
+    /// A worker of `run --isolate`: runs the cases its parent sends on
+    /// stdin, answers on stdout. Not for people.
+    #[command(name = crate::runner::isolate::WORKER_COMMAND, hide = true)]
+    Worker(crate::runner::isolate::WorkerArgs),
 }
 
 /// Writes `text` to stdout. A closed pipe (`vigil ... | head`) is not an
@@ -241,6 +245,11 @@ impl Cli {
             Command::Compare(a) => compare::run(a),
             Command::Report(c) => report::run(c),
             Command::Selftest(a) => selftest::run(a),
+            Command::Worker(a) => {
+                // Panics are caught per case and reported in its row.
+                quiet_panics(true);
+                crate::runner::isolate::serve(a, registry)
+            }
         }));
         match result {
             Ok(Ok(code)) => code,

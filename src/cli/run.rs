@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::runner::isolate::{protocol::Job, Outcome, Pool, PoolConfig};
 use crate::runner::{Mode, RunConfig, Suites, Tolerance};
 use crate::suite::{CaseRef, Partition};
 use anyhow::{bail, Context, Result};
@@ -52,9 +53,19 @@ pub struct RunArgs {
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     jobs: Option<u64>,
     /// A case that runs longer than SECS (0.001 to 86400) becomes an error
-    /// row when it finishes.
+    /// row when it finishes; with --isolate, it is stopped at SECS.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    /// Run cases in worker processes (as many as --jobs, reused across
+    /// cases): a case that aborts, crashes, runs out of memory or (with
+    /// --timeout) never returns becomes one error row, and the run goes on.
+    #[arg(long)]
+    isolate: bool,
+    /// With --isolate: limit each worker's address space to BYTES
+    /// (suffixes K, M, G; 64M to 1T), so that an op allocating without
+    /// bound fails in its worker instead of waking the OOM killer.
+    #[arg(long, value_name = "BYTES", requires = "isolate", value_parser = parse_worker_mem)]
+    worker_mem: Option<u64>,
     /// Leave timing fields out of the report (durations 0, no timelines),
     /// so that the same inputs give byte-identical reports.
     #[arg(long)]
@@ -171,6 +182,39 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
         .num_threads(jobs(a.jobs, cases.len()))
         .build()?;
     let timeout = a.timeout.map(std::time::Duration::from_secs_f64);
+    let workers = match a.isolate {
+        true => Some(Pool::new(PoolConfig {
+            max_alloc: vigil_engine::tensor::limit::alloc_limit(),
+            worker_mem: a.worker_mem,
+            timeout,
+        })?),
+        false => None,
+    };
+    let run_one = |c: &CaseRef| -> Option<vigil_reports::Case> {
+        let Some(workers) = &workers else {
+            let began = Instant::now();
+            let r = suites.run_case(c, &cfg, registry);
+            return Some(match timeout.filter(|&l| began.elapsed() > l) {
+                Some(limit) => r.errored(format!(
+                    "ran {:.3} s, past --timeout {} s",
+                    began.elapsed().as_secs_f64(),
+                    limit.as_secs_f64()
+                )),
+                None => r,
+            });
+        };
+        let case_cfg = match suites.config_for(c, &cfg) {
+            Ok(case_cfg) => case_cfg,
+            Err(errored) => return Some(*errored),
+        };
+        match workers.run(&Job::new(c, &case_cfg, a.checks.as_deref())) {
+            Outcome::Done(r) => Some(r),
+            Outcome::Interrupted => {
+                stop.store(true, Ordering::SeqCst);
+                None
+            }
+        }
+    };
     let results: Vec<Option<vigil_reports::Case>> = pool.install(|| {
         cases
             .par_iter()
@@ -178,15 +222,7 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
                 if stop.load(Ordering::Relaxed) {
                     return None;
                 }
-                let began = Instant::now();
-                let mut r = suites.run_case(c, &cfg, registry);
-                if let Some(limit) = timeout.filter(|&l| began.elapsed() > l) {
-                    r = r.errored(format!(
-                        "ran {:.3} s, past --timeout {} s",
-                        began.elapsed().as_secs_f64(),
-                        limit.as_secs_f64()
-                    ));
-                }
+                let mut r = run_one(c)?;
                 if a.no_timings {
                     r.duration_ms = 0;
                     r.timeline.clear();
@@ -252,6 +288,16 @@ fn jobs(asked: Option<u64>, cases: usize) -> usize {
         return cap;
     }
     asked as usize
+}
+
+/// `--worker-mem`: a byte count from 64 MiB (less cannot start a worker)
+/// to 1 TiB.
+fn parse_worker_mem(s: &str) -> Result<u64, String> {
+    let b = super::parse_bytes(s)?;
+    if !((64 << 20)..=(1 << 40)).contains(&b) {
+        return Err(format!("'{s}' is outside 64M to 1T"));
+    }
+    Ok(b)
 }
 
 /// Why the run fails at `fail_on`, or `None` when it passes.
