@@ -6,7 +6,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::{ArrayD, IxDyn, Zip};
-use vigil::engine::ops::elementwise::{BinKind, Binary};
+use vigil::engine::ops::elementwise::{BinKind, Binary, UnKind, Unary};
 use vigil::engine::{DType, Executor, GraphBuilder, Op, OpCtx, Tensor};
 
 /// A chain of `n` tiny ops on a 1-element tensor.
@@ -84,5 +84,47 @@ fn add_16m(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, dispatch_overhead, add_16m);
+/// sin and cos over 4M f32 through the op, against a scalar `f32::sin`
+/// loop into a preallocated output, with arguments below the SIMD limit
+/// (|x| < 4: every lane in `wide`) and spread to ±100 (most lanes past it,
+/// computed in f64). Intra-op threads are off for both sides.
+fn trig_4m(c: &mut Criterion) {
+    const N: usize = 4 << 20;
+    // One thread on both sides: the kernels, not the pool, are compared.
+    vigil::engine::parallel::set_intra_op(false);
+    let mut group = c.benchmark_group("trig_4m_f32");
+    group.throughput(Throughput::Elements(N as u64));
+    group.sample_size(20);
+    for (range, half) in [("pi", std::f32::consts::PI), ("100", 100.0)] {
+        let xs: Vec<f32> = (0..N)
+            .map(|i| ((i as f32 * 0.618_034).fract() * 2.0 - 1.0) * half)
+            .collect();
+        let t = Tensor::from_vec(&[N], xs.clone()).unwrap();
+        for (name, kind, f) in [
+            ("sin", UnKind::Sin, f32::sin as fn(f32) -> f32),
+            ("cos", UnKind::Cos, f32::cos),
+        ] {
+            let op = Unary::new(kind, false);
+            group.bench_function(format!("vigil_{name}_op/{range}"), |b| {
+                b.iter(|| {
+                    black_box(
+                        op.compute(std::slice::from_ref(&t), &mut OpCtx::new(name))
+                            .unwrap(),
+                    )
+                })
+            });
+            let mut out = vec![0.0f32; N];
+            group.bench_function(format!("scalar_{name}_loop/{range}"), |b| {
+                b.iter(|| {
+                    out.iter_mut().zip(&xs).for_each(|(o, &x)| *o = f(x));
+                    black_box(&out);
+                })
+            });
+        }
+    }
+    group.finish();
+    vigil::engine::parallel::set_intra_op(true);
+}
+
+criterion_group!(benches, dispatch_overhead, add_16m, trig_4m);
 criterion_main!(benches);

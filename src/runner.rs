@@ -103,6 +103,9 @@ pub struct Checked {
     /// The caller's listeners after the run, with validate mode's added
     /// (their findings already taken into `findings`).
     pub listeners: ListenerSet,
+    /// The executor's peak of live tensor bytes; in debug mode, of the
+    /// in-place and pure runs together in lockstep.
+    pub peak_live_bytes: usize,
 }
 
 /// Runs `graph` on `feeds` the way `vigil run` checks a case in
@@ -128,6 +131,7 @@ pub fn check(
             findings: report.findings,
             timeline: Vec::new(),
             listeners,
+            peak_live_bytes: report.stats.peak_lockstep_bytes,
         });
     }
     let graph = if cfg.inplace {
@@ -140,6 +144,7 @@ pub fn check(
         let run = exec.run_with(feeds, &mut listeners, &RunOptions::default())?;
         return Ok(Checked {
             graph,
+            peak_live_bytes: run.stats.peak_live_bytes,
             outputs: run.outputs,
             findings: Vec::new(),
             timeline: Vec::new(),
@@ -172,6 +177,7 @@ pub fn check(
         .unwrap_or_default();
     Ok(Checked {
         graph,
+        peak_live_bytes: run.stats.peak_live_bytes,
         outputs: run.outputs,
         findings,
         timeline,
@@ -200,10 +206,24 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "non-string panic".into())
 }
 
-fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Case) -> Result<Case> {
+/// A case read from disk, ready for [`check`].
+pub struct LoadedCase {
+    pub paths: CasePaths,
+    pub graph: Graph,
+    pub feeds: HashMap<String, Tensor>,
+}
+
+/// Reads a case's graph (ops from `registry`) and its `inputs/`, as
+/// [`run_case`] does before checking it.
+pub fn load_case(case: &CaseRef, registry: &OpRegistry) -> Result<LoadedCase> {
     let paths = CasePaths::resolve(&case.location)?;
     let graph = load_graph(&paths.graph, registry)?;
     let feeds = load_feeds(&graph, paths.inputs.as_deref(), &[], FeedSource::CaseDir)?;
+    Ok(LoadedCase { paths, graph, feeds })
+}
+
+fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Case) -> Result<Case> {
+    let LoadedCase { paths, graph, feeds } = load_case(case, registry)?;
     let mut listeners = ListenerSet::new();
     listeners.set_case(Some(case.path.clone()));
     let checked = check(&graph, &feeds, cfg, listeners).with_context(|| paths.graph.display().to_string())?;

@@ -9,12 +9,14 @@ use vigil_engine::ops::elementwise::{UnKind, Unary};
 use vigil_engine::ops::vmath::{MathFn, VMath};
 use vigil_engine::{Op, OpCtx, Tensor};
 
-const ALL: [MathFn; 5] = [
+const ALL: [MathFn; 7] = [
     MathFn::Exp,
     MathFn::Log,
     MathFn::Sqrt,
     MathFn::Tanh,
     MathFn::Sigmoid,
+    MathFn::Sin,
+    MathFn::Cos,
 ];
 
 /// The f64 reference, rounded to f32 once.
@@ -26,6 +28,8 @@ fn reference(f: MathFn, x: f32) -> f32 {
         MathFn::Sqrt => x.sqrt(),
         MathFn::Tanh => x.tanh(),
         MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        MathFn::Sin => x.sin(),
+        MathFn::Cos => x.cos(),
     };
     y as f32
 }
@@ -104,6 +108,17 @@ fn specials() -> Vec<f32> {
         1e-4,
         -1e-4,
         3e-8,
+        // sin and cos: around the SIMD limit (4), near zeros of each
+        // (π, 3π/2, 2π) and large arguments.
+        3.999_999_8,
+        4.0,
+        -4.0,
+        std::f32::consts::PI,
+        1.5 * std::f32::consts::PI,
+        std::f32::consts::TAU,
+        1e4,
+        -7.1e4,
+        1e30,
     ];
     v.extend(v.clone().iter().map(|x| x * 0.999));
     v
@@ -136,6 +151,16 @@ fn special_values_match_numpy() {
     assert_eq!(k(MathFn::Sigmoid, f32::NEG_INFINITY), 0.0);
     assert_eq!(k(MathFn::Sigmoid, f32::INFINITY), 1.0);
     assert_eq!(k(MathFn::Sigmoid, -0.0), 0.5);
+    assert_eq!(k(MathFn::Sin, -0.0).to_bits(), (-0.0f32).to_bits());
+    assert_eq!(k(MathFn::Sin, 0.0).to_bits(), 0.0f32.to_bits());
+    assert_eq!(k(MathFn::Sin, f32::from_bits(1)), f32::from_bits(1));
+    assert_eq!(k(MathFn::Sin, -f32::from_bits(1)), -f32::from_bits(1));
+    assert_eq!(k(MathFn::Cos, -0.0), 1.0);
+    assert_eq!(k(MathFn::Cos, f32::from_bits(1)), 1.0);
+    for f in [MathFn::Sin, MathFn::Cos] {
+        assert!(k(f, f32::INFINITY).is_nan(), "{f:?}(inf)");
+        assert!(k(f, f32::NEG_INFINITY).is_nan(), "{f:?}(-inf)");
+    }
     for f in ALL {
         assert!(k(f, f32::NAN).is_nan(), "{f:?}(NaN)");
     }
@@ -170,6 +195,8 @@ fn unary_ops_agree_across_layouts() {
         (UnKind::Exp, MathFn::Exp),
         (UnKind::Tanh, MathFn::Tanh),
         (UnKind::Sigmoid, MathFn::Sigmoid),
+        (UnKind::Sin, MathFn::Sin),
+        (UnKind::Cos, MathFn::Cos),
     ] {
         let run = |x: &Tensor, inplace: bool| {
             let op = Unary::new(kind, inplace);
@@ -203,6 +230,20 @@ proptest! {
     #[test]
     fn within_two_ulp_in_the_working_range(xs in prop::collection::vec(-110.0f32..110.0, 1..64)) {
         for f in ALL {
+            for (x, got) in xs.iter().zip(kernel(f, &xs)) {
+                check(f, *x, got).map_err(TestCaseError::fail)?;
+            }
+        }
+    }
+
+    #[test]
+    fn sin_and_cos_within_two_ulp_on_both_sides_of_the_simd_limit(
+        xs in prop::collection::vec(-8.0f32..8.0, 1..64),
+        big in prop::collection::vec(-1e7f32..1e7, 0..16),
+    ) {
+        // A vector may mix lanes below and above the limit.
+        let xs: Vec<f32> = xs.into_iter().chain(big).collect();
+        for f in [MathFn::Sin, MathFn::Cos] {
             for (x, got) in xs.iter().zip(kernel(f, &xs)) {
                 check(f, *x, got).map_err(TestCaseError::fail)?;
             }

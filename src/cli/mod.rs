@@ -3,6 +3,7 @@
 //! `vigil` CLI with their ops registered. Library errors get their context
 //! here; every failure is one line on stderr and exit code 2.
 
+mod bench;
 mod compare;
 mod debug;
 mod exec;
@@ -88,6 +89,8 @@ enum Command {
     /// Reports: merge shards.
     #[command(subcommand)]
     Report(report::ReportCommand),
+    /// Time cases in each mode (alternating reps in one process): medians, ratio to plain, peak bytes.
+    Bench(bench::BenchArgs),
     /// Prove the harness works here: every broken op caught with exactly its finding.
     Selftest(selftest::SelftestArgs),
     /// A worker of `run --isolate`: runs the cases its parent sends on
@@ -250,6 +253,7 @@ impl Cli {
                 quiet_panics(true);
                 crate::runner::isolate::serve(a, registry)
             }
+            Command::Bench(a) => bench::run(a, registry),
         }));
         match result {
             Ok(Ok(code)) => code,

@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use crate::destroy::DestroyHandler;
 use crate::error::{Error, Result};
 use crate::exec::listener::{At, Listener, NoListener, OpEvent};
@@ -466,6 +468,7 @@ impl<'g> Cursor<'_, 'g> {
         let pos = self.pos;
         let nid = self.exec.order[pos];
         let node = g.node(nid);
+        // Inline for up to four inputs: no allocation per op.
         let inputs = node
             .inputs
             .iter()
@@ -478,7 +481,7 @@ impl<'g> Cursor<'_, 'g> {
                     ),
                 })
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<SmallVec<[Tensor; 4]>>>()?;
         let at = At {
             node_index: Some(pos),
             ..self.opts.at
@@ -529,13 +532,12 @@ impl<'g> Cursor<'_, 'g> {
         // Release what this node read last, and outputs nobody reads.
         let last_use = &self.exec.last_use;
         let keep = &self.keep;
-        let dead: Vec<VarId> = node
+        let dead = node
             .inputs
             .iter()
             .chain(&node.outputs)
             .copied()
-            .filter(|&v| !keep[v] && last_use[v].is_none_or(|p| p == pos))
-            .collect();
+            .filter(|&v| !keep[v] && last_use[v].is_none_or(|p| p == pos));
         for v in dead {
             let Some((t, freed)) = self.live.take(v) else {
                 continue;

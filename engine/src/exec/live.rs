@@ -6,6 +6,9 @@
 //! hash lookup by buffer id rather than a scan of every value.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use smallvec::SmallVec;
 
 use crate::graph::VarId;
 use crate::tensor::storage::BufferId;
@@ -14,22 +17,45 @@ use crate::tensor::Tensor;
 /// Live values by variable, and their holders by buffer.
 pub struct LiveValues {
     values: Vec<Option<Tensor>>,
-    holders: HashMap<BufferId, Holders>,
+    holders: HashMap<BufferId, Holders, BuildHasherDefault<IdHasher>>,
     bytes: usize,
     peak: usize,
 }
 
-/// The live variables on one buffer, and the buffer's size.
+/// The live variables on one buffer (most buffers have one or two, so
+/// they stay inline: no allocation per op), and the buffer's size.
 struct Holders {
-    vars: Vec<VarId>,
+    vars: SmallVec<[VarId; 2]>,
     bytes: usize,
+}
+
+/// Hashes a [`BufferId`] with one multiplication. Ids are unique counters
+/// made in this process, not attacker-chosen keys, so the run-time cost of
+/// the default SipHash (a lookup or two per value per op) buys nothing;
+/// the multiplication spreads sequential ids into the high bits the table
+/// probes with.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 impl LiveValues {
     pub(crate) fn new(vars: usize) -> LiveValues {
         LiveValues {
             values: vec![None; vars],
-            holders: HashMap::new(),
+            holders: HashMap::default(),
             bytes: 0,
             peak: 0,
         }
@@ -60,7 +86,7 @@ impl LiveValues {
             self.release(v, &old);
         }
         let e = self.holders.entry(t.buffer_id()).or_insert_with(|| Holders {
-            vars: Vec::new(),
+            vars: SmallVec::new(),
             bytes: t.storage().nbytes(),
         });
         if e.vars.is_empty() {

@@ -1,10 +1,11 @@
 //! Elementwise transcendental math over slices.
 //!
-//! f32 goes through `wide`'s `f32x8` functions (SIMD exp, ln, tanh, sqrt
-//! with fdlibm/cephes-style range reduction and special-value handling), 8
-//! lanes at a time; a tail shorter than 8 is padded into one more vector,
-//! so every element gets the same function whatever its position. Two fixes
-//! on top of `wide`, for numpy's special-value behaviour:
+//! f32 goes through `wide`'s `f32x8` functions (SIMD exp, ln, tanh, sqrt,
+//! sin and cos with fdlibm/cephes-style range reduction and special-value
+//! handling), 8 lanes at a time; a tail shorter than 8 is padded into one
+//! more vector, so every element gets the same function whatever its
+//! position. Fixes on top of `wide`, for numpy's accuracy and
+//! special-value behaviour:
 //!
 //! - `ln` of a subnormal: `wide` returns -inf; here a positive one is
 //!   scaled by 2^24 first and 24·ln 2 subtracted, so the result is finite,
@@ -12,6 +13,15 @@
 //! - `sigmoid` is `1 / (1 + e)` for x ≥ 0 and `e / (1 + e)` for x < 0 with
 //!   `e = exp(-|x|)`, so it never overflows and stays accurate (subnormal
 //!   results included) for large negative x.
+//!
+//! - `sin` and `cos`: `wide`'s `sin_cos` reduces the argument with three
+//!   f32 parts of π/2, which holds 2 ULP only below |x| = 4 (measured:
+//!   every f32 in [1, 4) both signs, and samples of every binade below; at
+//!   3π/2 cos is already 14 ULP off, past 2^13 thousands). Lanes at or
+//!   above 4 (and ±inf) take the f64 library function rounded once, as
+//!   numpy's SIMD loops fall back to scalar code for large arguments.
+//!
+//! `wide` has no `erf`, so erf stays scalar (`libm`, in f64) in the op.
 //!
 //! f64 uses the standard library's scalar functions (correctly handled
 //! special values, ≤ 1 ULP), as numpy does without AVX-512.
@@ -56,6 +66,8 @@ pub enum MathFn {
     Sqrt,
     Tanh,
     Sigmoid,
+    Sin,
+    Cos,
 }
 
 /// Float types with slice kernels for [`MathFn`].
@@ -97,6 +109,29 @@ fn sigmoid8(v: f32x8) -> f32x8 {
     v.simd_lt(f32x8::ZERO).select(neg, pos)
 }
 
+/// `wide`'s `sin_cos` is within 2 ULP below this magnitude.
+const TRIG_SIMD_LIMIT: f32 = 4.0;
+
+/// sin (`cos` false) or cos of every lane; lanes at or above
+/// [`TRIG_SIMD_LIMIT`] in magnitude through f64.
+#[inline(always)]
+fn trig8(v: f32x8, cos: bool) -> f32x8 {
+    let (s, c) = v.sin_cos();
+    let r = if cos { c } else { s };
+    let big = v.abs().simd_ge(f32x8::splat(TRIG_SIMD_LIMIT)).to_bitmask();
+    if big == 0 {
+        return r;
+    }
+    let (mut out, xs) = (r.to_array(), v.to_array());
+    let g = if cos { f64::cos } else { f64::sin };
+    for (i, (o, &x)) in out.iter_mut().zip(&xs).enumerate() {
+        if big >> i & 1 == 1 {
+            *o = g(f64::from(x)) as f32;
+        }
+    }
+    f32x8::new(out)
+}
+
 #[inline(always)]
 fn apply8(f: MathFn, v: f32x8) -> f32x8 {
     match f {
@@ -105,6 +140,8 @@ fn apply8(f: MathFn, v: f32x8) -> f32x8 {
         MathFn::Sqrt => v.sqrt(),
         MathFn::Tanh => v.tanh(),
         MathFn::Sigmoid => sigmoid8(v),
+        MathFn::Sin => trig8(v, false),
+        MathFn::Cos => trig8(v, true),
     }
 }
 
@@ -153,6 +190,8 @@ impl VMath for f32 {
             MathFn::Sqrt => map_f32(src, dst, |v| apply8(MathFn::Sqrt, v)),
             MathFn::Tanh => map_f32(src, dst, |v| apply8(MathFn::Tanh, v)),
             MathFn::Sigmoid => map_f32(src, dst, |v| apply8(MathFn::Sigmoid, v)),
+            MathFn::Sin => map_f32(src, dst, |v| apply8(MathFn::Sin, v)),
+            MathFn::Cos => map_f32(src, dst, |v| apply8(MathFn::Cos, v)),
         }
     }
 
@@ -163,6 +202,8 @@ impl VMath for f32 {
             MathFn::Sqrt => map_f32_inplace(buf, |v| apply8(MathFn::Sqrt, v)),
             MathFn::Tanh => map_f32_inplace(buf, |v| apply8(MathFn::Tanh, v)),
             MathFn::Sigmoid => map_f32_inplace(buf, |v| apply8(MathFn::Sigmoid, v)),
+            MathFn::Sin => map_f32_inplace(buf, |v| apply8(MathFn::Sin, v)),
+            MathFn::Cos => map_f32_inplace(buf, |v| apply8(MathFn::Cos, v)),
         }
     }
 
@@ -179,6 +220,8 @@ fn f64_fn(f: MathFn) -> fn(f64) -> f64 {
         MathFn::Log => f64::ln,
         MathFn::Sqrt => f64::sqrt,
         MathFn::Tanh => f64::tanh,
+        MathFn::Sin => f64::sin,
+        MathFn::Cos => f64::cos,
         MathFn::Sigmoid => |x: f64| {
             let e = (-x.abs()).exp();
             if x < 0.0 {
