@@ -18,8 +18,9 @@
 //!   f32 parts of π/2, which holds 2 ULP only below |x| = 4 (measured:
 //!   every f32 in [1, 4) both signs, and samples of every binade below; at
 //!   3π/2 cos is already 14 ULP off, past 2^13 thousands). Lanes at or
-//!   above 4 (and ±inf) take the f64 library function rounded once, as
-//!   numpy's SIMD loops fall back to scalar code for large arguments.
+//!   above 4 (and ±inf) take the scalar library function (`f32::sin`,
+//!   `f32::cos`), as numpy's SIMD loops fall back to scalar code for large
+//!   arguments; a vector of only such lanes skips `wide`.
 //!
 //! `wide` has no `erf`, so erf stays scalar (`libm`, in f64) in the op.
 //!
@@ -113,20 +114,24 @@ fn sigmoid8(v: f32x8) -> f32x8 {
 const TRIG_SIMD_LIMIT: f32 = 4.0;
 
 /// sin (`cos` false) or cos of every lane; lanes at or above
-/// [`TRIG_SIMD_LIMIT`] in magnitude through f64.
+/// [`TRIG_SIMD_LIMIT`] in magnitude through the scalar library function
+/// (a vector of only such lanes skips `wide` altogether).
 #[inline(always)]
 fn trig8(v: f32x8, cos: bool) -> f32x8 {
+    let big = v.abs().simd_ge(f32x8::splat(TRIG_SIMD_LIMIT)).to_bitmask();
+    let g = if cos { f32::cos } else { f32::sin };
+    if big == 0xff {
+        return f32x8::new(v.to_array().map(g));
+    }
     let (s, c) = v.sin_cos();
     let r = if cos { c } else { s };
-    let big = v.abs().simd_ge(f32x8::splat(TRIG_SIMD_LIMIT)).to_bitmask();
     if big == 0 {
         return r;
     }
     let (mut out, xs) = (r.to_array(), v.to_array());
-    let g = if cos { f64::cos } else { f64::sin };
     for (i, (o, &x)) in out.iter_mut().zip(&xs).enumerate() {
         if big >> i & 1 == 1 {
-            *o = g(f64::from(x)) as f32;
+            *o = g(x);
         }
     }
     f32x8::new(out)
