@@ -9,7 +9,7 @@ use crate::import::{Importer, NodeCtx, Value, FOLD_LIMIT};
 use crate::tensor::{dtype_of, to_tensor};
 
 /// ONNX input `k`, which must be present.
-fn input(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Value> {
+pub(crate) fn input(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Value> {
     match c.proto.input.get(k).filter(|n| !n.is_empty()) {
         None => Err(c.unsupported(format!("needs input {k}"))),
         Some(n) => imp.value(n).cloned().ok_or_else(|| ImportError::UndefinedInput {
@@ -21,7 +21,7 @@ fn input(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Value> {
 }
 
 /// ONNX input `k` when given (optional inputs may be absent or empty).
-fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
+pub(crate) fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
     match c.proto.input.get(k).filter(|n| !n.is_empty()) {
         None => Ok(None),
         Some(_) => input(imp, c, k).map(Some),
@@ -29,8 +29,8 @@ fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
 }
 
 /// The integers of an input that must be known at import time.
-fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
-    let t = v.constant.as_ref().filter(|_| !v.source).ok_or_else(|| {
+pub(crate) fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
+    let t = v.known().ok_or_else(|| {
         c.unsupported(format!(
             "input '{what}' must be known at import time (a constant or foldable)"
         ))
@@ -44,7 +44,7 @@ fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
 }
 
 /// A 0-d constant of `dtype` holding `v`.
-fn scalar(imp: &mut Importer, c: &NodeCtx, dtype: DType, v: f64, tag: &str) -> Result<Value> {
+pub(crate) fn scalar(imp: &mut Importer, c: &NodeCtx, dtype: DType, v: f64, tag: &str) -> Result<Value> {
     fn make<T: Element>(v: f64) -> vigil_engine::Result<Tensor> {
         Tensor::from_vec(&[], vec![T::from_f64(v)])
     }
@@ -73,13 +73,13 @@ fn copy_attrs(c: &NodeCtx, ints: &[&str], strings: &[&str]) -> Attrs {
 }
 
 /// The final node of a translation, named after ONNX output 0.
-fn out(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value]) -> Result<Value> {
+pub(crate) fn out(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value]) -> Result<Value> {
     let name = c.out().to_string();
     imp.emit(c, op, attrs, inputs, &name)
 }
 
 /// A helper node of a translation.
-fn step(
+pub(crate) fn step(
     imp: &mut Importer,
     c: &NodeCtx,
     op: &str,
@@ -261,6 +261,16 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             out(imp, c, "argmax", a, &[x])
         }
         "Clip" => clip(imp, c),
+        "Elu" | "Celu" | "Selu" | "HardSigmoid" | "HardSwish" | "Softsign" | "ThresholdedRelu" | "Mish" => {
+            activation(imp, c)
+        }
+        "PRelu" => {
+            let (x, slope) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            out(imp, c, "prelu", Attrs::new(), &[x, slope])
+        }
+        "Pad" => crate::layout_ops::pad(imp, c),
+        "Tile" => crate::layout_ops::tile(imp, c),
+        "Split" => crate::layout_ops::split(imp, c),
         "LeakyRelu" => {
             let x = input(imp, c, 0)?;
             let alpha = scalar(imp, c, x.ty.dtype, c.f("alpha").unwrap_or(0.01), "alpha")?;
@@ -280,6 +290,26 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             domain: c.proto.domain.clone(),
         }),
     }
+}
+
+/// A parametrised activation: ONNX's float attrs under Vigil's names.
+fn activation(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (name, attrs): (&str, &[&str]) = match c.op_type.as_str() {
+        "Elu" => ("elu", &["alpha"]),
+        "Celu" => ("celu", &["alpha"]),
+        "Selu" => ("selu", &["alpha", "gamma"]),
+        "HardSigmoid" => ("hard_sigmoid", &["alpha", "beta"]),
+        "HardSwish" => ("hard_swish", &[]),
+        "Softsign" => ("softsign", &[]),
+        "ThresholdedRelu" => ("thresholded_relu", &["alpha"]),
+        _ => ("mish", &[]),
+    };
+    let x = input(imp, c, 0)?;
+    let a = attrs
+        .iter()
+        .filter_map(|&k| c.f(k).map(|v| (k, v)))
+        .fold(Attrs::new(), |a, (k, v)| a.with(k, v));
+    out(imp, c, name, a, &[x])
 }
 
 fn binary(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
@@ -657,9 +687,6 @@ fn constant(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let r =
-        x.ty.rank()
-            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
     let (starts, ends, axes, steps) = if imp.opset < 10 {
         (
             c.ints("starts")
@@ -687,23 +714,44 @@ fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
         return Err(c.unsupported("starts, ends, axes and steps differ in length"));
     }
-    let mut index: Vec<Vec<i64>> = vec![vec![2, 0, 1, 1]; r];
+    let mut ranges = Vec::with_capacity(starts.len());
     for k in 0..starts.len() {
-        let a = if axes[k] < 0 { axes[k] + r as i64 } else { axes[k] };
-        let slot = index
-            .get_mut(a as usize)
-            .filter(|_| a >= 0)
-            .ok_or_else(|| c.unsupported(format!("axis {} is out of range for rank {r}", axes[k])))?;
         if steps[k] == 0 {
             return Err(c.unsupported("a step of 0"));
         }
-        *slot = vec![1, 2, 1, starts[k], ends[k], steps[k], 0];
+        ranges.push((axes[k], starts[k], ends[k], steps[k]));
+    }
+    let name = c.out().to_string();
+    view(imp, c, x, &ranges, &name)
+}
+
+/// A `create_view` of `x` named `name`: `(axis, start, end, step)` per
+/// sliced axis (numpy slice rules; negative axes count from the end), the
+/// other axes whole. A view, never a copy.
+pub(crate) fn view(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    x: Value,
+    ranges: &[(i64, i64, i64, i64)],
+    name: &str,
+) -> Result<Value> {
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let mut index: Vec<Vec<i64>> = vec![vec![2, 0, 1, 1]; r];
+    for &(axis, start, end, step) in ranges {
+        let a = if axis < 0 { axis + r as i64 } else { axis };
+        let slot = index
+            .get_mut(a as usize)
+            .filter(|_| a >= 0)
+            .ok_or_else(|| c.unsupported(format!("axis {axis} is out of range for rank {r}")))?;
+        *slot = vec![1, 2, 1, start, end, step, 0];
     }
     let mut ins = vec![x];
     for (k, v) in index.into_iter().enumerate() {
-        ins.push(imp.constant(&format!("{}.index{k}", c.out()), Tensor::from_i64s(&v)));
+        ins.push(imp.constant(&format!("{name}.index{k}"), Tensor::from_i64s(&v)));
     }
-    out(imp, c, "create_view", Attrs::new(), &ins)
+    imp.emit(c, "create_view", Attrs::new(), &ins, name)
 }
 
 fn expand(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

@@ -40,6 +40,9 @@ impl OpRegistry {
                 super::pool::register(&mut r);
                 super::norm::register(&mut r);
                 super::fill::register(&mut r);
+                super::activation::register(&mut r);
+                super::pad::register(&mut r);
+                super::tile::register(&mut r);
                 r
             })
             .clone()
