@@ -249,16 +249,40 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
                 &[x, ind],
             )
         }
-        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" => reduce(imp, c),
-        "ArgMax" => {
-            if c.i("select_last_index").unwrap_or(0) != 0 {
-                return Err(c.bad_attr("select_last_index", "only 0 is supported"));
-            }
+        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceL1" | "ReduceL2"
+        | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => reduce(imp, c),
+        "ArgMax" | "ArgMin" => {
             let x = input(imp, c, 0)?;
             let a = Attrs::new()
                 .with("axis", c.i("axis").unwrap_or(0))
-                .with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
-            out(imp, c, "argmax", a, &[x])
+                .with("keepdims", c.i("keepdims").unwrap_or(1) != 0)
+                .with("select_last", c.i("select_last_index").unwrap_or(0) != 0);
+            out(imp, c, &op.to_lowercase(), a, &[x])
+        }
+        "Not" | "And" | "Or" | "Xor" => {
+            let ins = (0..c.proto.input.len())
+                .map(|k| input(imp, c, k))
+                .collect::<Result<Vec<_>>>()?;
+            out(imp, c, &op.to_lowercase(), Attrs::new(), &ins)
+        }
+        "Mod" => {
+            let (a, b) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            let fmod = c.i("fmod").unwrap_or(0) != 0;
+            out(imp, c, "mod", Attrs::new().with("fmod", fmod), &[a, b])
+        }
+        "CastLike" => {
+            let (x, like) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            let a = Attrs::new().with("dtype", like.ty.dtype.name());
+            out(imp, c, "cast", a, &[x])
+        }
+        "Size" => {
+            let x = input(imp, c, 0)?;
+            let s =
+                x.ty.static_shape()
+                    .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
+            let n = s.iter().product::<usize>() as i64;
+            let t = Tensor::from_vec(&[], vec![n]).map_err(|e| c.unsupported(e.to_string()))?;
+            Ok(imp.constant(c.out(), t))
         }
         "Clip" => clip(imp, c),
         "Elu" | "Celu" | "Selu" | "HardSigmoid" | "HardSwish" | "Softsign" | "ThresholdedRelu" | "Mish" => {
@@ -314,12 +338,10 @@ fn activation(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn binary(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let (a, mut b) = (input(imp, c, 0)?, input(imp, c, 1)?);
-    let name = c.op_type.to_lowercase();
+    let mut name = c.op_type.to_lowercase();
     if c.op_type == "Div" && !a.ty.dtype.is_float() {
-        return Err(c.unsupported(format!(
-            "integer Div truncates in ONNX; Vigil's div of {} is true division",
-            a.ty.dtype
-        )));
+        // ONNX's integer Div truncates; Vigil's div is true division.
+        name = "div_trunc".into();
     }
     if imp.opset < 7 && c.i("broadcast").unwrap_or(0) != 0 {
         b = legacy_broadcast(imp, c, &a, b)?;
@@ -574,17 +596,28 @@ fn softmax(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 }
 
 fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
-    let x = input(imp, c, 0)?;
-    let name = match c.op_type.as_str() {
-        "ReduceSum" => "sum",
-        "ReduceMean" => "mean",
-        "ReduceMax" => "max",
-        _ => "min",
+    let mut x = input(imp, c, 0)?;
+    // ReduceL1 … ReduceLogSumExp: an elementwise step, a sum, a final step.
+    let (pre, name, post) = match c.op_type.as_str() {
+        "ReduceSum" => (None, "sum", None),
+        "ReduceMean" => (None, "mean", None),
+        "ReduceMax" => (None, "max", None),
+        "ReduceMin" => (None, "min", None),
+        "ReduceL1" => (Some("abs"), "sum", None),
+        "ReduceL2" => (Some("square"), "sum", Some("sqrt")),
+        "ReduceSumSquare" => (Some("square"), "sum", None),
+        "ReduceLogSum" => (None, "sum", Some("log")),
+        _ => (Some("exp"), "sum", Some("log")),
     };
     let from = if c.op_type == "ReduceSum" { 13 } else { 18 };
     let axes = axes_of(imp, c, from)?.filter(|a| !a.is_empty());
     if axes.is_none() && c.i("noop_with_empty_axes").unwrap_or(0) != 0 {
         return Ok(x);
+    }
+    match pre {
+        Some("square") => x = step(imp, c, "mul", Attrs::new(), &[x.clone(), x], "square")?,
+        Some(f) => x = step(imp, c, f, Attrs::new(), &[x], f)?,
+        None => {}
     }
     let mut a = Attrs::new().with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
     if let Some(axes) = axes {
@@ -596,7 +629,13 @@ fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         let r = step(imp, c, name, a, &[xi], name)?;
         return out(imp, c, "cast", Attrs::new().with("dtype", "bool"), &[r]);
     }
-    out(imp, c, name, a, &[x])
+    match post {
+        None => out(imp, c, name, a, &[x]),
+        Some(f) => {
+            let r = step(imp, c, name, a, &[x], name)?;
+            out(imp, c, f, Attrs::new(), &[r])
+        }
+    }
 }
 
 fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

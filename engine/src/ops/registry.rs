@@ -43,6 +43,8 @@ impl OpRegistry {
                 super::activation::register(&mut r);
                 super::pad::register(&mut r);
                 super::tile::register(&mut r);
+                super::logical::register(&mut r);
+                super::intdiv::register(&mut r);
                 r
             })
             .clone()
