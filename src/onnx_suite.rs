@@ -108,7 +108,7 @@ pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
             path: t.path.clone(),
             location: location.clone(),
         };
-        // A data set's integer inputs may stand in for constants (the node
+        // A data set's inputs may stand in for constants (the node
         // tests feed Reshape's shape or ReduceSum's axes as inputs).
         let known = match &t.source {
             InputSource::DataSet(d) => Some(d.as_path()),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use onnx_protobuf::{AttributeProto, ModelProto, NodeProto, ValueInfoProto};
 use vigil_engine::graph::{GraphFile, InputDecl, NodeDecl, FORMAT};
-use vigil_engine::{Attrs, DType, OpCtx, OpRegistry, Tensor, TypeInfo};
+use vigil_engine::{Attrs, OpCtx, OpRegistry, Tensor, TypeInfo};
 
 use crate::error::{ImportError, Result};
 use crate::model::default_opset;
@@ -304,14 +304,16 @@ fn value_type(v: &ValueInfoProto) -> Result<TypeInfo> {
 }
 
 /// Imports a decoded model.
-/// The integer tensors of a data set's `input_K.pb` files, by K (`None`
-/// for float and bool ones).
-fn known_inputs(dir: &std::path::Path) -> Result<Vec<Option<Tensor>>> {
+/// The tensors of a data set's `input_K.pb` files, by K: `None` for those
+/// over [`FOLD_LIMIT`] elements (no op needs such a constant) and those that
+/// do not read (writing the case reads them again and reports it).
+fn known_inputs(dir: &std::path::Path) -> Vec<Option<Tensor>> {
     crate::case::numbered(dir, "input")
         .iter()
         .map(|f| {
-            let t = crate::tensor::to_tensor(&crate::model::read_tensor_file(f)?, &f.display().to_string())?;
-            Ok(matches!(t.dtype(), DType::I64 | DType::I32).then_some(t))
+            let p = crate::model::read_tensor_file(f).ok()?;
+            let t = crate::tensor::to_tensor(&p, &f.display().to_string()).ok()?;
+            (t.size() <= FOLD_LIMIT).then_some(t)
         })
         .collect()
 }
@@ -320,9 +322,9 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
     import_with(model, opts, None)
 }
 
-/// [`import`], where the integer inputs of the test data set `known` (its
+/// [`import`], where the inputs of the test data set `known` (its
 /// `input_K.pb`) may stand in where an op needs a constant (Reshape's
-/// shape, ReduceSum's axes, Pad's pads). The nodes still read the inputs;
+/// shape, ReduceSum's axes, Pad's pads and fill value). The nodes still read the inputs;
 /// the case is valid for inputs with those values, as a case made from
 /// that data set is.
 pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path::Path>) -> Result<Imported> {
@@ -361,7 +363,7 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
     let mut input_decls = Vec::new();
     let mut input_types = Vec::new();
     let fed = match known {
-        Some(dir) => known_inputs(dir)?,
+        Some(dir) => known_inputs(dir),
         None => Vec::new(),
     };
     let graph_inputs = g

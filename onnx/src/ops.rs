@@ -98,8 +98,10 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Sin" | "Cos" | "Tan"
         | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh" | "Erf" | "Floor" | "Ceil" | "Round" | "Sign"
         | "Reciprocal" | "Softplus" | "Gelu" => {
-            if c.s("approximate").is_some_and(|a| a != "none") {
-                return Err(c.bad_attr("approximate", "only 'none' (the erf form) is supported"));
+            match c.s("approximate").as_deref() {
+                None | Some("none") => {}
+                Some("tanh") => return gelu_tanh(imp, c),
+                Some(a) => return Err(c.bad_attr("approximate", format!("unknown value '{a}'"))),
             }
             let x = input(imp, c, 0)?;
             out(imp, c, &op.to_lowercase(), Attrs::new(), &[x])
@@ -128,7 +130,21 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
                     return Err(c.unsupported("training mode is not supported"));
                 }
             }
-            input(imp, c, 0)
+            let x = input(imp, c, 0)?;
+            // Inference keeps every element: the mask (output 1) is all true.
+            if let Some(mask) = c.proto.output.get(1).filter(|m| !m.is_empty()) {
+                let shape = x
+                    .ty
+                    .static_shape()
+                    .ok_or_else(|| c.unsupported("the mask needs the input's shape at import time"))?;
+                let a = Attrs::new()
+                    .with("shape", shape)
+                    .with("dtype", "bool")
+                    .with("value", 1.0);
+                let m = imp.emit(c, "full", a, &[], mask)?;
+                imp.bind(mask, m);
+            }
+            Ok(x)
         }
         "Conv" => {
             let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
@@ -314,6 +330,27 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             domain: c.proto.domain.clone(),
         }),
     }
+}
+
+/// Gelu with `approximate = "tanh"`:
+/// `x/2 · (1 + tanh(√(2/π) · (x + 0.044715·x³)))`.
+fn gelu_tanh(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let dt = x.ty.dtype;
+    let mul = |imp: &mut Importer, a: Value, b: Value, tag: &str| step(imp, c, "mul", Attrs::new(), &[a, b], tag);
+    let x2 = mul(imp, x.clone(), x.clone(), "x2")?;
+    let x3 = mul(imp, x2, x.clone(), "x3")?;
+    let k = scalar(imp, c, dt, 0.044715, "k")?;
+    let kx3 = mul(imp, x3, k, "kx3")?;
+    let inner = step(imp, c, "add", Attrs::new(), &[x.clone(), kx3], "inner")?;
+    let s = scalar(imp, c, dt, (2.0 / std::f64::consts::PI).sqrt(), "s")?;
+    let scaled = mul(imp, inner, s, "scaled")?;
+    let t = step(imp, c, "tanh", Attrs::new(), &[scaled], "tanh")?;
+    let one = scalar(imp, c, dt, 1.0, "one")?;
+    let t1 = step(imp, c, "add", Attrs::new(), &[t, one], "one_plus")?;
+    let half = scalar(imp, c, dt, 0.5, "half")?;
+    let hx = mul(imp, x, half, "half_x")?;
+    out(imp, c, "mul", Attrs::new(), &[hx, t1])
 }
 
 /// A parametrised activation: ONNX's float attrs under Vigil's names.
@@ -619,7 +656,13 @@ fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         Some(f) => x = step(imp, c, f, Attrs::new(), &[x], f)?,
         None => {}
     }
-    let mut a = Attrs::new().with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
+    let keepdims = c.i("keepdims").unwrap_or(1) != 0;
+    if matches!(name, "max" | "min") {
+        if let Some(v) = empty_max_min(imp, c, &x, axes.as_deref(), keepdims, name == "max")? {
+            return Ok(v);
+        }
+    }
+    let mut a = Attrs::new().with("keepdims", keepdims);
     if let Some(axes) = axes {
         a = a.with("axes", axes);
     }
@@ -636,6 +679,52 @@ fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             out(imp, c, f, Attrs::new(), &[r])
         }
     }
+}
+
+/// ONNX's max/min over an empty axis is the reduction's identity (-inf
+/// or +inf, the integer extremes, false or true), where numpy and Vigil's
+/// `max`/`min` raise: with a static shape it is a constant.
+fn empty_max_min(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    x: &Value,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    max: bool,
+) -> Result<Option<Value>> {
+    let Some(s) = x.ty.static_shape() else { return Ok(None) };
+    let r = s.len() as i64;
+    let reduced: Vec<bool> = match axes {
+        None => vec![true; s.len()],
+        Some(a) => {
+            let norm: Vec<i64> = a.iter().map(|&v| if v < 0 { v + r } else { v }).collect();
+            (0..r).map(|k| norm.contains(&k)).collect()
+        }
+    };
+    if !s.iter().zip(&reduced).any(|(&d, &red)| red && d == 0) {
+        return Ok(None);
+    }
+    let shape: Vec<usize> = s
+        .iter()
+        .zip(&reduced)
+        .filter_map(|(&d, &red)| match (red, keepdims) {
+            (false, _) => Some(d),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    let value = match (x.ty.dtype, max) {
+        (DType::Bool, m) => f64::from(u8::from(!m)),
+        (DType::I32, true) => f64::from(i32::MIN),
+        (DType::I32, false) => f64::from(i32::MAX),
+        (DType::I64, true) => i64::MIN as f64,
+        (DType::I64, false) => i64::MAX as f64,
+        (_, true) => f64::NEG_INFINITY,
+        (_, false) => f64::INFINITY,
+    };
+    // A folded broadcast of a 0-d constant: attrs (JSON) cannot hold ±inf.
+    let v = scalar(imp, c, x.ty.dtype, value, "identity")?;
+    out(imp, c, "broadcast_to", Attrs::new().with("shape", shape), &[v]).map(Some)
 }
 
 fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
