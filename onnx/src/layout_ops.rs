@@ -13,10 +13,9 @@ use crate::ops::{const_ints, input, optional, out, view};
 /// 3 names the padded axes.
 pub(crate) fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let r = x
-        .ty
-        .rank()
-        .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
     let (given, value) = if imp.opset < 11 {
         let pads = c
             .ints("pads")
@@ -28,9 +27,9 @@ pub(crate) fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         let value = match optional(imp, c, 2)? {
             None => 0.0,
             Some(v) => {
-                let t = v.known().ok_or_else(|| {
-                    c.unsupported("input 'constant_value' must be known at import time")
-                })?;
+                let t = v
+                    .known()
+                    .ok_or_else(|| c.unsupported("input 'constant_value' must be known at import time"))?;
                 let vals = t.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?;
                 *vals
                     .first()
@@ -101,9 +100,7 @@ fn split_sizes(imp: &Importer, c: &NodeCtx, d: i64, n: usize) -> Result<Vec<i64>
     };
     if let Some(s) = given {
         if s.len() != n || s.iter().sum::<i64>() != d || s.iter().any(|&v| v < 0) {
-            return Err(c.unsupported(format!(
-                "split {s:?} does not cut {d} elements into {n} outputs"
-            )));
+            return Err(c.unsupported(format!("split {s:?} does not cut {d} elements into {n} outputs")));
         }
         return Ok(s);
     }
@@ -121,19 +118,17 @@ fn split_sizes(imp: &Importer, c: &NodeCtx, d: i64, n: usize) -> Result<Vec<i64>
 /// `split`: each output a `create_view` of its range on `axis`.
 pub(crate) fn split(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let r = x
-        .ty
-        .rank()
-        .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))? as i64;
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))? as i64;
     let axis = c.i("axis").unwrap_or(0);
     let axis = if axis < 0 { axis + r } else { axis };
-    let d = x
-        .ty
-        .shape
-        .as_ref()
-        .and_then(|s| s.get(axis as usize).copied())
-        .filter(|&d| d >= 0 && (0..r).contains(&axis))
-        .ok_or_else(|| c.unsupported(format!("axis {axis}: its length is not known at import time")))?;
+    let d =
+        x.ty.shape
+            .as_ref()
+            .and_then(|s| s.get(axis as usize).copied())
+            .filter(|&d| d >= 0 && (0..r).contains(&axis))
+            .ok_or_else(|| c.unsupported(format!("axis {axis}: its length is not known at import time")))?;
     let names: Vec<String> = c.proto.output.clone();
     let sizes = split_sizes(imp, c, d, names.len())?;
     let mut first = None;

@@ -73,7 +73,13 @@ fn copy_attrs(c: &NodeCtx, ints: &[&str], strings: &[&str]) -> Attrs {
 }
 
 /// The final node of a translation, named after ONNX output 0.
-pub(crate) fn out(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value]) -> Result<Value> {
+pub(crate) fn out(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    op: &str,
+    attrs: Attrs,
+    inputs: &[Value],
+) -> Result<Value> {
     let name = c.out().to_string();
     imp.emit(c, op, attrs, inputs, &name)
 }
@@ -133,10 +139,9 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             let x = input(imp, c, 0)?;
             // Inference keeps every element: the mask (output 1) is all true.
             if let Some(mask) = c.proto.output.get(1).filter(|m| !m.is_empty()) {
-                let shape = x
-                    .ty
-                    .static_shape()
-                    .ok_or_else(|| c.unsupported("the mask needs the input's shape at import time"))?;
+                let shape =
+                    x.ty.static_shape()
+                        .ok_or_else(|| c.unsupported("the mask needs the input's shape at import time"))?;
                 let a = Attrs::new()
                     .with("shape", shape)
                     .with("dtype", "bool")
@@ -337,7 +342,8 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 fn gelu_tanh(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let dt = x.ty.dtype;
-    let mul = |imp: &mut Importer, a: Value, b: Value, tag: &str| step(imp, c, "mul", Attrs::new(), &[a, b], tag);
+    let mul =
+        |imp: &mut Importer, a: Value, b: Value, tag: &str| step(imp, c, "mul", Attrs::new(), &[a, b], tag);
     let x2 = mul(imp, x.clone(), x.clone(), "x2")?;
     let x3 = mul(imp, x2, x.clone(), "x3")?;
     let k = scalar(imp, c, dt, 0.044715, "k")?;
@@ -692,7 +698,9 @@ fn empty_max_min(
     keepdims: bool,
     max: bool,
 ) -> Result<Option<Value>> {
-    let Some(s) = x.ty.static_shape() else { return Ok(None) };
+    let Some(s) = x.ty.static_shape() else {
+        return Ok(None);
+    };
     let r = s.len() as i64;
     let reduced: Vec<bool> = match axes {
         None => vec![true; s.len()],

@@ -15,7 +15,13 @@ fn split_gives_each_output_a_view_of_its_range() {
     // opset 18, no split input and num_outputs 2 over 5: parts of 3 and 2.
     let m = model(
         18,
-        vec![node("Split", "sp", &["x"], &["a", "b"], vec![("axis", A::I(1)), ("num_outputs", A::I(2))])],
+        vec![node(
+            "Split",
+            "sp",
+            &["x"],
+            &["a", "b"],
+            vec![("axis", A::I(1)), ("num_outputs", A::I(2))],
+        )],
         vec![value("x", DType::F32, &[1, 5])],
         vec![],
         vec![value("a", DType::F32, &[1, 3]), value("b", DType::F32, &[1, 2])],
@@ -30,7 +36,10 @@ fn split_gives_each_output_a_view_of_its_range() {
     let mut m13 = m.clone();
     m13.opset_import[0].version = 13;
     let e = import(&round_trip(&m13), &Options::default()).unwrap_err();
-    assert_eq!(e.to_string(), "node 'sp' (Split): 5 elements do not split into 2 equal parts");
+    assert_eq!(
+        e.to_string(),
+        "node 'sp' (Split): 5 elements do not split into 2 equal parts"
+    );
 }
 
 #[test]
@@ -56,7 +65,13 @@ fn pad_and_tile_read_their_constant_inputs() {
 fn reduce_with_axes_input() -> onnx_protobuf::ModelProto {
     model(
         13,
-        vec![node("ReduceSum", "rs", &["x", "axes"], &["y"], vec![("keepdims", A::I(0))])],
+        vec![node(
+            "ReduceSum",
+            "rs",
+            &["x", "axes"],
+            &["y"],
+            vec![("keepdims", A::I(0))],
+        )],
         vec![value("x", DType::F32, &[2, 2]), value("axes", DType::I64, &[1])],
         vec![],
         vec![value("y", DType::F32, &[2])],
@@ -68,7 +83,11 @@ fn a_data_set_can_supply_axes_given_as_inputs() {
     let m = round_trip(&reduce_with_axes_input());
     let e = import(&m, &Options::default()).unwrap_err();
     assert!(matches!(e, ImportError::Unsupported { .. }), "{e}");
-    assert!(e.to_string().contains("input 'axes' must be known at import time"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("input 'axes' must be known at import time"),
+        "{e}"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let x = tensor("x", &f32s(&[2, 2], &[1., 2., 3., 4.]));
@@ -115,12 +134,24 @@ fn composed_reductions_match_their_definitions() {
         ("ReduceL1", [3.0f64, 7.0]),
         ("ReduceL2", [5f64.sqrt(), 5.0]),
         ("ReduceSumSquare", [5.0, 25.0]),
-        ("ReduceLogSumExp", [(1f64.exp() + (-2f64).exp()).ln(), (3f64.exp() + (-4f64).exp()).ln()]),
+        (
+            "ReduceLogSumExp",
+            [
+                (1f64.exp() + (-2f64).exp()).ln(),
+                (3f64.exp() + (-4f64).exp()).ln(),
+            ],
+        ),
     ];
     for (op, want) in expect {
         let m = model(
             13,
-            vec![node(op, "r", &["x"], &["y"], vec![("axes", A::Ints(vec![1])), ("keepdims", A::I(0))])],
+            vec![node(
+                op,
+                "r",
+                &["x"],
+                &["y"],
+                vec![("axes", A::Ints(vec![1])), ("keepdims", A::I(0))],
+            )],
             vec![value("x", DType::F32, &[2, 2])],
             vec![],
             vec![value("y", DType::F32, &[2])],
@@ -146,4 +177,58 @@ fn activations_and_prelu_import_with_their_attrs() {
     let out = run(&m, &[("x", f32s(&[2], &[-1.0, 3.0]))]);
     let want = 0.5 * 2.0 * ((-1f64).exp() - 1.0);
     assert!(close(&vals(&out[0].1), &[want, 3.0]), "{:?}", vals(&out[0].1));
+}
+
+#[test]
+fn empty_max_is_the_identity_and_the_dropout_mask_is_all_true() {
+    let m = model(
+        18,
+        vec![
+            node(
+                "ReduceMax",
+                "mx",
+                &["x"],
+                &["y"],
+                vec![("axes", A::Ints(vec![1]))],
+            ),
+            node("Dropout", "d", &["z"], &["dz", "mask"], vec![]),
+        ],
+        vec![value("x", DType::F32, &[2, 0]), value("z", DType::F32, &[2])],
+        vec![],
+        vec![
+            value("y", DType::F32, &[2, 1]),
+            value("dz", DType::F32, &[2]),
+            value("mask", DType::Bool, &[2]),
+        ],
+    );
+    let x = Tensor::zeros(DType::F32, &[2, 0]).unwrap();
+    let out = run(&m, &[("x", x), ("z", f32s(&[2], &[1.0, 2.0]))]);
+    assert_eq!(out[0].1.shape(), [2, 1]);
+    assert_eq!(vals(&out[0].1), [f64::NEG_INFINITY; 2]);
+    assert_eq!(vals(&out[1].1), [1.0, 2.0]);
+    assert_eq!(vals(&out[2].1), [1.0, 1.0]);
+}
+
+#[test]
+fn gelu_tanh_follows_its_formula() {
+    let m = model(
+        20,
+        vec![node(
+            "Gelu",
+            "g",
+            &["x"],
+            &["y"],
+            vec![("approximate", A::S("tanh"))],
+        )],
+        vec![value("x", DType::F64, &[3])],
+        vec![],
+        vec![value("y", DType::F64, &[3])],
+    );
+    let xs = [-1.5f64, 0.0, 2.0];
+    let want: Vec<f64> = xs
+        .iter()
+        .map(|&x| 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh()))
+        .collect();
+    let got = vals(&run(&m, &[("x", Tensor::from_vec(&[3], xs.to_vec()).unwrap())])[0].1);
+    assert!(close(&got, &want), "{got:?} != {want:?}");
 }

@@ -124,13 +124,17 @@ fn run<T: Float>(kind: ActKind, p: [f64; 2], x: &Tensor, out: &Tensor) -> Result
         ActKind::Celu => map1(x, out, move |v: T| {
             v.max(zero) + (a * ((v / a).exp() - one)).min(zero)
         }),
-        ActKind::Selu => map1(x, out, move |v: T| {
-            if v <= zero {
-                b * (a * v.exp() - a)
-            } else {
-                b * v
-            }
-        }),
+        ActKind::Selu => map1(
+            x,
+            out,
+            move |v: T| {
+                if v <= zero {
+                    b * (a * v.exp() - a)
+                } else {
+                    b * v
+                }
+            },
+        ),
         ActKind::HardSigmoid => map1(x, out, move |v: T| clamp01(a * v + b)),
         ActKind::HardSwish => {
             let (sixth, half) = (c(1.0 / 6.0), c(0.5));

@@ -114,15 +114,25 @@ impl Op for IntDiv {
             return op_err(format!(
                 "op '{}' needs {} inputs of one dtype, got {} and {}",
                 self.name(),
-                if self.kind == DivKind::Trunc { "integer" } else { "numeric" },
+                if self.kind == DivKind::Trunc {
+                    "integer"
+                } else {
+                    "numeric"
+                },
                 a.dtype,
                 b.dtype
             ));
         }
-        Ok(vec![TypeInfo::new(a.dtype, broadcast_shapes(&a.shape, &b.shape)?)])
+        Ok(vec![TypeInfo::new(
+            a.dtype,
+            broadcast_shapes(&a.shape, &b.shape)?,
+        )])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        let types: Vec<TypeInfo> = inputs.iter().map(|t| TypeInfo::known(t.dtype(), t.shape())).collect();
+        let types: Vec<TypeInfo> = inputs
+            .iter()
+            .map(|t| TypeInfo::known(t.dtype(), t.shape()))
+            .collect();
         self.infer(&types)?;
         let (a, b) = (&inputs[0], &inputs[1]);
         let out = ctx.output(0, a.dtype(), &broadcast_concrete(a.shape(), b.shape())?)?;
@@ -164,7 +174,12 @@ mod tests {
     #[test]
     fn signs_follow_numpy_and_c() {
         // np.mod, np.fmod and C's / on mixed signs.
-        let cases = [(-7i64, 2i64, -3, 1, -1), (7, -2, -3, -1, 1), (-7, -2, 3, -1, -1), (7, 0, 0, 0, 0)];
+        let cases = [
+            (-7i64, 2i64, -3, 1, -1),
+            (7, -2, -3, -1, 1),
+            (-7, -2, 3, -1, -1),
+            (7, 0, 0, 0, 0),
+        ];
         for (a, b, q, m, f) in cases {
             assert_eq!(apply(DivKind::Trunc, a, b), q, "{a} / {b}");
             assert_eq!(apply(DivKind::Mod, a, b), m, "{a} mod {b}");

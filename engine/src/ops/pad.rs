@@ -193,13 +193,13 @@ pub fn register(r: &mut OpRegistry) {
         let pads = a
             .i64_list("pads")?
             .ok_or_else(|| Error::Op("op 'pad' needs attr 'pads'".into()))?;
-        let mode = match a.0.get("mode") {
-            None => PadMode::Constant,
-            Some(v) => PadMode::parse(
-                v.as_str()
-                    .ok_or_else(|| Error::Op(format!("op 'pad': attr 'mode': expected a string, got {v}")))?,
-            )?,
-        };
+        let mode =
+            match a.0.get("mode") {
+                None => PadMode::Constant,
+                Some(v) => PadMode::parse(v.as_str().ok_or_else(|| {
+                    Error::Op(format!("op 'pad': attr 'mode': expected a string, got {v}"))
+                })?)?,
+            };
         let value = a.f64("value")?.unwrap_or(0.0);
         Ok(Arc::new(Pad { pads, mode, value }) as Arc<dyn Op>)
     });

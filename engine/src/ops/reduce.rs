@@ -372,7 +372,12 @@ fn argmax_of<'a, T: Element>(it: impl Iterator<Item = &'a T>, min: bool, last: b
     best.map_or(0, |(i, _)| i as i64)
 }
 
-fn argmax_kernel<T: Element>(v: &ArrayViewD<'_, T>, axis: Option<usize>, min: bool, last: bool) -> ArrayD<i64> {
+fn argmax_kernel<T: Element>(
+    v: &ArrayViewD<'_, T>,
+    axis: Option<usize>,
+    min: bool,
+    last: bool,
+) -> ArrayD<i64> {
     match axis {
         // `iter` walks the logical (C) order whatever the strides.
         None => ArrayD::from_elem(IxDyn(&[]), argmax_of(v.iter(), min, last)),
