@@ -115,6 +115,26 @@ impl Activation {
     }
 }
 
+/// The destroy_map of an op that overwrites x (input 0) when `inplace`.
+fn destroys_x(inplace: bool) -> Vec<(usize, usize)> {
+    if inplace {
+        vec![(0, 0)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// A pure op's one in-place variant, `twin()`, taking its `n` inputs in order.
+fn in_place_twin(inplace: bool, twin: impl Fn() -> Arc<dyn Op>, n: usize) -> Vec<InplaceVariant> {
+    if inplace {
+        return Vec::new();
+    }
+    vec![InplaceVariant {
+        op: twin(),
+        inputs: (0..n).collect(),
+    }]
+}
+
 fn run<T: Float>(kind: ActKind, p: [f64; 2], x: &Tensor, out: &Tensor) -> Result<()> {
     let c = |v: f64| <T as Element>::from_f64(v);
     let (zero, one) = (T::zero(), T::one());
@@ -188,20 +208,10 @@ impl Op for Activation {
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {
-        if self.inplace {
-            vec![(0, 0)]
-        } else {
-            Vec::new()
-        }
+        destroys_x(self.inplace)
     }
     fn inplace_variants(&self) -> Vec<InplaceVariant> {
-        if self.inplace {
-            return Vec::new();
-        }
-        vec![InplaceVariant {
-            op: Arc::new(Activation::new(self.kind, self.p, true)),
-            inputs: vec![0],
-        }]
+        in_place_twin(self.inplace, || Arc::new(Activation::new(self.kind, self.p, true)), 1)
     }
     fn pure_twin(&self) -> Option<Arc<dyn Op>> {
         self.inplace
@@ -283,20 +293,10 @@ impl Op for Prelu {
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {
-        if self.inplace {
-            vec![(0, 0)]
-        } else {
-            Vec::new()
-        }
+        destroys_x(self.inplace)
     }
     fn inplace_variants(&self) -> Vec<InplaceVariant> {
-        if self.inplace {
-            return Vec::new();
-        }
-        vec![InplaceVariant {
-            op: Arc::new(Prelu { inplace: true }),
-            inputs: vec![0, 1],
-        }]
+        in_place_twin(self.inplace, || Arc::new(Prelu { inplace: true }), 2)
     }
     fn pure_twin(&self) -> Option<Arc<dyn Op>> {
         self.inplace
