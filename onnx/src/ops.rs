@@ -730,9 +730,13 @@ fn empty_max_min(
         (_, true) => f64::NEG_INFINITY,
         (_, false) => f64::INFINITY,
     };
-    // A folded broadcast of a 0-d constant: attrs (JSON) cannot hold ±inf.
-    let v = scalar(imp, c, x.ty.dtype, value, "identity")?;
-    out(imp, c, "broadcast_to", Attrs::new().with("shape", shape), &[v]).map(Some)
+    // A constant made here: attrs (JSON) cannot hold ±inf for a `full` node.
+    fn make<T: Element>(shape: &[usize], v: f64) -> vigil_engine::Result<Tensor> {
+        Tensor::from_vec(shape, vec![T::from_f64(v); shape.iter().product()])
+    }
+    let t = vigil_engine::dispatch_all!(x.ty.dtype, T => make::<T>(&shape, value))
+        .map_err(|e| c.unsupported(e.to_string()))?;
+    Ok(Some(imp.constant(c.out(), t)))
 }
 
 fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
