@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 
 use vigil::onnx_suite::{import_all, ONNX_ATOL, ONNX_RTOL};
-use vigil::suite::CaseRef;
 use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
+use vigil::suite::CaseRef;
 use vigil_reports::Status;
 
 fn onnx_dir() -> Option<PathBuf> {

@@ -26,8 +26,8 @@ use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistr
 use crate::tensor::Tensor;
 
 /// ONNX Selu's defaults (the float32 values the spec gives).
-const SELU_ALPHA: f64 = 1.673_263_192_176_818_847_656_25;
-const SELU_GAMMA: f64 = 1.050_701_022_148_132_324_218_75;
+const SELU_ALPHA: f64 = 1.673_263_192_176_818_8;
+const SELU_GAMMA: f64 = 1.050_701_022_148_132_3;
 
 /// Which activation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,7 +211,11 @@ impl Op for Activation {
         destroys_x(self.inplace)
     }
     fn inplace_variants(&self) -> Vec<InplaceVariant> {
-        in_place_twin(self.inplace, || Arc::new(Activation::new(self.kind, self.p, true)), 1)
+        in_place_twin(
+            self.inplace,
+            || Arc::new(Activation::new(self.kind, self.p, true)),
+            1,
+        )
     }
     fn pure_twin(&self) -> Option<Arc<dyn Op>> {
         self.inplace
