@@ -65,7 +65,7 @@ pub fn data_sets(model_dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-fn numbered(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+pub(crate) fn numbered(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     (0..)
         .map(|k| dir.join(format!("{prefix}_{k}.pb")))
         .take_while(|p| p.is_file())

@@ -63,6 +63,20 @@ pub(crate) struct Value {
     pub constant: Option<Tensor>,
     /// A graph input or parameter (not foldable, not materialized).
     pub source: bool,
+    /// A graph input's value in the test data set named by
+    /// [`import_with`]'s `known`: usable where an op needs an import-time
+    /// constant (a shape, axes, pads), while the node still reads the input.
+    pub fed: Option<Tensor>,
+}
+
+impl Value {
+    /// The value when it is known at import time.
+    pub fn known(&self) -> Option<&Tensor> {
+        match &self.constant {
+            Some(t) if !self.source => Some(t),
+            _ => self.fed.as_ref(),
+        }
+    }
 }
 
 /// Replaces characters that do not belong in a file name, so every variable
@@ -128,6 +142,7 @@ impl Importer {
             ty: TypeInfo::of_constant(&t),
             constant: Some(t),
             source: false,
+            fed: None,
         }
     }
 
@@ -202,6 +217,7 @@ impl Importer {
             ty,
             constant: None,
             source: false,
+            fed: None,
         })
     }
 }
@@ -288,7 +304,30 @@ fn value_type(v: &ValueInfoProto) -> Result<TypeInfo> {
 }
 
 /// Imports a decoded model.
+/// The tensors of a data set's `input_K.pb` files, by K: `None` for those
+/// over [`FOLD_LIMIT`] elements (no op needs such a constant) and those that
+/// do not read (writing the case reads them again and reports it).
+fn known_inputs(dir: &std::path::Path) -> Vec<Option<Tensor>> {
+    crate::case::numbered(dir, "input")
+        .iter()
+        .map(|f| {
+            let p = crate::model::read_tensor_file(f).ok()?;
+            let t = crate::tensor::to_tensor(&p, &f.display().to_string()).ok()?;
+            (t.size() <= FOLD_LIMIT).then_some(t)
+        })
+        .collect()
+}
+
 pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
+    import_with(model, opts, None)
+}
+
+/// [`import`], where the inputs of the test data set `known` (its
+/// `input_K.pb`) may stand in where an op needs a constant (Reshape's
+/// shape, ReduceSum's axes, Pad's pads and fill value). The nodes still read the inputs;
+/// the case is valid for inputs with those values, as a case made from
+/// that data set is.
+pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path::Path>) -> Result<Imported> {
     let opset = default_opset(model)?;
     let g = model.graph.as_ref().ok_or(ImportError::NoGraph)?;
     let mut imp = Importer {
@@ -323,10 +362,16 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
     let mut inputs = Vec::new();
     let mut input_decls = Vec::new();
     let mut input_types = Vec::new();
-    for i in &g.input {
-        if imp.values.contains_key(&i.name) {
-            continue; // an initializer listed as an input (IR < 4)
-        }
+    let fed = match known {
+        Some(dir) => known_inputs(dir),
+        None => Vec::new(),
+    };
+    let graph_inputs = g
+        .input
+        .iter()
+        .filter(|i| !imp.values.contains_key(&i.name)) // initializers listed as inputs (IR < 4)
+        .collect::<Vec<_>>();
+    for (k, i) in graph_inputs.into_iter().enumerate() {
         let ty = value_type(i)?;
         let var = imp.unique(&i.name);
         input_decls.push(InputDecl {
@@ -344,6 +389,7 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
                 ty,
                 constant: None,
                 source: true,
+                fed: fed.get(k).cloned().flatten(),
             },
         );
     }
@@ -369,7 +415,8 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
         }
         let out = crate::ops::import_node(&mut imp, &ctx)?;
         for (j, o) in n.output.iter().enumerate() {
-            if j > 0 && !o.is_empty() && imp.used.contains(o) {
+            // Multi-output translations (Split) bind their other outputs.
+            if j > 0 && !o.is_empty() && imp.used.contains(o) && imp.value(o).is_none() {
                 return Err(
                     ctx.unsupported(format!("output {j} ('{o}') is used, only output 0 is supported"))
                 );

@@ -8,13 +8,14 @@
 pub mod case;
 pub mod error;
 pub mod import;
+mod layout_ops;
 pub mod model;
 mod ops;
 pub mod tensor;
 
 pub use case::{data_sets, feeds, write_case, InputSource};
 pub use error::{ImportError, Result};
-pub use import::{import, sanitize, Imported, Initializers, Options};
+pub use import::{import, import_with, sanitize, Imported, Initializers, Options};
 pub use model::{decode_model, read_model, read_tensor_file};
 
 /// Reads and imports the model at `path`.

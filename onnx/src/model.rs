@@ -7,9 +7,12 @@ use onnx_protobuf::{Message, ModelProto, TensorProto};
 
 use crate::error::{ImportError, Result};
 
-/// Default-domain opsets whose semantics the importer implements, 1 to 23
-/// (before 7, binary ops broadcast only with `broadcast = 1`, as `crate::ops` handles).
-pub const OPSETS: std::ops::RangeInclusive<i64> = 1..=23;
+/// Default-domain opsets whose semantics the importer implements, 1 to 28
+/// (before 7, binary ops broadcast only with `broadcast = 1`, as `crate::ops`
+/// handles). From 24 to 28 the ops it translates changed only their type
+/// lists (and Cast's float8-only `saturate`/`round_mode`), checked against
+/// the onnx 1.23 schemas.
+pub const OPSETS: std::ops::RangeInclusive<i64> = 1..=28;
 
 fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|source| ImportError::Io {

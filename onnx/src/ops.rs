@@ -9,7 +9,7 @@ use crate::import::{Importer, NodeCtx, Value, FOLD_LIMIT};
 use crate::tensor::{dtype_of, to_tensor};
 
 /// ONNX input `k`, which must be present.
-fn input(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Value> {
+pub(crate) fn input(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Value> {
     match c.proto.input.get(k).filter(|n| !n.is_empty()) {
         None => Err(c.unsupported(format!("needs input {k}"))),
         Some(n) => imp.value(n).cloned().ok_or_else(|| ImportError::UndefinedInput {
@@ -21,7 +21,7 @@ fn input(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Value> {
 }
 
 /// ONNX input `k` when given (optional inputs may be absent or empty).
-fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
+pub(crate) fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
     match c.proto.input.get(k).filter(|n| !n.is_empty()) {
         None => Ok(None),
         Some(_) => input(imp, c, k).map(Some),
@@ -29,8 +29,8 @@ fn optional(imp: &Importer, c: &NodeCtx, k: usize) -> Result<Option<Value>> {
 }
 
 /// The integers of an input that must be known at import time.
-fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
-    let t = v.constant.as_ref().filter(|_| !v.source).ok_or_else(|| {
+pub(crate) fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
+    let t = v.known().ok_or_else(|| {
         c.unsupported(format!(
             "input '{what}' must be known at import time (a constant or foldable)"
         ))
@@ -44,7 +44,7 @@ fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>> {
 }
 
 /// A 0-d constant of `dtype` holding `v`.
-fn scalar(imp: &mut Importer, c: &NodeCtx, dtype: DType, v: f64, tag: &str) -> Result<Value> {
+pub(crate) fn scalar(imp: &mut Importer, c: &NodeCtx, dtype: DType, v: f64, tag: &str) -> Result<Value> {
     fn make<T: Element>(v: f64) -> vigil_engine::Result<Tensor> {
         Tensor::from_vec(&[], vec![T::from_f64(v)])
     }
@@ -73,13 +73,19 @@ fn copy_attrs(c: &NodeCtx, ints: &[&str], strings: &[&str]) -> Attrs {
 }
 
 /// The final node of a translation, named after ONNX output 0.
-fn out(imp: &mut Importer, c: &NodeCtx, op: &str, attrs: Attrs, inputs: &[Value]) -> Result<Value> {
+pub(crate) fn out(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    op: &str,
+    attrs: Attrs,
+    inputs: &[Value],
+) -> Result<Value> {
     let name = c.out().to_string();
     imp.emit(c, op, attrs, inputs, &name)
 }
 
 /// A helper node of a translation.
-fn step(
+pub(crate) fn step(
     imp: &mut Importer,
     c: &NodeCtx,
     op: &str,
@@ -98,8 +104,10 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Sin" | "Cos" | "Tan"
         | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh" | "Erf" | "Floor" | "Ceil" | "Round" | "Sign"
         | "Reciprocal" | "Softplus" | "Gelu" => {
-            if c.s("approximate").is_some_and(|a| a != "none") {
-                return Err(c.bad_attr("approximate", "only 'none' (the erf form) is supported"));
+            match c.s("approximate").as_deref() {
+                None | Some("none") => {}
+                Some("tanh") => return gelu_tanh(imp, c),
+                Some(a) => return Err(c.bad_attr("approximate", format!("unknown value '{a}'"))),
             }
             let x = input(imp, c, 0)?;
             out(imp, c, &op.to_lowercase(), Attrs::new(), &[x])
@@ -128,7 +136,20 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
                     return Err(c.unsupported("training mode is not supported"));
                 }
             }
-            input(imp, c, 0)
+            let x = input(imp, c, 0)?;
+            // Inference keeps every element: the mask (output 1) is all true.
+            if let Some(mask) = c.proto.output.get(1).filter(|m| !m.is_empty()) {
+                let shape =
+                    x.ty.static_shape()
+                        .ok_or_else(|| c.unsupported("the mask needs the input's shape at import time"))?;
+                let a = Attrs::new()
+                    .with("shape", shape)
+                    .with("dtype", "bool")
+                    .with("value", 1.0);
+                let m = imp.emit(c, "full", a, &[], mask)?;
+                imp.bind(mask, m);
+            }
+            Ok(x)
         }
         "Conv" => {
             let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
@@ -249,18 +270,52 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
                 &[x, ind],
             )
         }
-        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" => reduce(imp, c),
-        "ArgMax" => {
-            if c.i("select_last_index").unwrap_or(0) != 0 {
-                return Err(c.bad_attr("select_last_index", "only 0 is supported"));
-            }
+        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceL1" | "ReduceL2"
+        | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => reduce(imp, c),
+        "ArgMax" | "ArgMin" => {
             let x = input(imp, c, 0)?;
             let a = Attrs::new()
                 .with("axis", c.i("axis").unwrap_or(0))
-                .with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
-            out(imp, c, "argmax", a, &[x])
+                .with("keepdims", c.i("keepdims").unwrap_or(1) != 0)
+                .with("select_last", c.i("select_last_index").unwrap_or(0) != 0);
+            out(imp, c, &op.to_lowercase(), a, &[x])
+        }
+        "Not" | "And" | "Or" | "Xor" => {
+            let ins = (0..c.proto.input.len())
+                .map(|k| input(imp, c, k))
+                .collect::<Result<Vec<_>>>()?;
+            out(imp, c, &op.to_lowercase(), Attrs::new(), &ins)
+        }
+        "Mod" => {
+            let (a, b) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            let fmod = c.i("fmod").unwrap_or(0) != 0;
+            out(imp, c, "mod", Attrs::new().with("fmod", fmod), &[a, b])
+        }
+        "CastLike" => {
+            let (x, like) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            let a = Attrs::new().with("dtype", like.ty.dtype.name());
+            out(imp, c, "cast", a, &[x])
+        }
+        "Size" => {
+            let x = input(imp, c, 0)?;
+            let s =
+                x.ty.static_shape()
+                    .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
+            let n = s.iter().product::<usize>() as i64;
+            let t = Tensor::from_vec(&[], vec![n]).map_err(|e| c.unsupported(e.to_string()))?;
+            Ok(imp.constant(c.out(), t))
         }
         "Clip" => clip(imp, c),
+        "Elu" | "Celu" | "Selu" | "HardSigmoid" | "HardSwish" | "Softsign" | "ThresholdedRelu" | "Mish" => {
+            activation(imp, c)
+        }
+        "PRelu" => {
+            let (x, slope) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            out(imp, c, "prelu", Attrs::new(), &[x, slope])
+        }
+        "Pad" => crate::layout_ops::pad(imp, c),
+        "Tile" => crate::layout_ops::tile(imp, c),
+        "Split" => crate::layout_ops::split(imp, c),
         "LeakyRelu" => {
             let x = input(imp, c, 0)?;
             let alpha = scalar(imp, c, x.ty.dtype, c.f("alpha").unwrap_or(0.01), "alpha")?;
@@ -282,14 +337,54 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     }
 }
 
+/// Gelu with `approximate = "tanh"`:
+/// `x/2 · (1 + tanh(√(2/π) · (x + 0.044715·x³)))`.
+fn gelu_tanh(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let dt = x.ty.dtype;
+    let mul =
+        |imp: &mut Importer, a: Value, b: Value, tag: &str| step(imp, c, "mul", Attrs::new(), &[a, b], tag);
+    let x2 = mul(imp, x.clone(), x.clone(), "x2")?;
+    let x3 = mul(imp, x2, x.clone(), "x3")?;
+    let k = scalar(imp, c, dt, 0.044715, "k")?;
+    let kx3 = mul(imp, x3, k, "kx3")?;
+    let inner = step(imp, c, "add", Attrs::new(), &[x.clone(), kx3], "inner")?;
+    let s = scalar(imp, c, dt, (2.0 / std::f64::consts::PI).sqrt(), "s")?;
+    let scaled = mul(imp, inner, s, "scaled")?;
+    let t = step(imp, c, "tanh", Attrs::new(), &[scaled], "tanh")?;
+    let one = scalar(imp, c, dt, 1.0, "one")?;
+    let t1 = step(imp, c, "add", Attrs::new(), &[t, one], "one_plus")?;
+    let half = scalar(imp, c, dt, 0.5, "half")?;
+    let hx = mul(imp, x, half, "half_x")?;
+    out(imp, c, "mul", Attrs::new(), &[hx, t1])
+}
+
+/// A parametrised activation: ONNX's float attrs under Vigil's names.
+fn activation(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (name, attrs): (&str, &[&str]) = match c.op_type.as_str() {
+        "Elu" => ("elu", &["alpha"]),
+        "Celu" => ("celu", &["alpha"]),
+        "Selu" => ("selu", &["alpha", "gamma"]),
+        "HardSigmoid" => ("hard_sigmoid", &["alpha", "beta"]),
+        "HardSwish" => ("hard_swish", &[]),
+        "Softsign" => ("softsign", &[]),
+        "ThresholdedRelu" => ("thresholded_relu", &["alpha"]),
+        _ => ("mish", &[]),
+    };
+    let x = input(imp, c, 0)?;
+    let a = attrs
+        .iter()
+        .filter_map(|&k| c.f(k).map(|v| (k, v)))
+        .fold(Attrs::new(), |a, (k, v)| a.with(k, v));
+    out(imp, c, name, a, &[x])
+}
+
 fn binary(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let (a, mut b) = (input(imp, c, 0)?, input(imp, c, 1)?);
-    let name = c.op_type.to_lowercase();
+    let mut name = c.op_type.to_lowercase();
     if c.op_type == "Div" && !a.ty.dtype.is_float() {
-        return Err(c.unsupported(format!(
-            "integer Div truncates in ONNX; Vigil's div of {} is true division",
-            a.ty.dtype
-        )));
+        // ONNX's integer Div truncates; Vigil's div is true division.
+        name = "div_trunc".into();
     }
     if imp.opset < 7 && c.i("broadcast").unwrap_or(0) != 0 {
         b = legacy_broadcast(imp, c, &a, b)?;
@@ -544,19 +639,36 @@ fn softmax(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 }
 
 fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
-    let x = input(imp, c, 0)?;
-    let name = match c.op_type.as_str() {
-        "ReduceSum" => "sum",
-        "ReduceMean" => "mean",
-        "ReduceMax" => "max",
-        _ => "min",
+    let mut x = input(imp, c, 0)?;
+    // ReduceL1 … ReduceLogSumExp: an elementwise step, a sum, a final step.
+    let (pre, name, post) = match c.op_type.as_str() {
+        "ReduceSum" => (None, "sum", None),
+        "ReduceMean" => (None, "mean", None),
+        "ReduceMax" => (None, "max", None),
+        "ReduceMin" => (None, "min", None),
+        "ReduceL1" => (Some("abs"), "sum", None),
+        "ReduceL2" => (Some("square"), "sum", Some("sqrt")),
+        "ReduceSumSquare" => (Some("square"), "sum", None),
+        "ReduceLogSum" => (None, "sum", Some("log")),
+        _ => (Some("exp"), "sum", Some("log")),
     };
     let from = if c.op_type == "ReduceSum" { 13 } else { 18 };
     let axes = axes_of(imp, c, from)?.filter(|a| !a.is_empty());
     if axes.is_none() && c.i("noop_with_empty_axes").unwrap_or(0) != 0 {
         return Ok(x);
     }
-    let mut a = Attrs::new().with("keepdims", c.i("keepdims").unwrap_or(1) != 0);
+    match pre {
+        Some("square") => x = step(imp, c, "mul", Attrs::new(), &[x.clone(), x], "square")?,
+        Some(f) => x = step(imp, c, f, Attrs::new(), &[x], f)?,
+        None => {}
+    }
+    let keepdims = c.i("keepdims").unwrap_or(1) != 0;
+    if matches!(name, "max" | "min") {
+        if let Some(v) = empty_max_min(imp, c, &x, axes.as_deref(), keepdims, name == "max")? {
+            return Ok(v);
+        }
+    }
+    let mut a = Attrs::new().with("keepdims", keepdims);
     if let Some(axes) = axes {
         a = a.with("axes", axes);
     }
@@ -566,7 +678,65 @@ fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         let r = step(imp, c, name, a, &[xi], name)?;
         return out(imp, c, "cast", Attrs::new().with("dtype", "bool"), &[r]);
     }
-    out(imp, c, name, a, &[x])
+    match post {
+        None => out(imp, c, name, a, &[x]),
+        Some(f) => {
+            let r = step(imp, c, name, a, &[x], name)?;
+            out(imp, c, f, Attrs::new(), &[r])
+        }
+    }
+}
+
+/// ONNX's max/min over an empty axis is the reduction's identity (-inf
+/// or +inf, the integer extremes, false or true), where numpy and Vigil's
+/// `max`/`min` raise: with a static shape it is a constant.
+fn empty_max_min(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    x: &Value,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    max: bool,
+) -> Result<Option<Value>> {
+    let Some(s) = x.ty.static_shape() else {
+        return Ok(None);
+    };
+    let r = s.len() as i64;
+    let reduced: Vec<bool> = match axes {
+        None => vec![true; s.len()],
+        Some(a) => {
+            let norm: Vec<i64> = a.iter().map(|&v| if v < 0 { v + r } else { v }).collect();
+            (0..r).map(|k| norm.contains(&k)).collect()
+        }
+    };
+    if !s.iter().zip(&reduced).any(|(&d, &red)| red && d == 0) {
+        return Ok(None);
+    }
+    let shape: Vec<usize> = s
+        .iter()
+        .zip(&reduced)
+        .filter_map(|(&d, &red)| match (red, keepdims) {
+            (false, _) => Some(d),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    let value = match (x.ty.dtype, max) {
+        (DType::Bool, m) => f64::from(u8::from(!m)),
+        (DType::I32, true) => f64::from(i32::MIN),
+        (DType::I32, false) => f64::from(i32::MAX),
+        (DType::I64, true) => i64::MIN as f64,
+        (DType::I64, false) => i64::MAX as f64,
+        (_, true) => f64::NEG_INFINITY,
+        (_, false) => f64::INFINITY,
+    };
+    // A constant made here: attrs (JSON) cannot hold ±inf for a `full` node.
+    fn make<T: Element>(shape: &[usize], v: f64) -> vigil_engine::Result<Tensor> {
+        Tensor::from_vec(shape, vec![T::from_f64(v); shape.iter().product()])
+    }
+    let t = vigil_engine::dispatch_all!(x.ty.dtype, T => make::<T>(&shape, value))
+        .map_err(|e| c.unsupported(e.to_string()))?;
+    Ok(Some(imp.constant(c.out(), t)))
 }
 
 fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
@@ -657,9 +827,6 @@ fn constant(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let r =
-        x.ty.rank()
-            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
     let (starts, ends, axes, steps) = if imp.opset < 10 {
         (
             c.ints("starts")
@@ -687,23 +854,44 @@ fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
         return Err(c.unsupported("starts, ends, axes and steps differ in length"));
     }
-    let mut index: Vec<Vec<i64>> = vec![vec![2, 0, 1, 1]; r];
+    let mut ranges = Vec::with_capacity(starts.len());
     for k in 0..starts.len() {
-        let a = if axes[k] < 0 { axes[k] + r as i64 } else { axes[k] };
-        let slot = index
-            .get_mut(a as usize)
-            .filter(|_| a >= 0)
-            .ok_or_else(|| c.unsupported(format!("axis {} is out of range for rank {r}", axes[k])))?;
         if steps[k] == 0 {
             return Err(c.unsupported("a step of 0"));
         }
-        *slot = vec![1, 2, 1, starts[k], ends[k], steps[k], 0];
+        ranges.push((axes[k], starts[k], ends[k], steps[k]));
+    }
+    let name = c.out().to_string();
+    view(imp, c, x, &ranges, &name)
+}
+
+/// A `create_view` of `x` named `name`: `(axis, start, end, step)` per
+/// sliced axis (numpy slice rules; negative axes count from the end), the
+/// other axes whole. A view, never a copy.
+pub(crate) fn view(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    x: Value,
+    ranges: &[(i64, i64, i64, i64)],
+    name: &str,
+) -> Result<Value> {
+    let r =
+        x.ty.rank()
+            .ok_or_else(|| c.unsupported("the input's rank is not known at import time"))?;
+    let mut index: Vec<Vec<i64>> = vec![vec![2, 0, 1, 1]; r];
+    for &(axis, start, end, step) in ranges {
+        let a = if axis < 0 { axis + r as i64 } else { axis };
+        let slot = index
+            .get_mut(a as usize)
+            .filter(|_| a >= 0)
+            .ok_or_else(|| c.unsupported(format!("axis {axis} is out of range for rank {r}")))?;
+        *slot = vec![1, 2, 1, start, end, step, 0];
     }
     let mut ins = vec![x];
     for (k, v) in index.into_iter().enumerate() {
-        ins.push(imp.constant(&format!("{}.index{k}", c.out()), Tensor::from_i64s(&v)));
+        ins.push(imp.constant(&format!("{name}.index{k}"), Tensor::from_i64s(&v)));
     }
-    out(imp, c, "create_view", Attrs::new(), &ins)
+    imp.emit(c, "create_view", Attrs::new(), &ins, name)
 }
 
 fn expand(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

@@ -212,7 +212,7 @@ fn bview(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 }
 
 /// `out[i] = f(a[i], b[i])` with both inputs broadcast to `out`'s shape.
-fn zip2<A: Element, B: Element, O: Element>(
+pub(crate) fn zip2<A: Element, B: Element, O: Element>(
     a: &Tensor,
     b: &Tensor,
     out: &Tensor,
@@ -234,7 +234,7 @@ fn zip2<A: Element, B: Element, O: Element>(
 
 /// `x[i] = f(x[i], y[i])` with `y` broadcast into `x`. An operand that shares
 /// `x`'s buffer is copied first, as numpy does for `x += x.T`.
-fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -> T) -> Result<()> {
+pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -> T) -> Result<()> {
     let y = if y.same_buffer(x) {
         y.deep_copy()?
     } else {
@@ -254,7 +254,7 @@ fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -> T) -> Res
 }
 
 /// `out[i] = f(a[i])`; `out` may be `a` itself (in place).
-fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> Result<()> {
+pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> Result<()> {
     if out.same_buffer(a) {
         if out.layout() == a.layout() {
             return out.write(|mut v: ArrayViewMutD<'_, T>| v.mapv_inplace(f));

@@ -348,15 +348,22 @@ impl Op for Reduce {
 
 // ----- argmax -------------------------------------------------------------
 
-/// Index of the first NaN, else of the first maximum; 0 when empty.
-fn argmax_of<'a, T: Element>(it: impl Iterator<Item = &'a T>) -> i64 {
+/// Index of the first NaN, else of the first (or with `last`, the last)
+/// maximum (or with `min`, minimum); 0 when empty.
+fn argmax_of<'a, T: Element>(it: impl Iterator<Item = &'a T>, min: bool, last: bool) -> i64 {
     let mut best: Option<(usize, T)> = None;
     for (i, &x) in it.enumerate() {
         match best {
             None => best = Some((i, x)),
             Some((_, b)) if is_nan(b) => break,
             Some((_, b)) => {
-                if x > b || is_nan(x) {
+                let better = match (min, last) {
+                    (false, false) => x > b,
+                    (false, true) => x >= b,
+                    (true, false) => x < b,
+                    (true, true) => x <= b,
+                };
+                if better || is_nan(x) {
                     best = Some((i, x));
                 }
             }
@@ -365,25 +372,37 @@ fn argmax_of<'a, T: Element>(it: impl Iterator<Item = &'a T>) -> i64 {
     best.map_or(0, |(i, _)| i as i64)
 }
 
-fn argmax_kernel<T: Element>(v: &ArrayViewD<'_, T>, axis: Option<usize>) -> ArrayD<i64> {
+fn argmax_kernel<T: Element>(
+    v: &ArrayViewD<'_, T>,
+    axis: Option<usize>,
+    min: bool,
+    last: bool,
+) -> ArrayD<i64> {
     match axis {
         // `iter` walks the logical (C) order whatever the strides.
-        None => ArrayD::from_elem(IxDyn(&[]), argmax_of(v.iter())),
-        Some(ax) => Zip::from(v.lanes(Axis(ax))).map_collect(|lane| argmax_of(lane.iter())),
+        None => ArrayD::from_elem(IxDyn(&[]), argmax_of(v.iter(), min, last)),
+        Some(ax) => Zip::from(v.lanes(Axis(ax))).map_collect(|lane| argmax_of(lane.iter(), min, last)),
     }
 }
 
-/// `argmax` over `axis` (the flattened array when `None`), giving i64.
+/// `argmax` (or, with `min`, `argmin`) over `axis` (the flattened array
+/// when `None`), giving i64; ties go to the first index, or the last with
+/// `select_last` (ONNX's `select_last_index`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgMax {
     pub axis: Option<i64>,
     pub keepdims: bool,
+    pub min: bool,
+    pub select_last: bool,
 }
 
 impl ArgMax {
-    fn check_dtype(dtype: DType) -> Result<()> {
+    fn check_dtype(&self, dtype: DType) -> Result<()> {
         if dtype == DType::Bool {
-            return op_err("op 'argmax' does not take bool inputs (cast to an integer dtype first)");
+            return op_err(format!(
+                "op '{}' does not take bool inputs (cast to an integer dtype first)",
+                self.name()
+            ));
         }
         Ok(())
     }
@@ -393,7 +412,7 @@ impl ArgMax {
         match self.axis {
             None => Ok((vec![true; ndim], None)),
             Some(a) => {
-                let flags = axis_flags("argmax", "axis", Some(&[a]), ndim)?;
+                let flags = axis_flags(self.name(), "axis", Some(&[a]), ndim)?;
                 let ax = flags.iter().position(|&f| f);
                 Ok((flags, ax))
             }
@@ -403,7 +422,11 @@ impl ArgMax {
 
 impl Op for ArgMax {
     fn name(&self) -> &str {
-        "argmax"
+        if self.min {
+            "argmin"
+        } else {
+            "argmax"
+        }
     }
     fn arity(&self) -> Arity {
         Arity::exactly(1)
@@ -411,7 +434,7 @@ impl Op for ArgMax {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
-        ArgMax::check_dtype(x.dtype)?;
+        self.check_dtype(x.dtype)?;
         let shape = match (&x.shape, self.axis) {
             (None, None) if !self.keepdims => Some(Vec::new()),
             (None, _) => None,
@@ -423,7 +446,8 @@ impl Op for ArgMax {
                 };
                 if empty {
                     return op_err(format!(
-                        "op 'argmax': attempt to get argmax of an empty sequence (input shape {})",
+                        "op '{0}': attempt to get {0} of an empty sequence (input shape {1})",
+                        self.name(),
                         x.shape_string()
                     ));
                 }
@@ -435,7 +459,7 @@ impl Op for ArgMax {
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
-        ArgMax::check_dtype(x.dtype())?;
+        self.check_dtype(x.dtype())?;
         let (flags, axis) = self.flags(x.ndim())?;
         let empty = match axis {
             Some(ax) => x.shape().get(ax) == Some(&0),
@@ -443,14 +467,16 @@ impl Op for ArgMax {
         };
         if empty {
             return op_err(format!(
-                "op 'argmax': attempt to get argmax of an empty sequence (input shape {:?})",
+                "op '{0}': attempt to get {0} of an empty sequence (input shape {1:?})",
+                self.name(),
                 x.shape()
             ));
         }
         let shape = reduced_shape(x.shape(), &flags, self.keepdims, 1);
         let out = ctx.output(0, DType::I64, &shape)?;
-        let res = crate::dispatch_num!(x.dtype(), T => x.read(|v: ArrayViewD<'_, T>| argmax_kernel(&v, axis))?,
-            return op_err("op 'argmax' does not take bool inputs"));
+        let (min, last) = (self.min, self.select_last);
+        let res = crate::dispatch_num!(x.dtype(), T => x.read(|v: ArrayViewD<'_, T>| argmax_kernel(&v, axis, min, last))?,
+            return op_err(format!("op '{}' does not take bool inputs", self.name())));
         write_result(&out, res, &flags, self.keepdims)?;
         Ok(vec![out])
     }
@@ -461,6 +487,9 @@ impl Op for ArgMax {
         }
         if self.keepdims {
             a = a.with("keepdims", true);
+        }
+        if self.select_last {
+            a = a.with("select_last", true);
         }
         a
     }
@@ -474,14 +503,18 @@ pub fn register(r: &mut OpRegistry) {
             Ok(Arc::new(op) as Arc<dyn Op>)
         });
     }
-    r.register("argmax", |a: &Attrs| {
-        a.only("argmax", &["axis", "keepdims"])?;
-        let op = ArgMax {
-            axis: a.i64("axis")?,
-            keepdims: a.bool("keepdims")?.unwrap_or(false),
-        };
-        Ok(Arc::new(op) as Arc<dyn Op>)
-    });
+    for (name, min) in [("argmax", false), ("argmin", true)] {
+        r.register(name, move |a: &Attrs| {
+            a.only(name, &["axis", "keepdims", "select_last"])?;
+            let op = ArgMax {
+                axis: a.i64("axis")?,
+                keepdims: a.bool("keepdims")?.unwrap_or(false),
+                min,
+                select_last: a.bool("select_last")?.unwrap_or(false),
+            };
+            Ok(Arc::new(op) as Arc<dyn Op>)
+        });
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,11 @@ impl OpRegistry {
                 super::pool::register(&mut r);
                 super::norm::register(&mut r);
                 super::fill::register(&mut r);
+                super::activation::register(&mut r);
+                super::pad::register(&mut r);
+                super::tile::register(&mut r);
+                super::logical::register(&mut r);
+                super::intdiv::register(&mut r);
                 r
             })
             .clone()
