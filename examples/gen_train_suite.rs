@@ -40,9 +40,21 @@ const WIDE: usize = 16;
 /// An update rule with its hyper-parameters, for the graph and the reference.
 #[derive(Clone, Copy)]
 enum Rule {
-    Sgd { lr: f64 },
-    Momentum { lr: f64, mu: f64 },
-    Adam { lr: f64, b1: f64, b2: f64, eps: f64, decay: f64, t: usize },
+    Sgd {
+        lr: f64,
+    },
+    Momentum {
+        lr: f64,
+        mu: f64,
+    },
+    Adam {
+        lr: f64,
+        b1: f64,
+        b2: f64,
+        eps: f64,
+        decay: f64,
+        t: usize,
+    },
 }
 
 impl Rule {
@@ -50,7 +62,9 @@ impl Rule {
         match self {
             Rule::Sgd { lr } => Box::new(Sgd::new(lr)),
             Rule::Momentum { lr, mu } => Box::new(Sgd::new(lr).with_momentum(mu)),
-            Rule::Adam { lr, b1, b2, decay, .. } => Box::new(Adam::new(lr).betas(b1, b2).weight_decay(decay)),
+            Rule::Adam {
+                lr, b1, b2, decay, ..
+            } => Box::new(Adam::new(lr).betas(b1, b2).weight_decay(decay)),
         }
     }
 
@@ -81,9 +95,24 @@ impl Rule {
                 let w = w.iter().zip(&v).map(|(w, v)| w - lr * v).collect();
                 vec![v, w]
             }
-            Rule::Adam { lr, b1, b2, eps, decay, t } => {
-                let m: Vec<f64> = state[0].iter().zip(g).map(|(m, g)| b1 * m + (1.0 - b1) * g).collect();
-                let v: Vec<f64> = state[1].iter().zip(g).map(|(v, g)| b2 * v + (1.0 - b2) * g * g).collect();
+            Rule::Adam {
+                lr,
+                b1,
+                b2,
+                eps,
+                decay,
+                t,
+            } => {
+                let m: Vec<f64> = state[0]
+                    .iter()
+                    .zip(g)
+                    .map(|(m, g)| b1 * m + (1.0 - b1) * g)
+                    .collect();
+                let v: Vec<f64> = state[1]
+                    .iter()
+                    .zip(g)
+                    .map(|(v, g)| b2 * v + (1.0 - b2) * g * g)
+                    .collect();
                 let (k1, k2) = (1.0 - b1.powi(t as i32), 1.0 - b2.powi(t as i32));
                 let w = w
                     .iter()
@@ -223,12 +252,22 @@ fn forward(s: &Spec, rng: &mut Lcg) -> Result<(Graph, HashMap<String, Value>)> {
 
 /// The reference forward and backward: the loss and each model
 /// parameter's gradient.
-fn reference(s: &Spec, x: &[[f64; 4]], y: &[i64], p: &HashMap<String, Value>) -> Result<(f64, HashMap<String, Vec<f64>>)> {
+fn reference(
+    s: &Spec,
+    x: &[[f64; 4]],
+    y: &[i64],
+    p: &HashMap<String, Value>,
+) -> Result<(f64, HashMap<String, Vec<f64>>)> {
     let width = if s.views { WIDE } else { HIDDEN };
     // Which input column and which hidden-weight column each position reads.
     let xcol = |k: usize| if s.views { 3 - k } else { k };
     let wcol = |j: usize| if s.views { WIDE - 1 - 2 * j } else { j };
-    let (w0, b0, w1, b1) = (&p["w_hidden"].data, &p["b_hidden"].data, &p["w_out"].data, &p["b_out"].data);
+    let (w0, b0, w1, b1) = (
+        &p["w_hidden"].data,
+        &p["b_hidden"].data,
+        &p["w_out"].data,
+        &p["b_out"].data,
+    );
     let n = x.len();
     let mut loss = 0.0;
     let (mut gw0, mut gb0) = (vec![0.0; 4 * width], vec![0.0; HIDDEN]);
@@ -378,7 +417,10 @@ fn write_case(dir: &Path, s: &Spec) -> Result<()> {
             npy: Some(rel),
         };
     }
-    std::fs::write(case.join("graph.json"), serde_json::to_string_pretty(&file)? + "\n")?;
+    std::fs::write(
+        case.join("graph.json"),
+        serde_json::to_string_pretty(&file)? + "\n",
+    )?;
 
     let xs = Value {
         shape: vec![x.len(), 4],
@@ -395,7 +437,8 @@ fn write_case(dir: &Path, s: &Spec) -> Result<()> {
             shape: v.shape.clone(),
             data,
         };
-        v.tensor(dt)?.write_npy(case.join(format!("expected/{name}.npy")))?;
+        v.tensor(dt)?
+            .write_npy(case.join(format!("expected/{name}.npy")))?;
     }
     Ok(())
 }
