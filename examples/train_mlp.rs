@@ -1,11 +1,17 @@
 //! Trains a 4-16-3 ReLU MLP on iris (`examples/data/iris.csv`, the UCI
-//! data set) with autodiff and Adam, under the non-in-place validator, a
-//! ScoreListener and a HistoryListener; writes a loss-and-accuracy SVG and
-//! the JSON history, and prints the test accuracy.
+//! data set) with autodiff and SGD with momentum, under the non-in-place
+//! validator, a ScoreListener and a HistoryListener; writes a
+//! loss-and-accuracy SVG and the JSON history, and prints the test accuracy.
 //!
-//! `cargo run --release --example train_mlp [-- --debug [--debug-every N]]`:
-//! with `--debug`, every N iterations the training step also runs under
-//! DebugMode, and its findings go into `debug_report.json`.
+//! `cargo run --release --example train_mlp [-- [--seed N] [--epochs N] [--debug [--debug-every N]]]`:
+//! with `--debug`, every N iterations (default 50) the training step also
+//! runs under DebugMode (every check, the autodiff gradient check
+//! included), and its findings go into `debug_report.json`.
+//!
+//! The split is fixed: the rows are shuffled with LCG seed 42 and the first
+//! 10 flowers of each class are the test set (30), the other 120 train, in
+//! batches of 16. `--seed` (default 1) only sets the weights' initial
+//! values. `tests/train_suite.rs` runs `run` below.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
-use vigil_debugmode::{DebugConfig, DebugMode};
+use vigil_debugmode::{Check, DebugConfig, DebugMode};
 use vigil_engine::exec::{At, Flow, Listener};
 use vigil_engine::{Attrs, DType, Graph, GraphBuilder, Tensor};
 use vigil_listeners::{HistoryListener, ListenerSet, NonInplaceValidationListener, ScoreListener, Validator};
@@ -22,6 +28,38 @@ use vigil_train::{Feeds, Sgd, Trainer, Validation};
 const HIDDEN: usize = 16;
 const EPOCHS: usize = 100;
 const BATCH: usize = 16;
+/// The shuffle before the split (fixed, so every run tests the same 30 flowers).
+const SPLIT_SEED: u64 = 42;
+
+/// What one training run does.
+pub struct Options {
+    pub epochs: usize,
+    /// Seed of the weights' initial values.
+    pub seed: u64,
+    /// Run the step under DebugMode every this many iterations.
+    pub debug_every: Option<usize>,
+    /// Where the SVG, the history and the debug report go.
+    pub out_dir: PathBuf,
+}
+
+/// What a run wrote and measured.
+pub struct Outcome {
+    pub accuracy: f64,
+    /// Findings of the validators plugged into the trainer.
+    pub findings: usize,
+    pub svg: PathBuf,
+    pub history: PathBuf,
+    /// With `debug_every`: the report and how many DebugMode runs and
+    /// findings it holds.
+    pub debug: Option<DebugOutcome>,
+}
+
+pub struct DebugOutcome {
+    pub report: PathBuf,
+    pub runs: usize,
+    pub findings: usize,
+    pub error: Option<String>,
+}
 
 /// Uniform values in `[lo, hi)` from a fixed LCG (reproducible runs).
 struct Lcg(u64);
@@ -36,7 +74,7 @@ impl Lcg {
 }
 
 /// Features and class ids of the iris CSV.
-fn load(path: &Path) -> Result<(Vec<[f32; 4]>, Vec<i64>)> {
+pub fn load(path: &Path) -> Result<(Vec<[f32; 4]>, Vec<i64>)> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for (i, line) in text
@@ -130,6 +168,14 @@ impl Listener for Progress {
     }
 }
 
+/// DebugMode's default checks plus the gradient check, which builds the
+/// step's gradients with autodiff and compares them with finite differences.
+pub fn debug_config() -> DebugConfig {
+    let mut cfg = DebugConfig::default();
+    cfg.checks.insert(Check::Gradient);
+    cfg
+}
+
 /// Runs the training step under DebugMode every `every` iterations.
 struct DebugEvery {
     step: Graph,
@@ -146,7 +192,7 @@ impl Listener for DebugEvery {
             return;
         }
         let feeds = &self.batches[at.iteration % self.batches.len()];
-        match DebugMode::new(DebugConfig::default()).check(&self.step, feeds) {
+        match DebugMode::new(debug_config()).check(&self.step, feeds) {
             Ok(report) => {
                 self.runs += 1;
                 for f in report.findings {
@@ -199,23 +245,16 @@ fn plot(path: &Path, history: &HistoryListener) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let debug = args.iter().any(|a| a == "--debug");
-    let every = match args.iter().position(|a| a == "--debug-every") {
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .context("--debug-every needs a positive integer")?,
-        None => 50,
-    };
-    let out_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/train_mlp");
-    std::fs::create_dir_all(&out_dir)?;
+/// Loads iris, splits it, trains the MLP under the listeners (and
+/// DebugMode every `debug_every` iterations) and writes the curves, the
+/// history and the debug report into `out_dir`.
+pub fn run(o: &Options) -> Result<Outcome> {
+    let out_dir = &o.out_dir;
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let (mut xs, mut ys) = load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/iris.csv"))?;
 
     // Shuffle, split 120/30, standardize with the training statistics.
-    let mut rng = Lcg(42);
+    let mut rng = Lcg(SPLIT_SEED);
     for i in (1..xs.len()).rev() {
         let j = (rng.next(0.0, 1.0) * (i + 1) as f32) as usize % (i + 1);
         xs.swap(i, j);
@@ -251,7 +290,7 @@ fn main() -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let test = feeds(&xs[n_train..], &ys[n_train..])?;
 
-    let forward = model(&mut rng)?;
+    let forward = model(&mut Lcg(o.seed))?;
     let mut trainer = Trainer::new(&forward, "loss", Sgd::new(0.05).with_momentum(0.9))?;
     trainer.validate_on(Validation {
         feeds: test,
@@ -266,7 +305,7 @@ fn main() -> Result<()> {
             bar: None,
             per_epoch: batches.len() as u64,
         });
-    if debug {
+    if let Some(every) = o.debug_every {
         let step_feeds = batches
             .iter()
             .map(|b| trainer.step_feeds(b))
@@ -274,13 +313,13 @@ fn main() -> Result<()> {
         set.push_listener(DebugEvery {
             step: trainer.step_graph().clone(),
             batches: step_feeds,
-            every,
+            every: every.max(1),
             runs: 0,
             findings: Vec::new(),
             error: None,
         });
     }
-    let summary = trainer.fit(EPOCHS, &batches, &mut set)?;
+    let summary = trainer.fit(o.epochs, &batches, &mut set)?;
     let findings = set.take_findings();
     if !findings.is_empty() {
         eprintln!("validator findings: {}", findings.len());
@@ -293,20 +332,62 @@ fn main() -> Result<()> {
     plot(&svg, history)?;
     let json = out_dir.join("history.json");
     std::fs::write(&json, history.to_json())?;
-    println!("curves: {}", svg.display());
-    println!("history: {}", json.display());
-    if let Some(d) = set.get::<DebugEvery>() {
-        let report = out_dir.join("debug_report.json");
-        let body = serde_json::json!({"debug_runs": d.runs, "every": d.every, "error": d.error, "findings": d.findings});
-        std::fs::write(&report, serde_json::to_string_pretty(&body)?)?;
+    let debug = match set.get::<DebugEvery>() {
+        Some(d) => {
+            let report = out_dir.join("debug_report.json");
+            let body = serde_json::json!({"debug_runs": d.runs, "every": d.every, "error": d.error, "findings": d.findings});
+            std::fs::write(&report, serde_json::to_string_pretty(&body)?)?;
+            Some(DebugOutcome {
+                report,
+                runs: d.runs,
+                findings: d.findings.len(),
+                error: d.error.clone(),
+            })
+        }
+        None => None,
+    };
+    Ok(Outcome {
+        accuracy: summary.last_validation.and_then(|m| m.accuracy).unwrap_or(0.0),
+        findings: findings.len(),
+        svg,
+        history: json,
+        debug,
+    })
+}
+
+/// The value after `flag`, parsed as a positive integer.
+fn flag_value<T: std::str::FromStr + PartialOrd + Default>(args: &[String], flag: &str) -> Result<Option<T>> {
+    match args.iter().position(|a| a == flag) {
+        Some(i) => Ok(Some(
+            args.get(i + 1)
+                .and_then(|v| v.parse::<T>().ok())
+                .filter(|n| *n > T::default())
+                .with_context(|| format!("{flag} needs a positive integer"))?,
+        )),
+        None => Ok(None),
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let every = flag_value::<usize>(&args, "--debug-every")?.unwrap_or(50);
+    let o = Options {
+        epochs: flag_value(&args, "--epochs")?.unwrap_or(EPOCHS),
+        seed: flag_value(&args, "--seed")?.unwrap_or(1),
+        debug_every: args.iter().any(|a| a == "--debug").then_some(every),
+        out_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/train_mlp"),
+    };
+    let out = run(&o)?;
+    println!("curves: {}", out.svg.display());
+    println!("history: {}", out.history.display());
+    if let Some(d) = &out.debug {
         println!(
             "debug report: {} ({} runs, {} findings)",
-            report.display(),
+            d.report.display(),
             d.runs,
-            d.findings.len()
+            d.findings
         );
     }
-    let acc = summary.last_validation.and_then(|m| m.accuracy).unwrap_or(0.0);
-    println!("test accuracy: {acc:.2}");
+    println!("test accuracy: {:.2}", out.accuracy);
     Ok(())
 }
