@@ -7,18 +7,8 @@ mod common;
 
 use std::process::Output;
 
-use common::{stderr, vigil};
+use common::{json_of, stderr, vigil};
 use serde_json::Value;
-
-fn json_of(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(o)
-        )
-    })
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -6,21 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
 
-use common::{stderr, vigil};
+use common::{json_of, stderr, vigil};
 use serde_json::Value;
 use vigil::engine::{DType, GraphBuilder, Tensor};
-
-fn json_of(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(o)
-        )
-    })
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -314,3 +314,37 @@ fn a_graph_file_is_read_only_within_the_allocation_limit() {
     );
     assert!(stderr(&o).contains("graph.json"), "{}", stderr(&o));
 }
+
+#[test]
+fn an_onnx_model_is_read_only_within_the_allocation_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 7,746 bytes of protobuf could decode to 8x that in one allocation.
+    let model = "fuzz/corpus/onnx_import/seed_test_operator_conv.onnx";
+    let import = |limit: &str, out: &str| {
+        let out = tmp.path().join(out);
+        let o = vigil(&[
+            "--max-alloc",
+            limit,
+            "import",
+            model,
+            "--out",
+            out.to_str().unwrap(),
+            "--random-inputs",
+            "1",
+        ]);
+        (o, out)
+    };
+    let (o, out) = import("1M", "ok");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("graph.json").exists());
+    let (o, out) = import("32K", "refused");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains("seed_test_operator_conv.onnx: 7746 bytes"), "{e}");
+    assert!(
+        e.contains("past the allocation limit of 32768 bytes (--max-alloc)"),
+        "{e}"
+    );
+    assert!(!out.exists(), "no partial output");
+}

@@ -8,6 +8,14 @@ use std::path::PathBuf;
 pub enum ImportError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    /// Decoding the file could make a single allocation past `--max-alloc`.
+    #[error("{path}: {bytes} bytes; decoding it could take up to {need} bytes in one allocation, past the allocation limit of {limit} bytes (--max-alloc)")]
+    TooLarge {
+        path: PathBuf,
+        bytes: u64,
+        need: u64,
+        limit: u64,
+    },
     #[error("{path}: not a valid ONNX protobuf: {msg}")]
     Decode { path: PathBuf, msg: String },
     #[error("model has no graph")]

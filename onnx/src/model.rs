@@ -14,11 +14,30 @@ use crate::error::{ImportError, Result};
 /// the onnx 1.23 schemas.
 pub const OPSETS: std::ops::RangeInclusive<i64> = 1..=28;
 
+/// How many bytes one byte of protobuf can take once decoded, at most: a
+/// packed repeated int64 holds a value in one byte of varint and eight in
+/// memory.
+pub const MAX_DECODE_GROWTH: u64 = 8;
+
+/// Reads a file that may come from anyone: refused before it is read when
+/// decoding it could pass the allocation limit.
 fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| ImportError::Io {
+    let io = |source| ImportError::Io {
         path: path.to_path_buf(),
         source,
-    })
+    };
+    let bytes = std::fs::metadata(path).map_err(io)?.len();
+    let limit = vigil_engine::tensor::limit::alloc_limit();
+    let need = bytes.saturating_mul(MAX_DECODE_GROWTH);
+    if need > limit {
+        return Err(ImportError::TooLarge {
+            path: path.to_path_buf(),
+            bytes,
+            need,
+            limit,
+        });
+    }
+    std::fs::read(path).map_err(io)
 }
 
 /// Decodes a `.onnx` model file.
