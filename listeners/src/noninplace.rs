@@ -205,6 +205,8 @@ struct Replay {
     idx: usize,
     pos: usize,
     deferred: bool,
+    /// The op was already counted as failed by another finding.
+    op_failed: bool,
 }
 
 /// The op between `pre_op` and `post_op`.
@@ -632,6 +634,14 @@ impl NonInplaceValidationListener {
         // (view and outside both changed).
         let mut dropped = Vec::new();
         let mut extra: Vec<(usize, Finding)> = Vec::new();
+        // Ops a confirmed deferred finding has moved from passed to failed.
+        let mut counted = std::collections::HashSet::new();
+        let mut count_failed = |stats: &mut NonInplaceStats, r: &Replay| {
+            if !r.op_failed && counted.insert(r.pos) {
+                stats.failed += 1;
+                stats.passed = stats.passed.saturating_sub(1);
+            }
+        };
         for r in std::mem::take(&mut self.to_replay) {
             let Some(f) = self.findings.get(r.idx) else {
                 continue;
@@ -652,8 +662,7 @@ impl NonInplaceValidationListener {
                         if let Value::Object(m) = &mut f.details {
                             m.insert("replay".into(), json!({ "error": e.to_string() }));
                         }
-                        self.stats.failed += 1;
-                        self.stats.passed = self.stats.passed.saturating_sub(1);
+                        count_failed(&mut self.stats, &r);
                         continue;
                     }
                 };
@@ -662,8 +671,7 @@ impl NonInplaceValidationListener {
                     dropped.push(r.idx);
                     continue;
                 }
-                self.stats.failed += 1;
-                self.stats.passed = self.stats.passed.saturating_sub(1);
+                count_failed(&mut self.stats, &r);
                 let base = self.findings[r.idx].clone();
                 for (k, x) in judged.into_iter().enumerate() {
                     let mut f = base.clone();
@@ -751,6 +759,7 @@ impl Listener for NonInplaceValidationListener {
         };
         self.stats.ops_checked += 1;
         let mut failed = false;
+        let first_replay = self.to_replay.len();
         for b in p.inputs {
             self.stats.inputs_checked += 1;
             let index = b.index;
@@ -768,6 +777,7 @@ impl Listener for NonInplaceValidationListener {
                                     idx: self.findings.len(),
                                     pos,
                                     deferred,
+                                    op_failed: false,
                                 });
                             }
                         }
@@ -779,6 +789,9 @@ impl Listener for NonInplaceValidationListener {
                     tracing::warn!(node = %ev.node.name, input = index, "non-in-place check skipped: {e}");
                 }
             }
+        }
+        for r in &mut self.to_replay[first_replay..] {
+            r.op_failed = failed;
         }
         if failed {
             self.stats.failed += 1;

@@ -298,6 +298,11 @@ fn with_a_replay_at_hand_inputs_are_judged_by_version_and_replay_not_hashed() {
         ),
         (0, 2, 1)
     );
+    assert_eq!(
+        (deferred.passed, deferred.failed),
+        (1, 1),
+        "the confirmed op counts as failed once"
+    );
     assert!(
         found[0]
             .message
@@ -310,6 +315,7 @@ fn with_a_replay_at_hand_inputs_are_judged_by_version_and_replay_not_hashed() {
     let (found, deferred) = run(0.0, true);
     assert!(found.is_empty(), "{found:#?}");
     assert_eq!(deferred.deferred_replayed, 1);
+    assert_eq!((deferred.passed, deferred.failed), (2, 0));
     assert!(run(0.0, false).0.is_empty());
 }
 
