@@ -24,6 +24,7 @@ use std::time::Instant;
 use criterion::{criterion_group, criterion_main, Criterion};
 use vigil::debugmode::{minimize, DebugConfig, DebugMode, Kind};
 use vigil::engine::exec::NoListener;
+use vigil::engine::tensor::pool;
 use vigil::engine::{inplace, DType, Executor, Graph, GraphBuilder, RunOptions, Tensor};
 
 #[path = "common/workloads.rs"]
@@ -100,12 +101,17 @@ fn paired(
     let exec = Executor::new(&pass).unwrap();
     let mut peaks = vec![0usize; sides.len()];
     let mut times = vec![Vec::new(); sides.len()];
+    // Buffers the pool could not hand back, per run: each is fresh memory
+    // and its page faults.
+    let mut misses = vec![0u64; sides.len()];
     for rep in 0..=reps {
         for (i, (_, cfg)) in sides.iter().enumerate() {
+            let before = pool::stats().misses;
             let start = Instant::now();
             peaks[i] = run(graph, &exec, feeds, cfg);
             if rep > 0 {
                 times[i].push(start.elapsed().as_secs_f64() * 1e3);
+                misses[i] += pool::stats().misses - before;
             }
         }
     }
@@ -117,9 +123,10 @@ fn paired(
             String::new()
         };
         println!(
-            "{title:<16} {name:<9} {:9.2} ms  {:5.2}x{peak}",
+            "{title:<16} {name:<9} {:9.2} ms  {:5.2}x  pool misses {:.1}/run{peak}",
             meds[i],
-            meds[i] / meds[0]
+            meds[i] / meds[0],
+            misses[i] as f64 / reps as f64
         );
     }
 }

@@ -335,3 +335,29 @@ fn with_layout_refuses_layouts_outside_the_buffer() {
         0
     );
 }
+
+#[test]
+fn contiguous_slices_cover_exactly_the_view_and_refuse_other_layouts() {
+    let base = Tensor::from_vec(&[3, 4], (0..12).map(|i| i as f32).collect()).unwrap();
+    // Row 1: contiguous, at offset 4 of the buffer.
+    let row = base.slice(&[IndexSpec::Point(1), IndexSpec::All]).unwrap();
+    assert_eq!(
+        row.read_contiguous(|s: &[f32]| s.to_vec()).unwrap(),
+        vec![4.0, 5.0, 6.0, 7.0]
+    );
+    let before = row.version();
+    row.write_contiguous(|s: &mut [f32]| s.iter_mut().for_each(|x| *x = -*x))
+        .unwrap();
+    assert!(row.version() > before, "a write bumps the buffer's version");
+    assert_eq!(
+        base.to_f64_vec().unwrap(),
+        vec![0.0, 1.0, 2.0, 3.0, -4.0, -5.0, -6.0, -7.0, 8.0, 9.0, 10.0, 11.0],
+        "only the row's elements changed"
+    );
+    // A transposed view and a column are not contiguous: refused, not misread.
+    let t = base.t(None).unwrap();
+    assert!(t.read_contiguous(|s: &[f32]| s.len()).is_err());
+    let col = base.slice(&[IndexSpec::All, IndexSpec::Point(0)]).unwrap();
+    assert!(col.write_contiguous(|s: &mut [f32]| s.len()).is_err());
+    assert!(base.read_contiguous(|s: &[i32]| s.len()).is_err(), "wrong dtype");
+}

@@ -250,9 +250,13 @@ impl<'g> Executor<'g> {
         let g = self.graph;
         let hooks = listener.is_active(opts.at.operation);
         let mut live = LiveValues::new(g.vars().len());
-        for name in feeds.keys() {
+        // Feeds by variable: one name lookup per feed, none per variable.
+        let mut fed: Vec<Option<&Tensor>> = vec![None; g.vars().len()];
+        for (name, t) in feeds {
             match g.var_id(name) {
-                Some(v) if matches!(g.var(v).kind, VarKind::Input { .. } | VarKind::Parameter(_)) => {}
+                Some(v) if matches!(g.var(v).kind, VarKind::Input { .. } | VarKind::Parameter(_)) => {
+                    fed[v] = Some(t);
+                }
                 _ => {
                     return Err(Error::Graph(format!(
                         "'{name}' is not an input of graph '{}'",
@@ -262,7 +266,7 @@ impl<'g> Executor<'g> {
             }
         }
         for (v, var) in g.vars().iter().enumerate() {
-            let t = match (&var.kind, feeds.get(&var.name)) {
+            let t = match (&var.kind, fed[v]) {
                 (VarKind::Output { .. }, _) => continue,
                 (_, Some(t)) => t.clone(),
                 (VarKind::Input { .. }, None) => {

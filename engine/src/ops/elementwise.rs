@@ -218,6 +218,18 @@ pub(crate) fn zip2<A: Element, B: Element, O: Element>(
     out: &Tensor,
     f: impl Fn(A, B) -> O,
 ) -> Result<()> {
+    if contiguous_alike(&[a, b], out) {
+        a.read_contiguous(|x: &[A]| {
+            b.read_contiguous(|y: &[B]| {
+                out.write_contiguous(|o: &mut [O]| {
+                    for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                        *o = f(x, y);
+                    }
+                })
+            })
+        })???;
+        return Ok(());
+    }
     let (a, b) = (bview(a, out.shape())?, bview(b, out.shape())?);
     a.read(|av: ArrayViewD<'_, A>| {
         b.read(|bv: ArrayViewD<'_, B>| {
@@ -240,6 +252,15 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
     } else {
         y.clone()
     };
+    if contiguous_alike(&[&y], x) {
+        return y.read_contiguous(|ys: &[T]| {
+            x.write_contiguous(|xs: &mut [T]| {
+                for (a, &b) in xs.iter_mut().zip(ys) {
+                    *a = f(*a, b);
+                }
+            })
+        })?;
+    }
     let y = bview(&y, x.shape()).map_err(|_| {
         crate::error::Error::Op(format!(
             "input 1 of shape {:?} does not broadcast into the destroyed input's shape {:?}",
@@ -257,14 +278,36 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
 pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> Result<()> {
     if out.same_buffer(a) {
         if out.layout() == a.layout() {
+            if out.is_contiguous() {
+                return out.write_contiguous(|v: &mut [T]| v.iter_mut().for_each(|x| *x = f(*x)));
+            }
             return out.write(|mut v: ArrayViewMutD<'_, T>| v.mapv_inplace(f));
         }
         return map1(&a.deep_copy()?, out, f);
+    }
+    if contiguous_alike(&[a], out) {
+        a.read_contiguous(|x: &[T]| {
+            out.write_contiguous(|o: &mut [T]| {
+                for (o, &x) in o.iter_mut().zip(x) {
+                    *o = f(x);
+                }
+            })
+        })??;
+        return Ok(());
     }
     a.read(|av: ArrayViewD<'_, T>| {
         out.write(|mut ov: ArrayViewMutD<'_, T>| Zip::from(&mut ov).and(&av).for_each(|o, &x| *o = f(x)))
     })??;
     Ok(())
+}
+
+/// Whether every input has `out`'s shape and all are C-contiguous, so the
+/// kernel can walk plain slices.
+fn contiguous_alike(inputs: &[&Tensor], out: &Tensor) -> bool {
+    out.is_contiguous()
+        && inputs
+            .iter()
+            .all(|t| t.shape() == out.shape() && t.is_contiguous())
 }
 
 // ----- binary -------------------------------------------------------------

@@ -274,6 +274,41 @@ impl Tensor {
         }
     }
 
+    /// Calls `f` with the elements as one slice in C order; fails unless
+    /// the layout is contiguous. The elementwise kernels' fast path: no
+    /// n-dimensional view to build, which is most of an op's cost on tiny
+    /// tensors.
+    pub fn read_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        let range = self.contiguous_range()?;
+        let data = self.buffer::<T>()?.borrow()?;
+        let s = data
+            .get(range)
+            .ok_or_else(|| Error::Op("layout reaches past its buffer".into()))?;
+        Ok(f(s))
+    }
+
+    /// Like [`Tensor::write`] on a contiguous layout, with a slice in C order.
+    pub fn write_contiguous<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        let range = self.contiguous_range()?;
+        let mut data = self.buffer::<T>()?.borrow_mut()?;
+        let s = data
+            .get_mut(range)
+            .ok_or_else(|| Error::Op("layout reaches past its buffer".into()))?;
+        Ok(f(s))
+    }
+
+    fn contiguous_range(&self) -> Result<std::ops::Range<usize>> {
+        if !self.layout.is_contiguous() {
+            return op_err(format!(
+                "expected a contiguous layout, got shape {:?} strides {:?}",
+                self.shape(),
+                self.strides()
+            ));
+        }
+        let start = self.layout.offset();
+        Ok(start..start + self.size())
+    }
+
     /// Calls `f` with a mutable ndarray view of the elements, and bumps the
     /// buffer's version. Fails for broadcast (self-overlapping) views and
     /// while another view of the buffer is being read.

@@ -11,6 +11,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -20,6 +21,10 @@ use crate::tensor::storage::AnyVec;
 /// Upper bound of memory the pool holds on to.
 pub const MAX_POOLED_BYTES: usize = 1 << 30;
 const MAX_PER_SIZE: usize = 16;
+/// Buffers below one page come from the allocator directly: its per-thread
+/// caches serve them faster than the pool's lock and lookup, and they cost
+/// no page faults to begin with.
+pub const MIN_POOLED_BYTES: usize = 4096;
 
 /// What [`take`] hands out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -62,8 +67,36 @@ pub fn with_policy(policy: PoolPolicy) -> PolicyGuard {
 
 #[derive(Default)]
 struct Free {
-    lists: HashMap<(DType, usize), Vec<AnyVec>>,
+    lists: HashMap<(DType, usize), Vec<AnyVec>, BuildHasherDefault<KeyHasher>>,
     bytes: usize,
+}
+
+/// Hashes a free-list key with a multiply per word: keys are lengths and
+/// dtypes chosen by graphs, not adversaries, and SipHash showed in the
+/// per-op cost of tiny graphs.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
+
+/// Whether buffers of `len` elements of `T` go through the pool.
+fn pooled<T: Element>(len: usize) -> bool {
+    len * T::DTYPE.size() >= MIN_POOLED_BYTES
 }
 
 fn free() -> &'static Mutex<Free> {
@@ -99,7 +132,7 @@ pub fn clear() {
 }
 
 fn pop<T: Element>(len: usize) -> Option<Vec<T>> {
-    if len == 0 || policy() == PoolPolicy::Fresh {
+    if !pooled::<T>(len) || policy() == PoolPolicy::Fresh {
         return None;
     }
     let mut f = free().lock().ok()?;
@@ -163,7 +196,7 @@ pub fn take_zeroed<T: Element>(len: usize) -> Vec<T> {
 pub fn give<T: Element>(v: Vec<T>) {
     let len = v.len();
     let bytes = len * T::DTYPE.size();
-    if len == 0 || bytes > MAX_POOLED_BYTES {
+    if !pooled::<T>(len) || bytes > MAX_POOLED_BYTES {
         return;
     }
     let Ok(mut f) = free().lock() else { return };
@@ -211,5 +244,18 @@ mod tests {
             take::<f32>(N).iter().all(|&x| x == 3.0),
             "reuse hands out stale contents"
         );
+    }
+
+    #[test]
+    fn buffers_under_a_page_skip_the_pool_but_follow_the_policy() {
+        const N: usize = 13; // 52 bytes
+        give(vec![3.0f32; N]);
+        assert!(
+            take::<f32>(N).iter().all(|&x| x == 0.0),
+            "a small buffer is not pooled, so it comes back fresh"
+        );
+        let _g = with_policy(PoolPolicy::Poison);
+        assert!(take::<f32>(N).iter().all(|x| x.is_nan()));
+        assert!(take::<i64>(N).iter().all(|&x| x == i64::POISON));
     }
 }
