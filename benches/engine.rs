@@ -126,5 +126,77 @@ fn trig_4m(c: &mut Criterion) {
     vigil::engine::parallel::set_intra_op(true);
 }
 
-criterion_group!(benches, dispatch_overhead, add_16m, trig_4m);
+/// Every unary math op over 1M f32 against a scalar loop of the standard
+/// library's function, alternated rep by rep on one thread, medians:
+/// `VIGIL_PAIRED=15 cargo bench --bench engine` prints the ratios.
+fn math_paired(reps: usize) {
+    use std::time::Instant;
+    const N: usize = 1 << 20;
+    vigil::engine::parallel::set_intra_op(false);
+    let spread = |half: f32| -> Vec<f32> {
+        (0..N)
+            .map(|i| ((i as f32 * 0.618_034).fract() * 2.0 - 1.0) * half)
+            .collect()
+    };
+    let cases: [(&str, UnKind, fn(f32) -> f32, f32); 15] = [
+        ("exp", UnKind::Exp, f32::exp, 20.0),
+        ("log", UnKind::Log, f32::ln, 1e4),
+        ("sqrt", UnKind::Sqrt, f32::sqrt, 1e4),
+        ("tanh", UnKind::Tanh, f32::tanh, 10.0),
+        ("sigmoid", UnKind::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 10.0),
+        ("sin", UnKind::Sin, f32::sin, std::f32::consts::PI),
+        ("cos", UnKind::Cos, f32::cos, std::f32::consts::PI),
+        ("tan", UnKind::Tan, f32::tan, 1.5),
+        ("asin", UnKind::Asin, f32::asin, 1.0),
+        ("acos", UnKind::Acos, f32::acos, 1.0),
+        ("atan", UnKind::Atan, f32::atan, 10.0),
+        ("sinh", UnKind::Sinh, f32::sinh, 10.0),
+        ("cosh", UnKind::Cosh, f32::cosh, 10.0),
+        ("expm1", UnKind::Expm1, f32::exp_m1, 10.0),
+        ("log1p", UnKind::Log1p, f32::ln_1p, 100.0),
+    ];
+    for (name, kind, f, half) in cases {
+        let mut xs = spread(half);
+        if matches!(kind, UnKind::Log | UnKind::Sqrt | UnKind::Log1p) {
+            xs.iter_mut().for_each(|x| *x = x.abs());
+        }
+        let t = Tensor::from_vec(&[N], xs.clone()).unwrap();
+        let op = Unary::new(kind, false);
+        let mut out = vec![0.0f32; N];
+        let (mut vt, mut st) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            let s = Instant::now();
+            black_box(
+                op.compute(std::slice::from_ref(&t), &mut OpCtx::new(name))
+                    .unwrap(),
+            );
+            vt.push(s.elapsed().as_secs_f64() * 1e3);
+            let s = Instant::now();
+            out.iter_mut().zip(&xs).for_each(|(o, &x)| *o = f(x));
+            black_box(&out);
+            st.push(s.elapsed().as_secs_f64() * 1e3);
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (v, sc) = (med(&mut vt), med(&mut st));
+        println!(
+            "{name:<8} op {v:7.3} ms  scalar loop {sc:7.3} ms  {:5.2}x",
+            v / sc
+        );
+    }
+    vigil::engine::parallel::set_intra_op(true);
+}
+
+fn paired_or_criterion(c: &mut Criterion) {
+    if let Some(reps) = std::env::var("VIGIL_PAIRED").ok().and_then(|r| r.parse().ok()) {
+        return math_paired(reps);
+    }
+    dispatch_overhead(c);
+    add_16m(c);
+    trig_4m(c);
+}
+
+criterion_group!(benches, paired_or_criterion);
 criterion_main!(benches);

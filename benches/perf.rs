@@ -11,6 +11,10 @@
 //! ```
 //!
 //! `benches/numpy_ref.py` runs the same two workloads in numpy.
+//!
+//! `validate` runs the listeners as `vigil run --mode validate` does, with
+//! a replay snapshot taken before each run (and timed); `validate_hash`
+//! without one, so the non-in-place listener hashes inputs instead.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -51,6 +55,9 @@ struct Side<'a> {
     listener: Box<dyn Listener>,
     /// Intra-op parallelism on (else every kernel runs on this thread).
     threads: bool,
+    /// Listeners that get a replay snapshot before each run, as `vigil run
+    /// --mode validate` gives them (the snapshot's copies are timed too).
+    replaying: Option<ListenerSet>,
 }
 
 impl<'a> Side<'a> {
@@ -60,7 +67,17 @@ impl<'a> Side<'a> {
             exec,
             listener,
             threads: true,
+            replaying: None,
         }
+    }
+
+    /// `set` run the way `vigil run` runs it: the non-in-place listener
+    /// replays on a snapshot taken before the run, so it checks inputs the
+    /// op must not change by their buffer versions instead of hashing them.
+    fn replaying(name: &'static str, exec: &'a Executor<'a>, set: ListenerSet) -> Side<'a> {
+        let mut side = Side::new(name, exec, Box::new(NoListener));
+        side.replaying = Some(set);
+        side
     }
 
     fn one_thread(mut self) -> Self {
@@ -71,7 +88,16 @@ impl<'a> Side<'a> {
     fn run(&mut self, feeds: &HashMap<String, Tensor>) {
         vigil::engine::parallel::set_intra_op(self.threads);
         let opts = RunOptions::default();
-        black_box(self.exec.run_with(feeds, self.listener.as_mut(), &opts).unwrap());
+        let listener: &mut dyn Listener = match &mut self.replaying {
+            Some(set) => {
+                if let Some(n) = set.get_mut::<NonInplaceValidationListener>() {
+                    n.replay_from(self.exec.graph(), feeds).unwrap();
+                }
+                set
+            }
+            None => self.listener.as_mut(),
+        };
+        black_box(self.exec.run_with(feeds, listener, &opts).unwrap());
     }
 }
 
@@ -110,7 +136,8 @@ fn paired_main(reps: usize) {
         &mut [
             Side::new("plain", &mlp_exec, Box::new(NoListener)),
             Side::new("plain_1t", &mlp_exec, Box::new(NoListener)).one_thread(),
-            Side::new("validate", &mlp_exec, Box::new(validate_set())),
+            Side::replaying("validate", &mlp_exec, validate_set()),
+            Side::new("validate_hash", &mlp_exec, Box::new(validate_set())),
             Side::new(
                 "validate_no_guard_alias",
                 &mlp_exec,
@@ -151,7 +178,8 @@ fn paired_main(reps: usize) {
             Side::new("pure", &pure_exec, Box::new(NoListener)),
             Side::new("inplace", &inplace_exec, Box::new(NoListener)),
             Side::new("inplace_1t", &inplace_exec, Box::new(NoListener)).one_thread(),
-            Side::new("validate", &inplace_exec, Box::new(validate_set())),
+            Side::replaying("validate", &inplace_exec, validate_set()),
+            Side::new("validate_hash", &inplace_exec, Box::new(validate_set())),
             Side::new(
                 "validate_no_guard_alias",
                 &inplace_exec,

@@ -9,15 +9,7 @@ use vigil_engine::ops::elementwise::{UnKind, Unary};
 use vigil_engine::ops::vmath::{MathFn, VMath};
 use vigil_engine::{Op, OpCtx, Tensor};
 
-const ALL: [MathFn; 7] = [
-    MathFn::Exp,
-    MathFn::Log,
-    MathFn::Sqrt,
-    MathFn::Tanh,
-    MathFn::Sigmoid,
-    MathFn::Sin,
-    MathFn::Cos,
-];
+const ALL: [MathFn; 15] = MathFn::ALL;
 
 /// The f64 reference, rounded to f32 once.
 fn reference(f: MathFn, x: f32) -> f32 {
@@ -30,6 +22,14 @@ fn reference(f: MathFn, x: f32) -> f32 {
         MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
         MathFn::Sin => x.sin(),
         MathFn::Cos => x.cos(),
+        MathFn::Tan => x.tan(),
+        MathFn::Asin => x.asin(),
+        MathFn::Acos => x.acos(),
+        MathFn::Atan => x.atan(),
+        MathFn::Sinh => x.sinh(),
+        MathFn::Cosh => x.cosh(),
+        MathFn::Expm1 => x.exp_m1(),
+        MathFn::Log1p => x.ln_1p(),
     };
     y as f32
 }
@@ -119,6 +119,25 @@ fn specials() -> Vec<f32> {
         1e4,
         -7.1e4,
         1e30,
+        // sinh and cosh around their SIMD limit (88) and overflow (89.4);
+        // tan around its limit (65536) and near poles; asin and acos at
+        // the ends of their domain; log1p at -1.
+        87.999_99,
+        88.0,
+        -88.5,
+        89.4,
+        89.5,
+        65_535.996,
+        65_536.0,
+        -1e6,
+        1.570_796_4,
+        -1.570_796_4,
+        0.999_999_94,
+        -0.999_999_94,
+        1.000_000_1,
+        -1.000_000_1,
+        -0.999_999_9,
+        -1.0,
     ];
     v.extend(v.clone().iter().map(|x| x * 0.999));
     v
@@ -157,9 +176,38 @@ fn special_values_match_numpy() {
     assert_eq!(k(MathFn::Sin, -f32::from_bits(1)), -f32::from_bits(1));
     assert_eq!(k(MathFn::Cos, -0.0), 1.0);
     assert_eq!(k(MathFn::Cos, f32::from_bits(1)), 1.0);
-    for f in [MathFn::Sin, MathFn::Cos] {
+    for f in [MathFn::Sin, MathFn::Cos, MathFn::Tan] {
         assert!(k(f, f32::INFINITY).is_nan(), "{f:?}(inf)");
         assert!(k(f, f32::NEG_INFINITY).is_nan(), "{f:?}(-inf)");
+    }
+    for f in [
+        MathFn::Sin,
+        MathFn::Tan,
+        MathFn::Asin,
+        MathFn::Atan,
+        MathFn::Sinh,
+        MathFn::Expm1,
+        MathFn::Log1p,
+    ] {
+        assert_eq!(
+            k(f, -0.0).to_bits(),
+            (-0.0f32).to_bits(),
+            "{f:?}(-0) keeps the sign"
+        );
+    }
+    assert_eq!(k(MathFn::Atan, f32::INFINITY), std::f32::consts::FRAC_PI_2);
+    assert_eq!(k(MathFn::Atan, f32::NEG_INFINITY), -std::f32::consts::FRAC_PI_2);
+    assert_eq!(k(MathFn::Sinh, f32::NEG_INFINITY), f32::NEG_INFINITY);
+    assert_eq!(k(MathFn::Cosh, f32::NEG_INFINITY), f32::INFINITY);
+    assert_eq!(k(MathFn::Sinh, 89.5), f32::INFINITY);
+    assert_eq!(k(MathFn::Expm1, f32::NEG_INFINITY), -1.0);
+    assert_eq!(k(MathFn::Expm1, f32::INFINITY), f32::INFINITY);
+    assert_eq!(k(MathFn::Log1p, -1.0), f32::NEG_INFINITY);
+    assert!(k(MathFn::Log1p, -1.5).is_nan());
+    assert_eq!(k(MathFn::Acos, 1.0).to_bits(), 0.0f32.to_bits());
+    for f in [MathFn::Asin, MathFn::Acos] {
+        assert!(k(f, 1.000_000_1).is_nan(), "{f:?} outside [-1, 1]");
+        assert!(k(f, f32::INFINITY).is_nan(), "{f:?}(inf)");
     }
     for f in ALL {
         assert!(k(f, f32::NAN).is_nan(), "{f:?}(NaN)");
@@ -197,17 +245,24 @@ fn unary_ops_agree_across_layouts() {
         (UnKind::Sigmoid, MathFn::Sigmoid),
         (UnKind::Sin, MathFn::Sin),
         (UnKind::Cos, MathFn::Cos),
+        (UnKind::Tan, MathFn::Tan),
+        (UnKind::Atan, MathFn::Atan),
+        (UnKind::Sinh, MathFn::Sinh),
+        (UnKind::Expm1, MathFn::Expm1),
+        (UnKind::Log1p, MathFn::Log1p),
     ] {
         let run = |x: &Tensor, inplace: bool| {
             let op = Unary::new(kind, inplace);
             let out = op.compute(std::slice::from_ref(x), &mut OpCtx::new("n")).unwrap();
             out[0].to_array::<f32>().unwrap()
         };
+        // Bit for bit (log1p gives NaN below -1).
+        let bits = |a: ndarray::ArrayViewD<'_, f32>| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let plain = run(&t, false);
         let trans = run(&tt, false);
-        assert_eq!(trans, plain.t());
+        assert_eq!(bits(trans.view()), bits(plain.t()), "{f:?}");
         let copy = t.deep_copy().unwrap();
-        assert_eq!(run(&copy, true), plain);
+        assert_eq!(bits(run(&copy, true).view()), bits(plain.view()), "{f:?}");
         for (got, &x) in plain.iter().zip(&xs) {
             assert_eq!(got.to_bits(), f32::one(f, x).to_bits());
         }
@@ -244,6 +299,28 @@ proptest! {
         // A vector may mix lanes below and above the limit.
         let xs: Vec<f32> = xs.into_iter().chain(big).collect();
         for f in [MathFn::Sin, MathFn::Cos] {
+            for (x, got) in xs.iter().zip(kernel(f, &xs)) {
+                check(f, *x, got).map_err(TestCaseError::fail)?;
+            }
+        }
+    }
+
+    #[test]
+    fn tan_sinh_and_cosh_within_two_ulp_on_both_sides_of_their_limits(
+        small in prop::collection::vec(-100.0f32..100.0, 1..48),
+        big in prop::collection::vec(-1e7f32..1e7, 0..16),
+    ) {
+        let xs: Vec<f32> = small.into_iter().chain(big).collect();
+        for f in [MathFn::Tan, MathFn::Sinh, MathFn::Cosh] {
+            for (x, got) in xs.iter().zip(kernel(f, &xs)) {
+                check(f, *x, got).map_err(TestCaseError::fail)?;
+            }
+        }
+    }
+
+    #[test]
+    fn inverse_trig_within_two_ulp_on_their_domain(xs in prop::collection::vec(-1.0f32..=1.0, 1..64)) {
+        for f in [MathFn::Asin, MathFn::Acos, MathFn::Atan, MathFn::Log1p] {
             for (x, got) in xs.iter().zip(kernel(f, &xs)) {
                 check(f, *x, got).map_err(TestCaseError::fail)?;
             }

@@ -22,6 +22,13 @@
 //!   `f32::cos`), as numpy's SIMD loops fall back to scalar code for large
 //!   arguments; a vector of only such lanes skips `wide`.
 //!
+//! - `asin`, `acos`, `log1p`, `sinh` and `cosh` use `wide`'s f32x8
+//!   functions (within 2 ULP; sinh and cosh lanes at or above |x| = 88,
+//!   where `wide`'s exp overflows early, go through f64).
+//! - `atan`, `expm1` and `tan` are computed in f64 with `wide`'s `f64x4`
+//!   and rounded once (its f32 versions reach 3 and 4 ULP); tan lanes at
+//!   or above |x| = 65536 go through the scalar f64 function.
+//!
 //! `wide` has no `erf`, so erf stays scalar (`libm`, in f64) in the op.
 //!
 //! f64 uses the standard library's scalar functions (correctly handled
@@ -30,7 +37,7 @@
 //! Accuracy: ≤ 2 ULP against an f64 reference for every f32 input,
 //! property-tested in `engine/tests/vmath.rs`.
 
-use wide::f32x8;
+use wide::{f32x8, f64x4};
 
 /// Slices at least this long are split across the rayon pool (shared with
 /// `vigil run --jobs` and the matmul kernel); shorter ones stay on the
@@ -69,6 +76,34 @@ pub enum MathFn {
     Sigmoid,
     Sin,
     Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Expm1,
+    Log1p,
+}
+
+impl MathFn {
+    pub const ALL: [MathFn; 15] = [
+        MathFn::Exp,
+        MathFn::Log,
+        MathFn::Sqrt,
+        MathFn::Tanh,
+        MathFn::Sigmoid,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Tan,
+        MathFn::Asin,
+        MathFn::Acos,
+        MathFn::Atan,
+        MathFn::Sinh,
+        MathFn::Cosh,
+        MathFn::Expm1,
+        MathFn::Log1p,
+    ];
 }
 
 /// Float types with slice kernels for [`MathFn`].
@@ -137,6 +172,60 @@ fn trig8(v: f32x8, cos: bool) -> f32x8 {
     f32x8::new(out)
 }
 
+/// `g` of every lane computed in f64 (`wide`'s `f64x4`) and rounded once:
+/// for the functions whose f32 versions in `wide` miss 2 ULP (atan and
+/// expm1 reach 3, tan through f32 `sin_cos` 4), at half the vector width.
+#[inline(always)]
+fn via_f64x4(v: f32x8, g: impl Fn(f64x4) -> f64x4) -> f32x8 {
+    let a = v.to_array();
+    let half = |k: usize| {
+        g(f64x4::new([
+            a[k] as f64,
+            a[k + 1] as f64,
+            a[k + 2] as f64,
+            a[k + 3] as f64,
+        ]))
+        .to_array()
+    };
+    let (lo, hi) = (half(0), half(4));
+    f32x8::new([
+        lo[0] as f32,
+        lo[1] as f32,
+        lo[2] as f32,
+        lo[3] as f32,
+        hi[0] as f32,
+        hi[1] as f32,
+        hi[2] as f32,
+        hi[3] as f32,
+    ])
+}
+
+/// `r`, with the lanes of `v` at or above `limit` in magnitude (and ±inf)
+/// replaced by the scalar `g` (a vector of only such lanes skips `simd`).
+#[inline(always)]
+fn beyond(v: f32x8, limit: f32, g: fn(f32) -> f32, simd: impl Fn(f32x8) -> f32x8) -> f32x8 {
+    let big = v.abs().simd_ge(f32x8::splat(limit)).to_bitmask();
+    if big == 0xff {
+        return f32x8::new(v.to_array().map(g));
+    }
+    let r = simd(v);
+    if big == 0 {
+        return r;
+    }
+    let (mut out, xs) = (r.to_array(), v.to_array());
+    for (i, (o, &x)) in out.iter_mut().zip(&xs).enumerate() {
+        if big >> i & 1 == 1 {
+            *o = g(x);
+        }
+    }
+    f32x8::new(out)
+}
+
+/// `wide`'s f32 `exp` overflows from 88.72, before sinh and cosh do (89.4).
+const HYPERBOLIC_SIMD_LIMIT: f32 = 88.0;
+/// `wide`'s f64 `sin_cos` keeps tan within 1 ULP (checked) below this.
+const TAN_SIMD_LIMIT: f32 = 65_536.0;
+
 #[inline(always)]
 fn apply8(f: MathFn, v: f32x8) -> f32x8 {
     match f {
@@ -147,6 +236,34 @@ fn apply8(f: MathFn, v: f32x8) -> f32x8 {
         MathFn::Sigmoid => sigmoid8(v),
         MathFn::Sin => trig8(v, false),
         MathFn::Cos => trig8(v, true),
+        MathFn::Tan => beyond(
+            v,
+            TAN_SIMD_LIMIT,
+            |x| (x as f64).tan() as f32,
+            |v| {
+                via_f64x4(v, |d| {
+                    let (s, c) = d.sin_cos();
+                    s / c
+                })
+            },
+        ),
+        MathFn::Asin => v.asin(),
+        MathFn::Acos => v.acos(),
+        MathFn::Atan => via_f64x4(v, |d| d.atan()),
+        MathFn::Sinh => beyond(
+            v,
+            HYPERBOLIC_SIMD_LIMIT,
+            |x| (x as f64).sinh() as f32,
+            |v| v.sinh(),
+        ),
+        MathFn::Cosh => beyond(
+            v,
+            HYPERBOLIC_SIMD_LIMIT,
+            |x| (x as f64).cosh() as f32,
+            |v| v.cosh(),
+        ),
+        MathFn::Expm1 => via_f64x4(v, |d| d.exp_m1()),
+        MathFn::Log1p => v.ln_1p(),
     }
 }
 
@@ -189,27 +306,27 @@ fn map_f32_inplace(buf: &mut [f32], g: impl Fn(f32x8) -> f32x8) {
 
 impl VMath for f32 {
     fn map(f: MathFn, src: &[f32], dst: &mut [f32]) {
-        match f {
-            MathFn::Exp => map_f32(src, dst, |v| apply8(MathFn::Exp, v)),
-            MathFn::Log => map_f32(src, dst, |v| apply8(MathFn::Log, v)),
-            MathFn::Sqrt => map_f32(src, dst, |v| apply8(MathFn::Sqrt, v)),
-            MathFn::Tanh => map_f32(src, dst, |v| apply8(MathFn::Tanh, v)),
-            MathFn::Sigmoid => map_f32(src, dst, |v| apply8(MathFn::Sigmoid, v)),
-            MathFn::Sin => map_f32(src, dst, |v| apply8(MathFn::Sin, v)),
-            MathFn::Cos => map_f32(src, dst, |v| apply8(MathFn::Cos, v)),
+        // One monomorphized loop per function: `f` is matched once, not
+        // per vector.
+        macro_rules! each {
+            ($($k:ident),*) => {
+                match f {
+                    $(MathFn::$k => map_f32(src, dst, |v| apply8(MathFn::$k, v)),)*
+                }
+            };
         }
+        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p)
     }
 
     fn map_inplace(f: MathFn, buf: &mut [f32]) {
-        match f {
-            MathFn::Exp => map_f32_inplace(buf, |v| apply8(MathFn::Exp, v)),
-            MathFn::Log => map_f32_inplace(buf, |v| apply8(MathFn::Log, v)),
-            MathFn::Sqrt => map_f32_inplace(buf, |v| apply8(MathFn::Sqrt, v)),
-            MathFn::Tanh => map_f32_inplace(buf, |v| apply8(MathFn::Tanh, v)),
-            MathFn::Sigmoid => map_f32_inplace(buf, |v| apply8(MathFn::Sigmoid, v)),
-            MathFn::Sin => map_f32_inplace(buf, |v| apply8(MathFn::Sin, v)),
-            MathFn::Cos => map_f32_inplace(buf, |v| apply8(MathFn::Cos, v)),
+        macro_rules! each {
+            ($($k:ident),*) => {
+                match f {
+                    $(MathFn::$k => map_f32_inplace(buf, |v| apply8(MathFn::$k, v)),)*
+                }
+            };
         }
+        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p)
     }
 
     fn one(f: MathFn, x: f32) -> f32 {
@@ -227,6 +344,14 @@ fn f64_fn(f: MathFn) -> fn(f64) -> f64 {
         MathFn::Tanh => f64::tanh,
         MathFn::Sin => f64::sin,
         MathFn::Cos => f64::cos,
+        MathFn::Tan => f64::tan,
+        MathFn::Asin => f64::asin,
+        MathFn::Acos => f64::acos,
+        MathFn::Atan => f64::atan,
+        MathFn::Sinh => f64::sinh,
+        MathFn::Cosh => f64::cosh,
+        MathFn::Expm1 => f64::exp_m1,
+        MathFn::Log1p => f64::ln_1p,
         MathFn::Sigmoid => |x: f64| {
             let e = (-x.abs()).exp();
             if x < 0.0 {
