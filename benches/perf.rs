@@ -11,6 +11,8 @@
 //! ```
 //!
 //! `benches/numpy_ref.py` runs the same two workloads in numpy.
+//! `VIGIL_SIDES=validate,numerics` keeps only the sides named (and each
+//! workload's baseline); `VIGIL_WORKLOADS=mlp` skips the chain.
 //!
 //! `validate` runs the listeners as `vigil run --mode validate` does, with
 //! a replay snapshot taken before each run (and timed); `validate_hash`
@@ -108,7 +110,13 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Alternates the sides rep by rep; prints each median and its ratio to the
 /// first side's.
-fn paired(title: &str, sides: &mut [Side<'_>], feeds: &HashMap<String, Tensor>, reps: usize) {
+fn paired(title: &str, mut sides: Vec<Side<'_>>, feeds: &HashMap<String, Tensor>, reps: usize) {
+    // `VIGIL_SIDES=numerics,validate` keeps the first side (the baseline)
+    // and the ones named, for profiling one listener.
+    if let Ok(keep) = std::env::var("VIGIL_SIDES") {
+        let first = sides[0].name;
+        sides.retain(|s| s.name == first || keep.split(',').any(|k| k == s.name));
+    }
     for s in sides.iter_mut() {
         s.run(feeds); // warm the buffer pool and the caches
     }
@@ -133,7 +141,7 @@ fn paired_main(reps: usize) {
     let mlp_exec = Executor::new(&mlp_pass).unwrap();
     paired(
         "mlp_step",
-        &mut [
+        vec![
             Side::new("plain", &mlp_exec, Box::new(NoListener)),
             Side::new("plain_1t", &mlp_exec, Box::new(NoListener)).one_thread(),
             Side::replaying("validate", &mlp_exec, validate_set()),
@@ -164,6 +172,9 @@ fn paired_main(reps: usize) {
         &mlp_feeds,
         reps,
     );
+    if std::env::var("VIGIL_WORKLOADS").is_ok_and(|w| !w.contains("chain")) {
+        return;
+    }
     let (chain, chain_feeds) = chain16(8 << 20);
     let pass = inplace::run(&chain).unwrap();
     println!(
@@ -174,7 +185,7 @@ fn paired_main(reps: usize) {
     let inplace_exec = Executor::new(&pass.graph).unwrap();
     paired(
         "chain16_math_8m",
-        &mut [
+        vec![
             Side::new("pure", &pure_exec, Box::new(NoListener)),
             Side::new("inplace", &inplace_exec, Box::new(NoListener)),
             Side::new("inplace_1t", &inplace_exec, Box::new(NoListener)).one_thread(),

@@ -106,6 +106,8 @@ pub struct Checked {
     /// The executor's peak of live tensor bytes; in debug mode, of the
     /// in-place and pure runs together in lockstep.
     pub peak_live_bytes: usize,
+    /// DebugMode's counters (debug mode only).
+    pub debug: Option<vigil_debugmode::DebugStats>,
 }
 
 /// Runs `graph` on `feeds` the way `vigil run` checks a case in
@@ -132,6 +134,7 @@ pub fn check(
             timeline: Vec::new(),
             listeners,
             peak_live_bytes: report.stats.peak_lockstep_bytes,
+            debug: Some(report.stats),
         });
     }
     let graph = if cfg.inplace {
@@ -149,6 +152,7 @@ pub fn check(
             findings: Vec::new(),
             timeline: Vec::new(),
             listeners,
+            debug: None,
         });
     }
     let mut noninplace = NonInplaceValidationListener::new();
@@ -182,6 +186,7 @@ pub fn check(
         findings,
         timeline,
         listeners,
+        debug: None,
     })
 }
 
@@ -237,6 +242,7 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Ca
     if !checked.timeline.is_empty() {
         out = out.with_timeline(checked.timeline);
     }
+    out.debug = checked.debug.as_ref().and_then(|s| serde_json::to_value(s).ok());
     if let Some(dir) = &paths.expected {
         let expected = load_expected(dir)?;
         out = compare_outputs(out, &checked.outputs, &expected, &cfg.tolerance)?;

@@ -78,6 +78,22 @@ fn every_case_passes_vigil_debug_with_every_check() {
         );
         assert_eq!(r["summary"]["passed"], 1, "{path}");
         assert_eq!(r["summary"]["findings_by_kind"], serde_json::json!({}), "{path}");
+        // The report says what the check covered: every value compared and
+        // the extra runs (orders, buffers, finite differences). The step
+        // graphs carry their in-place updates already, so the pass has
+        // nothing left to rewrite.
+        let d = &r["cases"][0]["debug"];
+        let n = |k: &str| {
+            d[k].as_u64()
+                .unwrap_or_else(|| panic!("{path}: debug.{k} in {d}"))
+        };
+        assert!(
+            n("compared") > 0 && n("compared") == n("exact") + n("tolerated"),
+            "{path}: {d}"
+        );
+        assert_eq!(n("nodes"), n("compared"), "{path}: one value per node here: {d}");
+        assert!(n("reruns") >= 20, "{path}: {d}");
+        assert!(n("peak_lockstep_bytes") >= n("peak_inplace_bytes"), "{path}: {d}");
     }
 }
 

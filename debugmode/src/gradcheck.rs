@@ -29,8 +29,10 @@ pub fn check(
     let mut source = "graph";
     let mut checked = check_gradients(user, feeds, cfg, seed, runs)?;
     if matches!(checked, GradCheck::NoGradients) {
-        let Some(with_grads) = autodiff_gradients(user, autodiff) else {
-            return Ok(Vec::new());
+        let with_grads = match autodiff_gradients(user, autodiff) {
+            Gradients::NotApplicable => return Ok(Vec::new()),
+            Gradients::Failed(f) => return Ok(vec![f]),
+            Gradients::Built(g) => g,
         };
         checked = check_gradients(&with_grads, feeds, cfg, seed, runs)?;
         source = "autodiff";
@@ -96,11 +98,19 @@ pub fn check(
     Ok(out)
 }
 
+/// What autodiff made of a graph without `grad:` outputs.
+enum Gradients {
+    /// No float parameter or no scalar float output: nothing to check.
+    NotApplicable,
+    /// The check applies but autodiff cannot build the gradients (an op
+    /// with no gradient rule, a name taken): a `check_skipped` warning.
+    Failed(Finding),
+    Built(Graph),
+}
+
 /// `user` with `grad:<param>` outputs built by autodiff, for the float
-/// parameters and the first scalar float output (the loss); `None` when the
-/// graph has neither, or when autodiff cannot differentiate it (an op with
-/// no gradient rule), which is logged.
-fn autodiff_gradients(user: &Graph, autodiff: &Autodiff) -> Option<Graph> {
+/// parameters and the first scalar float output (the loss).
+fn autodiff_gradients(user: &Graph, autodiff: &Autodiff) -> Gradients {
     let params: Vec<&str> = user
         .vars()
         .iter()
@@ -113,15 +123,21 @@ fn autodiff_gradients(user: &Graph, autodiff: &Autodiff) -> Option<Graph> {
             && v.ty
                 .static_shape()
                 .is_some_and(|s| s.iter().product::<usize>() == 1)
-    })?;
-    if params.is_empty() {
-        return None;
-    }
+    });
+    let Some(loss) = loss.filter(|_| !params.is_empty()) else {
+        return Gradients::NotApplicable;
+    };
     match autodiff.grad(user, &loss.name, &params) {
-        Ok(g) => Some(g),
+        Ok(g) => Gradients::Built(g),
         Err(e) => {
             tracing::warn!(graph = user.name(), "gradient check skipped: {e}");
-            None
+            Gradients::Failed(
+                Finding::new(
+                    Kind::CHECK_SKIPPED,
+                    format!("gradient check skipped: autodiff cannot differentiate '{}' with respect to the parameters: {e}", loss.name),
+                )
+                .with_details(json!({"check": "gradient", "loss": loss.name, "params": params, "reason": e.to_string()})),
+            )
         }
     }
 }

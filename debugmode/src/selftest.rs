@@ -112,6 +112,15 @@ fn right_gradient(_: &str) -> Result<(Graph, Feeds)> {
     gradient(2.0)
 }
 
+/// `loss = sum(fixed_scale6(w) * x)`: a correct op of the corpus that has
+/// no gradient rule, so autodiff cannot build the gradient the check needs.
+fn no_gradient_rule(_: &str) -> Result<(Graph, Feeds)> {
+    let (b, x, f) = input();
+    let w = b.parameter("w", Tensor::from_vec(&[8], vec![0.5f32; 8])?);
+    let loss = op(&w, "fixed_scale6")?.mul(&x)?.sum(None)?;
+    Ok((b.build(&[&loss])?, f))
+}
+
 /// Every case, broken then fixed.
 pub fn cases() -> Vec<Case> {
     use Kind as K;
@@ -190,6 +199,13 @@ pub fn cases() -> Vec<Case> {
         expected: vec![K::GRADIENT_MISMATCH],
         default_kinds: None,
         build: wrong_gradient,
+        op: String::new(),
+    });
+    v.push(Case {
+        name: "no_gradient_rule".into(),
+        expected: vec![K::CHECK_SKIPPED],
+        default_kinds: None,
+        build: no_gradient_rule,
         op: String::new(),
     });
     v.push(Case {

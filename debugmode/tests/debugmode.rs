@@ -310,6 +310,21 @@ fn without_supplied_gradients_autodiff_builds_them_and_a_wrong_rule_shows() {
     assert_eq!(kinds(&f), vec!["gradient_mismatch"], "{f:#?}");
     assert_eq!(f[0].details["param"], "w");
     assert_eq!(f[0].details["gradient_from"], "autodiff");
+    // No rule for exp: the check cannot run, and says so as a warning
+    // rather than passing in silence.
+    let norules = DebugConfig {
+        autodiff: vigil_debugmode::GradRules(vigil_autodiff::Autodiff::new(
+            OpRegistry::builtin(),
+            vigil_autodiff::GradRegistry::empty(),
+        )),
+        ..DebugConfig::default().with_checks("gradient").unwrap()
+    };
+    let f = check(&graph, norules);
+    assert_eq!(kinds(&f), vec!["check_skipped"], "{f:#?}");
+    assert!(!f[0].is_error(), "a skipped check is a warning");
+    assert_eq!(f[0].details["check"], "gradient");
+    assert_eq!(f[0].details["params"], serde_json::json!(["w"]));
+    assert!(f[0].message.contains("has no gradient rule"), "{}", f[0].message);
 }
 
 /// A long graph with one bad in-place variant in the middle.

@@ -62,6 +62,10 @@ kinds! {
     READ_AFTER_DESTROY = "read_after_destroy";
     /// An analytic gradient disagrees with finite differences.
     GRADIENT_MISMATCH = "gradient_mismatch";
+    /// A check that applies to the graph could not run (the gradient check
+    /// when autodiff has no rule for one of its ops): a warning, so that
+    /// nobody reads its absence as a pass.
+    CHECK_SKIPPED = "check_skipped";
 }
 
 impl Kind {
@@ -90,7 +94,7 @@ impl Kind {
     /// declared must-view that is a copy is an error: callers rely on the
     /// aliasing (writes through the view must reach the base).
     pub fn default_severity(&self) -> Severity {
-        if *self == Kind::DECLARED_DESTROY_UNUSED {
+        if *self == Kind::DECLARED_DESTROY_UNUSED || *self == Kind::CHECK_SKIPPED {
             Severity::Warning
         } else {
             Severity::Error

@@ -151,6 +151,10 @@ pub struct Case {
     pub outputs: Vec<OutputComparison>,
     #[serde(default)]
     pub timeline: Vec<TimelineEntry>,
+    /// DebugMode's counters (values compared, exact, rewrites, re-runs,
+    /// peak bytes), as evidence of what the check covered; debug mode only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug: Option<serde_json::Value>,
 }
 
 impl Case {
@@ -165,6 +169,7 @@ impl Case {
             findings: Vec::new(),
             outputs: Vec::new(),
             timeline: Vec::new(),
+            debug: None,
         }
     }
 
