@@ -138,7 +138,9 @@ fn math_paired(reps: usize) {
             .map(|i| ((i as f32 * 0.618_034).fract() * 2.0 - 1.0) * half)
             .collect()
     };
-    let cases: [(&str, UnKind, fn(f32) -> f32, f32); 15] = [
+    // (name, op, scalar function, half-width of the argument range)
+    type MathCase = (&'static str, UnKind, fn(f32) -> f32, f32);
+    let cases: [MathCase; 15] = [
         ("exp", UnKind::Exp, f32::exp, 20.0),
         ("log", UnKind::Log, f32::ln, 1e4),
         ("sqrt", UnKind::Sqrt, f32::sqrt, 1e4),
