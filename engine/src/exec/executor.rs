@@ -472,20 +472,22 @@ impl<'g> Cursor<'_, 'g> {
         let pos = self.pos;
         let nid = self.exec.order[pos];
         let node = g.node(nid);
-        // Inline for up to four inputs: no allocation per op.
-        let inputs = node
-            .inputs
-            .iter()
-            .map(|&v| {
-                self.live.value(v).cloned().ok_or_else(|| Error::Node {
+        // Inline for up to four inputs: no allocation per op (pushed in a
+        // loop: collecting through a `Result` moved the whole inline array
+        // twice more).
+        let mut inputs: SmallVec<[Tensor; 4]> = SmallVec::new();
+        for &v in &node.inputs {
+            let Some(t) = self.live.value(v) else {
+                return Err(Error::Node {
                     node: node.name.clone(),
                     msg: format!(
                         "input '{}' has no value (internal scheduling error)",
                         g.var(v).name
                     ),
-                })
-            })
-            .collect::<Result<SmallVec<[Tensor; 4]>>>()?;
+                });
+            };
+            inputs.push(t.clone());
+        }
         let at = At {
             node_index: Some(pos),
             ..self.opts.at
