@@ -4,7 +4,7 @@
 //! pass non-finite values on are recorded (`propagated`), not blamed, so one
 //! bad op gives one finding however far its NaNs travel.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ndarray::ArrayViewD;
 use serde::Serialize;
@@ -117,6 +117,9 @@ pub struct NumericsListener {
     inputs_finite: Option<bool>,
     /// All-finite answers by (buffer, version, layout).
     finite_cache: HashMap<(BufferId, u64, Layout), bool>,
+    /// Buffers (at a version) whose every element is finite: any view of
+    /// them is, so a transposed or sliced reader costs no pass.
+    finite_buffers: HashSet<(BufferId, u64)>,
     /// See [`NumericsListener::deferred`].
     deferred: bool,
     /// The last op's outputs, awaiting their health.
@@ -200,17 +203,33 @@ impl NumericsListener {
         if !t.dtype().is_float() {
             return true;
         }
+        if self.finite_buffers.contains(&(t.buffer_id(), t.version())) {
+            return true;
+        }
         let key = (t.buffer_id(), t.version(), t.layout().clone());
         if let Some(&f) = self.finite_cache.get(&key) {
             return f;
         }
         // An unreadable input cannot be shown finite; do not blame the op.
         let f = all_finite(t).unwrap_or(false);
+        self.remember(t, f);
+        f
+    }
+
+    /// Records whether `t` is all finite, and for its whole buffer when it
+    /// covers every element of it.
+    fn remember(&mut self, t: &Tensor, finite: bool) {
         if self.finite_cache.len() > 4096 {
             self.finite_cache.clear();
         }
-        self.finite_cache.insert(key, f);
-        f
+        if self.finite_buffers.len() > 4096 {
+            self.finite_buffers.clear();
+        }
+        if finite && t.size() == t.data_size() && !t.layout().has_self_overlap() {
+            self.finite_buffers.insert((t.buffer_id(), t.version()));
+        }
+        self.finite_cache
+            .insert((t.buffer_id(), t.version(), t.layout().clone()), finite);
     }
 }
 
@@ -287,10 +306,9 @@ impl NumericsListener {
         }
         // The outputs' finiteness is known now; later readers reuse it.
         for (t, h) in p.outputs.iter().zip(&outputs) {
-            self.finite_cache.insert(
-                (t.buffer_id(), t.version(), t.layout().clone()),
-                h.non_finite() == 0,
-            );
+            if t.dtype().is_float() {
+                self.remember(t, h.non_finite() == 0);
+            }
         }
         self.health.insert(
             p.node.clone(),

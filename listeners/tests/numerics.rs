@@ -110,3 +110,49 @@ fn deferred_health_is_taken_as_delivered() {
     l.operation_end(&At::default(), &graph);
     assert_eq!(kinds(&l.take_findings()), vec![Kind::NON_FINITE]);
 }
+
+#[test]
+fn views_of_finite_buffers_count_as_finite_and_views_around_a_nan_are_looked_at() {
+    use vigil_engine::IndexSpec;
+    // x holds a NaN at [0]; `tail` = x[1:] is finite. log(-tail) makes NaN
+    // from finite inputs: blamed. exp(x) only carries x's NaN: not blamed.
+    // A transposed view of the finite output `sq` feeds a log of negatives:
+    // blamed too, its input known finite from `sq`'s own health.
+    let g = builder("views");
+    let x = g.input("x", DType::F32, &[4]);
+    let tail = x
+        .view(&[IndexSpec::Interval {
+            start: 1,
+            end: 4,
+            stride: 1,
+            inclusive: false,
+        }])
+        .unwrap();
+    let made = tail.neg().unwrap().log().unwrap();
+    let carried = x.exp().unwrap();
+    let m = g.input("m", DType::F32, &[2, 3]);
+    let sq = m.mul(&m).unwrap();
+    let t = sq.transpose(None).unwrap().neg().unwrap().log().unwrap();
+    let graph = g.build(&[&made, &carried, &t]).unwrap();
+    let f = feeds(&[
+        (
+            "x",
+            Tensor::from_vec(&[4], vec![f32::NAN, 1.0, 2.0, 3.0]).unwrap(),
+        ),
+        (
+            "m",
+            Tensor::from_vec(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap(),
+        ),
+    ]);
+    let mut l = NumericsListener::new();
+    let found = run_with(&graph, &f, &mut l);
+    let blamed: Vec<&str> = found.iter().map(|f| f.op.as_str()).collect();
+    assert_eq!(blamed, vec!["log", "log"], "{found:#?}");
+    let health = l.all_health();
+    let carried_node = health.values().find(|h| h.op == "exp").unwrap();
+    assert!(carried_node.propagated && !carried_node.created_non_finite);
+    assert!(health
+        .values()
+        .filter(|h| h.op == "log")
+        .all(|h| h.created_non_finite && h.inputs_finite));
+}
