@@ -153,23 +153,15 @@ const TRIG_SIMD_LIMIT: f32 = 4.0;
 /// (a vector of only such lanes skips `wide` altogether).
 #[inline(always)]
 fn trig8(v: f32x8, cos: bool) -> f32x8 {
-    let big = v.abs().simd_ge(f32x8::splat(TRIG_SIMD_LIMIT)).to_bitmask();
     let g = if cos { f32::cos } else { f32::sin };
-    if big == 0xff {
-        return f32x8::new(v.to_array().map(g));
-    }
-    let (s, c) = v.sin_cos();
-    let r = if cos { c } else { s };
-    if big == 0 {
-        return r;
-    }
-    let (mut out, xs) = (r.to_array(), v.to_array());
-    for (i, (o, &x)) in out.iter_mut().zip(&xs).enumerate() {
-        if big >> i & 1 == 1 {
-            *o = g(x);
+    beyond(v, TRIG_SIMD_LIMIT, g, |v| {
+        let (s, c) = v.sin_cos();
+        if cos {
+            c
+        } else {
+            s
         }
-    }
-    f32x8::new(out)
+    })
 }
 
 /// `g` of every lane computed in f64 (`wide`'s `f64x4`) and rounded once:
