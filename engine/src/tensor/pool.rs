@@ -111,6 +111,8 @@ static MISSES: AtomicU64 = AtomicU64::new(0);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
     pub hits: u64,
+    /// Buffers of a pooled size (at least [`MIN_POOLED_BYTES`]) the pool
+    /// could not supply: each is fresh memory, with its page faults.
     pub misses: u64,
     pub pooled_bytes: usize,
 }
@@ -156,7 +158,9 @@ pub fn take<T: Element>(len: usize) -> Vec<T> {
             v
         }
         None => {
-            MISSES.fetch_add(1, Ordering::Relaxed);
+            if pooled::<T>(len) {
+                MISSES.fetch_add(1, Ordering::Relaxed);
+            }
             vec![T::default(); len]
         }
     };
@@ -186,7 +190,9 @@ pub fn take_zeroed<T: Element>(len: usize) -> Vec<T> {
             v
         }
         None => {
-            MISSES.fetch_add(1, Ordering::Relaxed);
+            if pooled::<T>(len) {
+                MISSES.fetch_add(1, Ordering::Relaxed);
+            }
             vec![T::default(); len]
         }
     }
