@@ -150,13 +150,13 @@ fn every_supported_generated_node_test_passes() {
 }
 
 /// The node tests of IsNaN, IsInf, Range, CumSum, Trilu, GatherElements,
-/// ScatterElements (and Scatter), ReduceProd, Hardmax and
-/// LayerNormalization pass under validate and debug too, with no finding:
+/// ScatterElements (and Scatter), ReduceProd, Hardmax, LayerNormalization
+/// and Einsum pass under validate and debug too, with no finding:
 /// their kernels keep their declarations and write every output element.
 #[test]
 fn the_index_and_normalization_node_tests_pass_in_every_mode() {
     let Some(dir) = node_data() else { return };
-    const PREFIXES: [&str; 13] = [
+    const PREFIXES: [&str; 14] = [
         "test_isnan",
         "test_isinf",
         "test_range_",
@@ -170,6 +170,7 @@ fn the_index_and_normalization_node_tests_pass_in_every_mode() {
         "test_hardmax",
         "test_layer_normalization",
         "test_scatter_without",
+        "test_einsum",
     ];
     let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

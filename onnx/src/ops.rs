@@ -335,6 +335,13 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "Trilu" => crate::index_ops::trilu(imp, c),
         "GatherElements" | "ScatterElements" | "Scatter" => crate::index_ops::elements(imp, c),
         "LayerNormalization" => layer_norm(imp, c),
+        "Einsum" => {
+            let ins = (0..c.proto.input.len())
+                .map(|k| input(imp, c, k))
+                .collect::<Result<Vec<_>>>()?;
+            let eq = c.s("equation").ok_or_else(|| c.bad_attr("equation", "is required"))?;
+            out(imp, c, "einsum", Attrs::new().with("equation", eq), &ins)
+        }
         _ => Err(ImportError::UnsupportedOp {
             node: c.onnx_name.clone(),
             op: c.op_type.clone(),

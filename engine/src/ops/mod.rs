@@ -17,6 +17,7 @@ pub mod classify;
 pub mod conv;
 pub mod copy;
 pub mod cumsum;
+pub mod einsum;
 pub mod elements;
 pub mod elementwise;
 pub mod fill;

@@ -51,6 +51,7 @@ impl OpRegistry {
                 super::trilu::register(&mut r);
                 super::elements::register(&mut r);
                 super::layer_norm::register(&mut r);
+                super::einsum::register(&mut r);
                 r
             })
             .clone()
