@@ -192,6 +192,12 @@ fn the_index_and_normalization_node_tests_pass_in_every_mode() {
             .filter(|(_, r)| r.status != Status::Pass || !r.findings.is_empty())
             .map(|(c, r)| format!("{}: {:?} {:?}", c.path, r.error, r.findings))
             .collect();
-        assert!(bad.is_empty(), "{} in {}:\n{}", bad.len(), mode.name(), bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "{} in {}:\n{}",
+            bad.len(),
+            mode.name(),
+            bad.join("\n")
+        );
     }
 }

@@ -20,9 +20,7 @@ pub(crate) fn range(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 fn const_int(c: &NodeCtx, v: &Value, what: &str) -> Result<i64> {
     match const_ints(c, v, what)?.as_slice() {
         [k] => Ok(*k),
-        other => Err(c.unsupported(format!(
-            "input '{what}' must hold one integer, got {other:?}"
-        ))),
+        other => Err(c.unsupported(format!("input '{what}' must hold one integer, got {other:?}"))),
     }
 }
 

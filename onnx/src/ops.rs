@@ -339,7 +339,9 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             let ins = (0..c.proto.input.len())
                 .map(|k| input(imp, c, k))
                 .collect::<Result<Vec<_>>>()?;
-            let eq = c.s("equation").ok_or_else(|| c.bad_attr("equation", "is required"))?;
+            let eq = c
+                .s("equation")
+                .ok_or_else(|| c.bad_attr("equation", "is required"))?;
             out(imp, c, "einsum", Attrs::new().with("equation", eq), &ins)
         }
         _ => Err(ImportError::UnsupportedOp {
@@ -763,12 +765,19 @@ fn layer_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .with("axis", c.i("axis").unwrap_or(-1))
         .with("epsilon", c.f("epsilon").unwrap_or(1e-5));
     let stash = c.i("stash_type").unwrap_or(1);
-    let stash = dtype_of(stash as i32, &format!("node '{}' (LayerNormalization): attr 'stash_type'", c.onnx_name))?;
+    let stash = dtype_of(
+        stash as i32,
+        &format!("node '{}' (LayerNormalization): attr 'stash_type'", c.onnx_name),
+    )?;
     let y = c.out().to_string();
     let named = |j: usize| c.proto.output.get(j).filter(|o| !o.is_empty()).cloned();
     let outs: Vec<String> = [(1, "mean"), (2, "inv_std_dev")]
         .iter()
-        .map(|&(j, tag)| named(j).filter(|_| stash == ins[0].ty.dtype).unwrap_or_else(|| format!("{y}.{tag}")))
+        .map(|&(j, tag)| {
+            named(j)
+                .filter(|_| stash == ins[0].ty.dtype)
+                .unwrap_or_else(|| format!("{y}.{tag}"))
+        })
         .collect();
     let mut vals = imp.emit_n(c, "layer_norm", a, &ins, &[&y, &outs[0], &outs[1]])?;
     for (j, v) in [(1, vals[1].clone()), (2, vals[2].clone())] {

@@ -21,7 +21,10 @@ fn ops_of(m: &onnx_protobuf::ModelProto) -> Vec<String> {
 }
 
 /// Like `support::run`, but returns the executor's error.
-fn try_run(m: &onnx_protobuf::ModelProto, feeds: &[(&str, Tensor)]) -> vigil_engine::Result<Vec<(String, Tensor)>> {
+fn try_run(
+    m: &onnx_protobuf::ModelProto,
+    feeds: &[(&str, Tensor)],
+) -> vigil_engine::Result<Vec<(String, Tensor)>> {
     let imported = import(&round_trip(m), &Options::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     vigil_onnx::write_case(&imported, &vigil_onnx::InputSource::Random(0), dir.path()).unwrap();
@@ -69,14 +72,23 @@ fn range_folds_constant_bounds_and_runs_fed_ones() {
     let out = run(&m, &[("s", s(1.0)), ("l", s(2.0)), ("d", s(0.5))]);
     assert_eq!(vals(&out[0].1), [1.0, 1.5]);
     let e = try_run(&m, &[("s", s(1.0)), ("l", s(2.0)), ("d", s(0.0))]).unwrap_err();
-    assert!(e.to_string().contains("'r'") && e.to_string().contains("delta"), "{e}");
+    assert!(
+        e.to_string().contains("'r'") && e.to_string().contains("delta"),
+        "{e}"
+    );
 }
 
 #[test]
 fn cumsum_and_trilu_need_their_axis_and_k_at_import_time() {
     let m = model(
         14,
-        vec![node("CumSum", "cs", &["x", "axis"], &["y"], vec![("reverse", A::I(1))])],
+        vec![node(
+            "CumSum",
+            "cs",
+            &["x", "axis"],
+            &["y"],
+            vec![("reverse", A::I(1))],
+        )],
         vec![value("x", DType::F32, &[2, 2]), value("axis", DType::I32, &[])],
         vec![],
         vec![value("y", DType::F32, &[2, 2])],
@@ -90,7 +102,8 @@ fn cumsum_and_trilu_need_their_axis_and_k_at_import_time() {
     let mut m = m;
     if let Some(g) = m.graph.as_mut() {
         g.input.truncate(1);
-        g.initializer.push(tensor("axis", &Tensor::from_vec(&[], vec![-1i32]).unwrap()));
+        g.initializer
+            .push(tensor("axis", &Tensor::from_vec(&[], vec![-1i32]).unwrap()));
     }
     let out = run(&m, &[("x", f32s(&[2, 2], &[1., 2., 3., 4.]))]);
     assert_eq!(vals(&out[0].1), [3., 2., 7., 4.]);
@@ -112,7 +125,13 @@ fn gather_and_scatter_elements_resolve_indices_at_run_time() {
     let m = model(
         13,
         vec![
-            node("GatherElements", "ge", &["x", "i"], &["g"], vec![("axis", A::I(1))]),
+            node(
+                "GatherElements",
+                "ge",
+                &["x", "i"],
+                &["g"],
+                vec![("axis", A::I(1))],
+            ),
             node(
                 "ScatterElements",
                 "se",
@@ -130,9 +149,12 @@ fn gather_and_scatter_elements_resolve_indices_at_run_time() {
     let out = try_run(&m, &[("x", x.clone()), ("i", idx(-1, 0))]).unwrap();
     assert_eq!(vals(&out[0].1), [2., 3.]);
     assert_eq!(vals(&out[1].1), [1., 4., 6., 4.]);
-    let e = try_run(&m, &[("x", x), ("i", idx(0, 2))]).unwrap_err().to_string();
+    let e = try_run(&m, &[("x", x), ("i", idx(0, 2))])
+        .unwrap_err()
+        .to_string();
     assert!(
-        e.contains("node 'ge.gather_elements'") && e.contains("index 2 at indices[1, 0] is out of range for axis 1 of length 2"),
+        e.contains("node 'ge.gather_elements'")
+            && e.contains("index 2 at indices[1, 0] is out of range for axis 1 of length 2"),
         "{e}"
     );
     assert!(!e.contains('\n'), "{e}");
@@ -143,7 +165,13 @@ fn reduce_prod_takes_axes_from_the_attr_or_the_input() {
     let x = || f32s(&[2, 2], &[1., 2., 3., 4.]);
     let attr = model(
         13,
-        vec![node("ReduceProd", "p", &["x"], &["y"], vec![("axes", A::Ints(vec![-1]))])],
+        vec![node(
+            "ReduceProd",
+            "p",
+            &["x"],
+            &["y"],
+            vec![("axes", A::Ints(vec![-1]))],
+        )],
         vec![value("x", DType::F32, &[2, 2])],
         vec![],
         vec![value("y", DType::F32, &[2, 1])],
@@ -152,7 +180,13 @@ fn reduce_prod_takes_axes_from_the_attr_or_the_input() {
     let axes = tensor("axes", &Tensor::from_i64s(&[0]));
     let input = model(
         18,
-        vec![node("ReduceProd", "p", &["x", "axes"], &["y"], vec![("keepdims", A::I(0))])],
+        vec![node(
+            "ReduceProd",
+            "p",
+            &["x", "axes"],
+            &["y"],
+            vec![("keepdims", A::I(0))],
+        )],
         vec![value("x", DType::F32, &[2, 2])],
         vec![axes],
         vec![value("y", DType::F32, &[2])],
@@ -160,7 +194,13 @@ fn reduce_prod_takes_axes_from_the_attr_or_the_input() {
     assert_eq!(vals(&run(&input, &[("x", x())])[0].1), [3., 8.]);
     let noop = model(
         18,
-        vec![node("ReduceProd", "p", &["x"], &["y"], vec![("noop_with_empty_axes", A::I(1))])],
+        vec![node(
+            "ReduceProd",
+            "p",
+            &["x"],
+            &["y"],
+            vec![("noop_with_empty_axes", A::I(1))],
+        )],
         vec![value("x", DType::F32, &[2, 2])],
         vec![],
         vec![value("y", DType::F32, &[2, 2])],
@@ -211,7 +251,10 @@ fn layer_normalization_binds_mean_and_inv_std_dev() {
     };
     let out = run(
         &m(DType::F32, 1),
-        &[("x", f32s(&[2, 2], &[1., 3., 2., 6.])), ("w", f32s(&[2], &[1., 2.]))],
+        &[
+            ("x", f32s(&[2, 2], &[1., 3., 2., 6.])),
+            ("w", f32s(&[2], &[1., 2.])),
+        ],
     );
     assert_eq!(vals(&out[0].1), [-1., 2., -1., 2.]);
     assert_eq!(vals(&out[1].1), [2., 4.]);

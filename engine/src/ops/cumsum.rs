@@ -130,18 +130,34 @@ mod tests {
     #[test]
     fn axes_negative_axes_and_a_transposed_input() {
         let x = t(&[2, 3], vec![1i32, 2, 3, 4, 5, 6]);
-        assert_eq!(run_vec::<i32>(&*cumsum(0, false, false), &[x.clone()]).unwrap().1, [1, 2, 3, 5, 7, 9]);
-        assert_eq!(run_vec::<i32>(&*cumsum(-1, false, false), &[x.clone()]).unwrap().1, [1, 3, 6, 4, 9, 15]);
+        assert_eq!(
+            run_vec::<i32>(&*cumsum(0, false, false), std::slice::from_ref(&x))
+                .unwrap()
+                .1,
+            [1, 2, 3, 5, 7, 9]
+        );
+        assert_eq!(
+            run_vec::<i32>(&*cumsum(-1, false, false), std::slice::from_ref(&x))
+                .unwrap()
+                .1,
+            [1, 3, 6, 4, 9, 15]
+        );
         // x.T is [[1, 4], [2, 5], [3, 6]]: sums along its axis 1.
         let xt = x.transpose(None).unwrap();
-        assert_eq!(run_vec::<i32>(&*cumsum(1, false, false), &[xt]).unwrap().1, [1, 5, 2, 7, 3, 9]);
+        assert_eq!(
+            run_vec::<i32>(&*cumsum(1, false, false), &[xt]).unwrap().1,
+            [1, 5, 2, 7, 3, 9]
+        );
         assert!(run_vec::<i32>(&*cumsum(2, false, false), &[x]).is_err());
     }
 
     #[test]
     fn integers_wrap_nan_propagates_and_empty_axes_are_fine() {
         let x = t(&[2], vec![i64::MAX, 1]);
-        assert_eq!(run_vec::<i64>(&*cumsum(0, false, false), &[x]).unwrap().1, [i64::MAX, i64::MIN]);
+        assert_eq!(
+            run_vec::<i64>(&*cumsum(0, false, false), &[x]).unwrap().1,
+            [i64::MAX, i64::MIN]
+        );
         let x = t(&[3], vec![1.0f32, f32::NAN, 2.0]);
         let v = run_vec::<f32>(&*cumsum(0, false, false), &[x]).unwrap().1;
         assert_eq!(v[0], 1.0);

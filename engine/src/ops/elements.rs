@@ -70,7 +70,10 @@ impl Reduction {
 /// except on `axis`. Returns the resolved axis.
 fn check_indices(op: &str, axis: i64, x: &TypeInfo, ind: &TypeInfo) -> Result<Option<usize>> {
     if ind.dtype != DType::I64 {
-        return op_err(format!("op '{op}': indices (input 1) must be i64, got {}", ind.dtype));
+        return op_err(format!(
+            "op '{op}': indices (input 1) must be i64, got {}",
+            ind.dtype
+        ));
     }
     let (Some(xs), Some(is)) = (&x.shape, &ind.shape) else {
         return Ok(None);
@@ -146,9 +149,7 @@ pub struct GatherElements {
 fn gather_kernel<T: Element>(x: &Tensor, offsets: &[usize], out: &Tensor) -> Result<()> {
     let xa = x.to_array::<T>()?;
     let xs = xa.as_slice().unwrap_or_default();
-    out.write(|mut o: ndarray::ArrayViewMutD<'_, T>| {
-        o.iter_mut().zip(offsets).for_each(|(o, &k)| *o = xs[k])
-    })
+    out.write(|mut o: ndarray::ArrayViewMutD<'_, T>| o.iter_mut().zip(offsets).for_each(|(o, &k)| *o = xs[k]))
 }
 
 impl Op for GatherElements {
@@ -232,7 +233,13 @@ fn scatter_kernel<T: Element>(
     out.write(|mut o: ndarray::ArrayViewMutD<'_, T>| o.assign(&res))
 }
 
-fn scatter_num<T: Num>(r: Reduction, x: &Tensor, upd: &Tensor, offsets: &[usize], out: &Tensor) -> Result<()> {
+fn scatter_num<T: Num>(
+    r: Reduction,
+    x: &Tensor,
+    upd: &Tensor,
+    offsets: &[usize],
+    out: &Tensor,
+) -> Result<()> {
     scatter_kernel::<T>(x, upd, offsets, out, |a, b| r.apply(a, b))
 }
 
@@ -251,7 +258,9 @@ impl Op for ScatterElements {
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         check_arity(self, inputs.len())?;
         let (x, ind, upd) = (&inputs[0], &inputs[1], &inputs[2]);
-        let ax = self.check(&known(x), &known(ind), &known(upd))?.unwrap_or_default();
+        let ax = self
+            .check(&known(x), &known(ind), &known(upd))?
+            .unwrap_or_default();
         let offsets = targets(self.name(), x.shape(), ind, ax)?;
         let out = ctx.output(0, x.dtype(), x.shape())?;
         let r = self.reduction;
@@ -281,8 +290,8 @@ pub fn register(r: &mut OpRegistry) {
                 Some(r) => r,
                 None => {
                     return op_err(format!(
-                        "op 'scatter_elements': attr 'reduction': expected none, add, mul, max or min, got {v}"
-                    ))
+                    "op 'scatter_elements': attr 'reduction': expected none, add, mul, max or min, got {v}"
+                ))
                 }
             },
         };
@@ -328,13 +337,20 @@ mod tests {
         // x.T along axis 1.
         let ind = t(&[3, 1], vec![2i64, 0, 1]);
         let xt = x().transpose(None).unwrap();
-        assert_eq!(run_vec::<f32>(&*gather(1), &[xt, ind]).unwrap().1, [7.0, 2.0, 6.0]);
+        assert_eq!(
+            run_vec::<f32>(&*gather(1), &[xt, ind]).unwrap().1,
+            [7.0, 2.0, 6.0]
+        );
     }
 
     #[test]
     fn gather_errors_name_the_index_and_empty_indices_give_empty_output() {
         let e = run_vec::<f32>(&*gather(0), &[x(), t(&[1, 2], vec![0i64, 3])]).unwrap_err();
-        assert!(e.to_string().contains("index 3 at indices[0, 1] is out of range for axis 0 of length 3"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("index 3 at indices[0, 1] is out of range for axis 0 of length 3"),
+            "{e}"
+        );
         let e = run_vec::<f32>(&*gather(1), &[x(), t(&[1, 1], vec![-4i64])]).unwrap_err();
         assert!(e.to_string().contains("index -4"), "{e}");
         let e = run_vec::<f32>(&*gather(0), &[x(), t(&[1, 4], vec![0i64; 4])]).unwrap_err();
@@ -353,7 +369,11 @@ mod tests {
         let data = || t(&[1, 5], vec![1.0f64, 2.0, 3.0, 4.0, 5.0]);
         let ind = || t(&[1, 2], vec![1i64, 1]);
         let upd = || t(&[1, 2], vec![1.1f64, 2.1]);
-        let run = |r: &str| run_vec::<f64>(&*scatter(1, r), &[data(), ind(), upd()]).unwrap().1;
+        let run = |r: &str| {
+            run_vec::<f64>(&*scatter(1, r), &[data(), ind(), upd()])
+                .unwrap()
+                .1
+        };
         assert_eq!(run("none"), [1.0, 2.1, 3.0, 4.0, 5.0]);
         assert_eq!(run("add"), [1.0, 2.0 + 1.1 + 2.1, 3.0, 4.0, 5.0]);
         assert_eq!(run("mul"), [1.0, 2.0 * 1.1 * 2.1, 3.0, 4.0, 5.0]);
@@ -370,16 +390,32 @@ mod tests {
     #[test]
     fn scatter_refuses_bad_input_before_writing() {
         let d = t(&[2], vec![1.0f32, 2.0]);
-        let e = run_vec::<f32>(&*scatter(0, "add"), &[d.clone(), t(&[1], vec![2i64]), t(&[1], vec![1.0f32])]);
+        let e = run_vec::<f32>(
+            &*scatter(0, "add"),
+            &[d.clone(), t(&[1], vec![2i64]), t(&[1], vec![1.0f32])],
+        );
         assert!(e.unwrap_err().to_string().contains("index 2"));
-        let e = run_vec::<f32>(&*scatter(0, "add"), &[d.clone(), t(&[1], vec![0i64]), t(&[2], vec![1.0f32, 2.0])]);
+        let e = run_vec::<f32>(
+            &*scatter(0, "add"),
+            &[d.clone(), t(&[1], vec![0i64]), t(&[2], vec![1.0f32, 2.0])],
+        );
         assert!(e.unwrap_err().to_string().contains("shape of indices"));
-        let e = run_vec::<f32>(&*scatter(0, "add"), &[d, t(&[1], vec![0i64]), t(&[1], vec![1.0f64])]);
+        let e = run_vec::<f32>(
+            &*scatter(0, "add"),
+            &[d, t(&[1], vec![0i64]), t(&[1], vec![1.0f64])],
+        );
         assert!(e.unwrap_err().to_string().contains("insert a cast"));
         let b = t(&[2], vec![false, false]);
-        let e = run_vec::<bool>(&*scatter(0, "add"), &[b.clone(), t(&[1], vec![0i64]), t(&[1], vec![true])]);
+        let e = run_vec::<bool>(
+            &*scatter(0, "add"),
+            &[b.clone(), t(&[1], vec![0i64]), t(&[1], vec![true])],
+        );
         assert!(e.is_err());
-        let (_, v) = run_vec::<bool>(&*scatter(0, "none"), &[b, t(&[1], vec![1i64]), t(&[1], vec![true])]).unwrap();
+        let (_, v) = run_vec::<bool>(
+            &*scatter(0, "none"),
+            &[b, t(&[1], vec![1i64]), t(&[1], vec![true])],
+        )
+        .unwrap();
         assert_eq!(v, [false, true]);
         let e = OpRegistry::builtin()
             .make("scatter_elements", &Attrs::new().with("reduction", "sum"))

@@ -765,11 +765,20 @@ mod tests {
         let hm = |axis: i64| op("hardmax", Attrs::new().with("axis", axis));
         let vals = |x: Tensor| x.to_array::<f32>().unwrap().iter().copied().collect::<Vec<_>>();
         let x = t(&[2, 3], vec![1.0f32, 3.0, 3.0, -1.0, f32::NAN, 5.0]);
-        assert_eq!(vals(run(&*hm(-1), &[x.clone()]).unwrap()), [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]);
+        assert_eq!(
+            vals(run(&*hm(-1), std::slice::from_ref(&x)).unwrap()),
+            [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+        );
         // Columns [1, -1], [3, NaN], [3, 5].
-        assert_eq!(vals(run(&*hm(0), &[x.clone()]).unwrap()), [1.0, 0.0, 0.0, 0.0, 1.0, 1.0]);
+        assert_eq!(
+            vals(run(&*hm(0), std::slice::from_ref(&x)).unwrap()),
+            [1.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+        );
         // A reversed view: lanes are [-1, NaN, 5] then [1, 3, 3].
-        assert_eq!(vals(run(&*hm(1), &[rev0(&x)]).unwrap()), [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]);
+        assert_eq!(
+            vals(run(&*hm(1), &[rev0(&x)]).unwrap()),
+            [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+        );
         let inf = t(&[3], vec![f64::NEG_INFINITY; 3]);
         let y = run(&*hm(0), &[inf]).unwrap().to_array::<f64>().unwrap();
         assert_eq!(y.iter().copied().collect::<Vec<_>>(), [1.0, 0.0, 0.0]);

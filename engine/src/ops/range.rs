@@ -35,7 +35,11 @@ fn scalar_of<T: Element>(x: &Tensor, k: usize) -> Result<T> {
 /// f64) for floats.
 fn length<T: Num>(start: T, limit: T, delta: T) -> Result<usize> {
     let n = if T::DTYPE.is_float() {
-        let (s, l, d) = (Element::to_f64(start), Element::to_f64(limit), Element::to_f64(delta));
+        let (s, l, d) = (
+            Element::to_f64(start),
+            Element::to_f64(limit),
+            Element::to_f64(delta),
+        );
         if d == 0.0 || d.is_nan() {
             return op_err(format!("op 'range': delta is {d}"));
         }
@@ -101,7 +105,10 @@ impl Op for Range {
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         check_arity(self, inputs.len())?;
-        let tys: Vec<TypeInfo> = inputs.iter().map(|t| TypeInfo::known(t.dtype(), t.shape())).collect();
+        let tys: Vec<TypeInfo> = inputs
+            .iter()
+            .map(|t| TypeInfo::known(t.dtype(), t.shape()))
+            .collect();
         self.infer(&tys)?;
         let out = crate::dispatch_num!(inputs[0].dtype(), T => range_kernel::<T>(inputs, ctx)?,
             return op_err("op 'range' does not take bool inputs"));
@@ -137,7 +144,10 @@ mod tests {
         assert_eq!(range(-3i64, 3, 3).unwrap(), [-3, 0]);
         assert_eq!(range(1i32, 1, 1).unwrap(), Vec::<i32>::new());
         assert_eq!(range(5i64, 0, 1).unwrap(), Vec::<i64>::new());
-        assert_eq!(range(i64::MIN, i64::MIN + 2, 1).unwrap(), [i64::MIN, i64::MIN + 1]);
+        assert_eq!(
+            range(i64::MIN, i64::MIN + 2, 1).unwrap(),
+            [i64::MIN, i64::MIN + 1]
+        );
     }
 
     #[test]
@@ -156,7 +166,11 @@ mod tests {
         let op = crate::ops::testutil::op("range", Attrs::new());
         let e = run_vec::<i64>(&*op, &[s(0i64), Tensor::from_i64s(&[1, 2]), s(1i64)]).unwrap_err();
         assert!(e.to_string().contains("limit (input 1)"), "{e}");
-        let e = op.infer(&[TypeInfo::known(DType::I64, &[]), TypeInfo::known(DType::I32, &[]), TypeInfo::known(DType::I64, &[])]);
+        let e = op.infer(&[
+            TypeInfo::known(DType::I64, &[]),
+            TypeInfo::known(DType::I32, &[]),
+            TypeInfo::known(DType::I64, &[]),
+        ]);
         assert!(e.is_err());
     }
 }

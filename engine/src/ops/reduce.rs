@@ -961,16 +961,31 @@ mod tests {
     fn prod_over_axes_keepdims_empty_axes_wraps_and_nan() {
         let a = |axes: Vec<i64>, keep: bool| Attrs::new().with("axes", axes).with("keepdims", keep);
         let p = op("prod", a(vec![1], false));
-        assert_eq!(vals::<f64>(&run(&*p, &x23()).unwrap()), (vec![2], vec![6.0, 120.0]));
+        assert_eq!(
+            vals::<f64>(&run(&*p, &x23()).unwrap()),
+            (vec![2], vec![6.0, 120.0])
+        );
         let p = op("prod", a(vec![-2], true));
-        assert_eq!(vals::<f64>(&run(&*p, &x23()).unwrap()), (vec![1, 3], vec![4.0, 10.0, 18.0]));
+        assert_eq!(
+            vals::<f64>(&run(&*p, &x23()).unwrap()),
+            (vec![1, 3], vec![4.0, 10.0, 18.0])
+        );
         let all = op("prod", Attrs::new());
-        assert_eq!(vals::<f64>(&run(&*all, &rev0(&x23())).unwrap()), (vec![], vec![720.0]));
+        assert_eq!(
+            vals::<f64>(&run(&*all, &rev0(&x23())).unwrap()),
+            (vec![], vec![720.0])
+        );
         // The product of nothing is 1, even over a zero-length axis.
         let p = op("prod", a(vec![1], true));
         let empty = t::<f32>(&[2, 0, 3], vec![]);
-        assert_eq!(vals::<f32>(&run(&*p, &empty).unwrap()), (vec![2, 1, 3], vec![1.0; 6]));
-        assert_eq!(vals::<f64>(&run(&*op("prod", a(vec![], false)), &x23()).unwrap()).1, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(
+            vals::<f32>(&run(&*p, &empty).unwrap()),
+            (vec![2, 1, 3], vec![1.0; 6])
+        );
+        assert_eq!(
+            vals::<f64>(&run(&*op("prod", a(vec![], false)), &x23()).unwrap()).1,
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
         // Integers wrap: 2^32 · 2^32 = 2^64 ≡ 0 (mod 2^64).
         let big = t(&[2], vec![1i64 << 32, 1i64 << 32]);
         assert_eq!(vals::<i64>(&run(&*all, &big).unwrap()).1, [0]);

@@ -128,7 +128,10 @@ mod tests {
         // m().T = [[1, 4], [2, 5], [3, 6]]
         let xt = m().transpose(None).unwrap();
         assert_eq!(trilu(true, 0, &xt).unwrap(), [1, 4, 0, 5, 0, 0]);
-        assert_eq!(trilu(true, 0, &t::<i64>(&[3, 0, 5], vec![])).unwrap(), Vec::<i64>::new());
+        assert_eq!(
+            trilu(true, 0, &t::<i64>(&[3, 0, 5], vec![])).unwrap(),
+            Vec::<i64>::new()
+        );
         let e = trilu(true, 0, &t(&[3], vec![1i64, 2, 3])).unwrap_err();
         assert!(e.to_string().contains("at least 2 axes"), "{e}");
     }
