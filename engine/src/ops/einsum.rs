@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use crate::dtype::Num;
+use crate::dtype::{DType, Num};
 use crate::error::{op_err, Result};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -274,14 +274,7 @@ impl Op for Einsum {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        let d = inputs[0].dtype;
-        if !d.is_numeric() || inputs.iter().any(|t| t.dtype != d) {
-            let got: Vec<String> = inputs.iter().map(|t| t.dtype.to_string()).collect();
-            return op_err(format!(
-                "op 'einsum' needs numeric inputs of one dtype, got {}",
-                got.join(", ")
-            ));
-        }
+        let d = TypeInfo::common_dtype("einsum", inputs, "numeric", DType::is_numeric)?;
         let shapes: Option<Vec<Vec<usize>>> = inputs.iter().map(TypeInfo::static_shape).collect();
         let shape = match shapes {
             Some(s) => {
@@ -294,10 +287,7 @@ impl Op for Einsum {
         Ok(vec![TypeInfo::new(d, shape)])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        let tys: Vec<TypeInfo> = inputs
-            .iter()
-            .map(|t| TypeInfo::known(t.dtype(), t.shape()))
-            .collect();
+        let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let refs: Vec<&[usize]> = inputs.iter().map(Tensor::shape).collect();
         let plan = Plan::new(&self.equation, &refs)?;

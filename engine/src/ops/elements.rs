@@ -134,10 +134,6 @@ fn targets(op: &str, x_shape: &[usize], ind: &Tensor, ax: usize) -> Result<Vec<u
     Ok(out)
 }
 
-fn known(t: &Tensor) -> TypeInfo {
-    TypeInfo::known(t.dtype(), t.shape())
-}
-
 // ----- gather_elements -------------------------------------------------------
 
 /// The `gather_elements` op.
@@ -167,7 +163,8 @@ impl Op for GatherElements {
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         check_arity(self, inputs.len())?;
         let (x, ind) = (&inputs[0], &inputs[1]);
-        let ax = check_indices(self.name(), self.axis, &known(x), &known(ind))?.unwrap_or_default();
+        let ax =
+            check_indices(self.name(), self.axis, &TypeInfo::of(x), &TypeInfo::of(ind))?.unwrap_or_default();
         let offsets = targets(self.name(), x.shape(), ind, ax)?;
         let out = ctx.output(0, x.dtype(), ind.shape())?;
         crate::dispatch_all!(x.dtype(), T => gather_kernel::<T>(x, &offsets, &out)?);
@@ -259,7 +256,7 @@ impl Op for ScatterElements {
         check_arity(self, inputs.len())?;
         let (x, ind, upd) = (&inputs[0], &inputs[1], &inputs[2]);
         let ax = self
-            .check(&known(x), &known(ind), &known(upd))?
+            .check(&TypeInfo::of(x), &TypeInfo::of(ind), &TypeInfo::of(upd))?
             .unwrap_or_default();
         let offsets = targets(self.name(), x.shape(), ind, ax)?;
         let out = ctx.output(0, x.dtype(), x.shape())?;

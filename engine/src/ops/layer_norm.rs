@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use ndarray::ArrayViewMutD;
 
-use crate::dtype::{Element, Float};
+use crate::dtype::{DType, Element, Float};
 use crate::error::{op_err, Result};
 use crate::ops::copy::axis_of;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -110,14 +110,7 @@ impl Op for LayerNorm {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        let d = inputs[0].dtype;
-        if !d.is_float() || inputs.iter().any(|t| t.dtype != d) {
-            let got: Vec<String> = inputs.iter().map(|t| t.dtype.to_string()).collect();
-            return op_err(format!(
-                "op 'layer_norm' needs float inputs of one dtype, got {}",
-                got.join(", ")
-            ));
-        }
+        let d = TypeInfo::common_dtype("layer_norm", inputs, "float", DType::is_float)?;
         let stats = match &inputs[0].shape {
             None => None,
             Some(s) => Some(LayerNorm::stats_shape(s, self.axis(s.len())?, 1)),
@@ -126,10 +119,7 @@ impl Op for LayerNorm {
         Ok(vec![inputs[0].clone(), st.clone(), st])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        let tys: Vec<TypeInfo> = inputs
-            .iter()
-            .map(|t| TypeInfo::known(t.dtype(), t.shape()))
-            .collect();
+        let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let x = &inputs[0];
         let ax = self.axis(x.ndim())?;

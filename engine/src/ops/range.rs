@@ -94,21 +94,12 @@ impl Op for Range {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        let d = inputs[0].dtype;
-        if d == DType::Bool || inputs.iter().any(|t| t.dtype != d) {
-            return op_err(format!(
-                "op 'range' needs numeric inputs of one dtype, got {}, {}, {}",
-                inputs[0].dtype, inputs[1].dtype, inputs[2].dtype
-            ));
-        }
+        let d = TypeInfo::common_dtype("range", inputs, "numeric", DType::is_numeric)?;
         Ok(vec![TypeInfo::new(d, Some(vec![-1]))])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         check_arity(self, inputs.len())?;
-        let tys: Vec<TypeInfo> = inputs
-            .iter()
-            .map(|t| TypeInfo::known(t.dtype(), t.shape()))
-            .collect();
+        let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let out = crate::dispatch_num!(inputs[0].dtype(), T => range_kernel::<T>(inputs, ctx)?,
             return op_err("op 'range' does not take bool inputs"));
