@@ -148,3 +148,56 @@ fn every_supported_generated_node_test_passes() {
     );
     assert_all_pass_in_plain_mode(&cases.cases);
 }
+
+/// The node tests of IsNaN, IsInf, Range, CumSum, Trilu, GatherElements,
+/// ScatterElements (and Scatter), ReduceProd, Hardmax, LayerNormalization
+/// and Einsum pass under validate and debug too, with no finding:
+/// their kernels keep their declarations and write every output element.
+#[test]
+fn the_index_and_normalization_node_tests_pass_in_every_mode() {
+    let Some(dir) = node_data() else { return };
+    const PREFIXES: [&str; 14] = [
+        "test_isnan",
+        "test_isinf",
+        "test_range_",
+        "test_cumsum",
+        "test_tril",
+        "test_triu",
+        "test_gather_elements",
+        "test_scatter_elements",
+        "test_scatter_with",
+        "test_reduce_prod",
+        "test_hardmax",
+        "test_layer_normalization",
+        "test_scatter_without",
+        "test_einsum",
+    ];
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            PREFIXES.iter().any(|pre| name.starts_with(pre))
+        })
+        .collect();
+    let cases = import_all(&dirs).unwrap();
+    assert!(cases.cases.len() >= 110, "only {} imported", cases.cases.len());
+    use rayon::prelude::*;
+    let registry = vigil::default_registry();
+    for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
+        let bad: Vec<String> = cases
+            .cases
+            .par_iter()
+            .map(|c| (c, run_case(c, &cfg(mode), &registry)))
+            .filter(|(_, r)| r.status != Status::Pass || !r.findings.is_empty())
+            .map(|(c, r)| format!("{}: {:?} {:?}", c.path, r.error, r.findings))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{} in {}:\n{}",
+            bad.len(),
+            mode.name(),
+            bad.join("\n")
+        );
+    }
+}

@@ -167,6 +167,20 @@ impl Importer {
         inputs: &[Value],
         out: &str,
     ) -> Result<Value> {
+        let mut v = self.emit_n(node, op, attrs, inputs, &[out])?;
+        Ok(v.swap_remove(0))
+    }
+
+    /// [`Importer::emit`] for an op with several outputs, named `outs`
+    /// (one per output of the op, in order).
+    pub fn emit_n(
+        &mut self,
+        node: &NodeCtx,
+        op: &str,
+        attrs: Attrs,
+        inputs: &[Value],
+        outs: &[&str],
+    ) -> Result<Vec<Value>> {
         let err = |source: vigil_engine::Error| ImportError::Node {
             node: node.onnx_name.clone(),
             op: node.op_type.clone(),
@@ -175,20 +189,28 @@ impl Importer {
         let made = self.registry.make(op, &attrs).map_err(err)?;
         let tys: Vec<TypeInfo> = inputs.iter().map(|v| v.ty.clone()).collect();
         vigil_engine::ops::check_arity(made.as_ref(), inputs.len()).map_err(err)?;
-        let mut ty = made.infer(&tys).map_err(err)?.remove(0);
+        let inferred = made.infer(&tys).map_err(err)?;
+        if inferred.len() != outs.len() {
+            return Err(node.unsupported(format!(
+                "internal: op '{op}' has {} outputs, {} names given",
+                inferred.len(),
+                outs.len()
+            )));
+        }
         let foldable = !inputs.is_empty() && inputs.iter().all(|v| v.constant.is_some() && !v.source);
         if foldable {
             let vals: Vec<Tensor> = inputs.iter().filter_map(|v| v.constant.clone()).collect();
-            let t = made
-                .compute(&vals, &mut OpCtx::new(&node.name))
-                .map_err(err)?
-                .remove(0);
-            return Ok(self.constant(out, t.to_contiguous().map_err(err)?));
+            let made = made.compute(&vals, &mut OpCtx::new(&node.name)).map_err(err)?;
+            return made
+                .into_iter()
+                .zip(outs)
+                .map(|(t, out)| Ok(self.constant(out, t.to_contiguous().map_err(err)?)))
+                .collect();
         }
         for v in inputs {
             self.materialize(v);
         }
-        let var = self.unique(out);
+        let vars: Vec<String> = outs.iter().map(|o| self.unique(o)).collect();
         let mut name = node.name.clone();
         let mut k = 1;
         while !self.node_names.insert(name.clone()) {
@@ -208,17 +230,23 @@ impl Importer {
             name,
             op: op.to_string(),
             inputs: inputs.iter().map(|v| v.var.clone()).collect(),
-            outputs: vec![var.clone()],
+            outputs: vars.clone(),
             attrs,
         });
-        ty.value = None;
-        Ok(Value {
-            var,
-            ty,
-            constant: None,
-            source: false,
-            fed: None,
-        })
+        Ok(vars
+            .into_iter()
+            .zip(inferred)
+            .map(|(var, mut ty)| {
+                ty.value = None;
+                Value {
+                    var,
+                    ty,
+                    constant: None,
+                    source: false,
+                    fed: None,
+                }
+            })
+            .collect())
     }
 }
 

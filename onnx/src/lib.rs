@@ -8,6 +8,7 @@
 pub mod case;
 pub mod error;
 pub mod import;
+mod index_ops;
 mod layout_ops;
 pub mod model;
 mod ops;

@@ -242,7 +242,7 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             let axis = c.i("axis").ok_or_else(|| c.bad_attr("axis", "is required"))?;
             out(imp, c, "concat", Attrs::new().with("axis", axis), &ins)
         }
-        "Softmax" | "LogSoftmax" => softmax(imp, c),
+        "Softmax" | "LogSoftmax" | "Hardmax" => softmax(imp, c),
         "Cast" => {
             let x = input(imp, c, 0)?;
             let to = c.i("to").ok_or_else(|| c.bad_attr("to", "is required"))?;
@@ -251,17 +251,7 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         }
         "Gather" => {
             let x = input(imp, c, 0)?;
-            let mut ind = input(imp, c, 1)?;
-            if ind.ty.dtype != DType::I64 {
-                ind = step(
-                    imp,
-                    c,
-                    "cast",
-                    Attrs::new().with("dtype", "i64"),
-                    &[ind],
-                    "indices",
-                )?;
-            }
+            let ind = crate::index_ops::indices(imp, c, 1)?;
             out(
                 imp,
                 c,
@@ -271,7 +261,7 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             )
         }
         "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceL1" | "ReduceL2"
-        | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => reduce(imp, c),
+        | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceProd" => reduce(imp, c),
         "ArgMax" | "ArgMin" => {
             let x = input(imp, c, 0)?;
             let a = Attrs::new()
@@ -329,6 +319,31 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "Constant" => constant(imp, c),
         "Slice" => slice(imp, c),
         "Expand" => expand(imp, c),
+        "IsNaN" => {
+            let x = input(imp, c, 0)?;
+            out(imp, c, "isnan", Attrs::new(), &[x])
+        }
+        "IsInf" => {
+            let x = input(imp, c, 0)?;
+            let a = Attrs::new()
+                .with("detect_positive", c.i("detect_positive").unwrap_or(1) != 0)
+                .with("detect_negative", c.i("detect_negative").unwrap_or(1) != 0);
+            out(imp, c, "isinf", a, &[x])
+        }
+        "Range" => crate::index_ops::range(imp, c),
+        "CumSum" => crate::index_ops::cumsum(imp, c),
+        "Trilu" => crate::index_ops::trilu(imp, c),
+        "GatherElements" | "ScatterElements" | "Scatter" => crate::index_ops::elements(imp, c),
+        "LayerNormalization" => layer_norm(imp, c),
+        "Einsum" => {
+            let ins = (0..c.proto.input.len())
+                .map(|k| input(imp, c, k))
+                .collect::<Result<Vec<_>>>()?;
+            let eq = c
+                .s("equation")
+                .ok_or_else(|| c.bad_attr("equation", "is required"))?;
+            out(imp, c, "einsum", Attrs::new().with("equation", eq), &ins)
+        }
         _ => Err(ImportError::UnsupportedOp {
             node: c.onnx_name.clone(),
             op: c.op_type.clone(),
@@ -594,10 +609,10 @@ fn unsqueeze(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 fn softmax(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let name = if c.op_type == "Softmax" {
-        "softmax"
-    } else {
-        "log_softmax"
+    let name = match c.op_type.as_str() {
+        "Softmax" => "softmax",
+        "LogSoftmax" => "log_softmax",
+        _ => "hardmax",
     };
     if imp.opset >= 13 {
         return out(
@@ -646,6 +661,7 @@ fn reduce(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "ReduceMean" => (None, "mean", None),
         "ReduceMax" => (None, "max", None),
         "ReduceMin" => (None, "min", None),
+        "ReduceProd" => (None, "prod", None),
         "ReduceL1" => (Some("abs"), "sum", None),
         "ReduceL2" => (Some("square"), "sum", Some("sqrt")),
         "ReduceSumSquare" => (Some("square"), "sum", None),
@@ -737,6 +753,44 @@ fn empty_max_min(
     let t = vigil_engine::dispatch_all!(x.ty.dtype, T => make::<T>(&shape, value))
         .map_err(|e| c.unsupported(e.to_string()))?;
     Ok(Some(imp.constant(c.out(), t)))
+}
+
+/// `layer_norm`, whose statistics outputs (Mean, InvStdDev) are bound
+/// when the model names them, cast to `stash_type` when that differs from
+/// X's dtype.
+fn layer_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
+    ins.extend(optional(imp, c, 2)?);
+    let a = Attrs::new()
+        .with("axis", c.i("axis").unwrap_or(-1))
+        .with("epsilon", c.f("epsilon").unwrap_or(1e-5));
+    let stash = c.i("stash_type").unwrap_or(1);
+    let stash = dtype_of(
+        stash as i32,
+        &format!("node '{}' (LayerNormalization): attr 'stash_type'", c.onnx_name),
+    )?;
+    let y = c.out().to_string();
+    let named = |j: usize| c.proto.output.get(j).filter(|o| !o.is_empty()).cloned();
+    let outs: Vec<String> = [(1, "mean"), (2, "inv_std_dev")]
+        .iter()
+        .map(|&(j, tag)| {
+            named(j)
+                .filter(|_| stash == ins[0].ty.dtype)
+                .unwrap_or_else(|| format!("{y}.{tag}"))
+        })
+        .collect();
+    let mut vals = imp.emit_n(c, "layer_norm", a, &ins, &[&y, &outs[0], &outs[1]])?;
+    for (j, v) in [(1, vals[1].clone()), (2, vals[2].clone())] {
+        let Some(name) = named(j) else { continue };
+        let v = if v.ty.dtype == stash {
+            v
+        } else {
+            let a = Attrs::new().with("dtype", stash.name());
+            imp.emit(c, "cast", a, &[v], &name)?
+        };
+        imp.bind(&name, v);
+    }
+    Ok(vals.swap_remove(0))
 }
 
 fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

@@ -30,7 +30,7 @@ pub(crate) fn detach(src: &Tensor, out: &Tensor) -> Result<Tensor> {
 
 /// Resolves the `axis` attr of `op` against `ndim` axes; the error names the
 /// op and the attr.
-fn axis_of(op: &str, axis: i64, ndim: usize) -> Result<usize> {
+pub(crate) fn axis_of(op: &str, axis: i64, ndim: usize) -> Result<usize> {
     resolve_axis(axis, ndim).map_err(|e| Error::Op(format!("op '{op}': attr 'axis': {e}")))
 }
 

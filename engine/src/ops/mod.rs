@@ -8,14 +8,21 @@
 mod attrs;
 mod ctx;
 mod registry;
+#[cfg(test)]
+mod testutil;
 mod typeinfo;
 
 pub mod activation;
+pub mod classify;
 pub mod conv;
 pub mod copy;
+pub mod cumsum;
+pub mod einsum;
+pub mod elements;
 pub mod elementwise;
 pub mod fill;
 pub mod intdiv;
+pub mod layer_norm;
 pub mod linalg;
 pub mod logical;
 pub mod nn;
@@ -23,9 +30,11 @@ pub mod norm;
 pub mod pad;
 pub mod pool;
 pub mod random;
+pub mod range;
 pub mod reduce;
 pub mod subtensor;
 pub mod tile;
+pub mod trilu;
 pub mod view;
 pub mod vmath;
 pub mod window;

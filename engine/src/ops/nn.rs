@@ -4,6 +4,9 @@
 //!   numerically stable: each lane is shifted by its maximum first, so large
 //!   logits do not overflow. A lane whose maximum is not finite (all -inf, a
 //!   +inf or a NaN) gives NaN, as the shifted formula does in numpy/scipy.
+//! - `hardmax(x)` along the attr `axis` (default -1): 1 at the first
+//!   maximum of each lane (the first NaN, if any, as numpy's `argmax`
+//!   picks), 0 elsewhere; ONNX Hardmax.
 //! - `cross_entropy(logits, labels)`: logits `[N, C]` float, labels `[N]`
 //!   i64; the 0-d mean over rows of `-log_softmax(logits)[i, labels[i]]`.
 //!   A label outside `0..C` (negative ones included) is an error naming the
@@ -116,6 +119,75 @@ impl Op for Softmax {
         } else {
             Attrs::new().with("axis", self.axis)
         }
+    }
+}
+
+// ----- hardmax ----------------------------------------------------------------
+
+/// The position of the first NaN of a lane, else of its first maximum.
+fn lane_argmax<T: Float>(lane: ndarray::ArrayView1<'_, T>) -> Option<usize> {
+    let mut best: Option<(usize, T)> = None;
+    for (i, &v) in lane.iter().enumerate() {
+        if v.is_nan() {
+            return Some(i);
+        }
+        if best.is_none_or(|(_, b)| v > b) {
+            best = Some((i, v));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+fn run_hardmax<T: Float>(x: &Tensor, out: &Tensor, ax: usize) -> Result<()> {
+    x.read(|xv: ArrayViewD<'_, T>| {
+        out.write(|mut ov: ArrayViewMutD<'_, T>| {
+            Zip::from(ov.lanes_mut(Axis(ax)))
+                .and(xv.lanes(Axis(ax)))
+                .for_each(|mut ol, xl| {
+                    let hot = lane_argmax(xl);
+                    ol.indexed_iter_mut()
+                        .for_each(|(i, o)| *o = if Some(i) == hot { T::one() } else { T::zero() });
+                })
+        })
+    })??;
+    Ok(())
+}
+
+/// `hardmax` along `axis`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hardmax {
+    pub axis: i64,
+}
+
+impl Op for Hardmax {
+    fn name(&self) -> &str {
+        "hardmax"
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        let x = &inputs[0];
+        float_only("hardmax", "inputs", x.dtype)?;
+        if let Some(r) = x.rank() {
+            axis_of("hardmax", self.axis, r)?;
+        }
+        Ok(vec![x.clone()])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        check_arity(self, inputs.len())?;
+        let x = &inputs[0];
+        float_only("hardmax", "inputs", x.dtype())?;
+        let ax = axis_of("hardmax", self.axis, x.ndim())?;
+        let out = ctx.output(0, x.dtype(), x.shape())?;
+        let x = crate::ops::copy::detach(x, &out)?;
+        crate::dispatch_float!(x.dtype(), T => run_hardmax::<T>(&x, &out, ax)?,
+            return op_err("op 'hardmax' takes float inputs"));
+        Ok(vec![out])
+    }
+    fn attrs(&self) -> Attrs {
+        Attrs::new().with("axis", self.axis)
     }
 }
 
@@ -299,6 +371,12 @@ pub fn register(r: &mut OpRegistry) {
             Ok(Arc::new(op) as Arc<dyn Op>)
         });
     }
+    r.register("hardmax", |a: &Attrs| {
+        a.only("hardmax", &["axis"])?;
+        Ok(Arc::new(Hardmax {
+            axis: a.i64("axis")?.unwrap_or(-1),
+        }) as Arc<dyn Op>)
+    });
     r.register_op(Arc::new(CrossEntropy));
     r.register_op(Arc::new(Mse));
 }
@@ -680,5 +758,33 @@ mod tests {
             .remove(0);
         assert!(out.same_buffer(&g));
         assert_eq!(vals(&out).1, vec![2.5]);
+    }
+
+    #[test]
+    fn hardmax_marks_the_first_maximum_or_nan_of_each_lane() {
+        let hm = |axis: i64| op("hardmax", Attrs::new().with("axis", axis));
+        let vals = |x: Tensor| x.to_array::<f32>().unwrap().iter().copied().collect::<Vec<_>>();
+        let x = t(&[2, 3], vec![1.0f32, 3.0, 3.0, -1.0, f32::NAN, 5.0]);
+        assert_eq!(
+            vals(run(&*hm(-1), std::slice::from_ref(&x)).unwrap()),
+            [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+        );
+        // Columns [1, -1], [3, NaN], [3, 5].
+        assert_eq!(
+            vals(run(&*hm(0), std::slice::from_ref(&x)).unwrap()),
+            [1.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+        );
+        // A reversed view: lanes are [-1, NaN, 5] then [1, 3, 3].
+        assert_eq!(
+            vals(run(&*hm(1), &[rev0(&x)]).unwrap()),
+            [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+        );
+        let inf = t(&[3], vec![f64::NEG_INFINITY; 3]);
+        let y = run(&*hm(0), &[inf]).unwrap().to_array::<f64>().unwrap();
+        assert_eq!(y.iter().copied().collect::<Vec<_>>(), [1.0, 0.0, 0.0]);
+        let empty = run(&*hm(1), &[t::<f32>(&[2, 0], vec![])]).unwrap();
+        assert_eq!(empty.shape(), &[2, 0]);
+        assert!(run(&*hm(2), &[x]).is_err());
+        assert!(run(&*hm(0), &[t(&[2], vec![1i64, 2])]).is_err());
     }
 }

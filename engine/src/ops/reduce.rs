@@ -1,15 +1,15 @@
-//! Reductions with numpy semantics: `sum`, `mean`, `max`, `min` over the
+//! Reductions with numpy semantics: `sum`, `prod`, `mean`, `max`, `min` over the
 //! attr `axes` (a list of ints, negative allowed, default every axis) with
 //! `keepdims` (default false), and `argmax` over the attr `axis` (default:
 //! the flattened array) with `keepdims`, giving i64.
 //!
-//! - `sum`, `max` and `min` keep the input dtype; integer sums wrap on
-//!   overflow (numpy's behaviour) instead of panicking.
+//! - `sum`, `prod`, `max` and `min` keep the input dtype; integer sums and
+//!   products wrap on overflow (numpy's behaviour) instead of panicking.
 //! - `mean` takes float inputs only (cast integers first).
 //! - bool inputs are rejected by every reduction (cast them first).
 //! - `axes: []` reduces nothing (the output is a copy, as numpy's
 //!   `axis=()`); a repeated axis is an error, as in numpy.
-//! - The sum of an empty reduction is 0 and its mean is NaN; `max`, `min`
+//! - The sum of an empty reduction is 0, its product 1 and its mean NaN; `max`, `min`
 //!   and `argmax` over a zero-length reduced axis are errors (numpy raises),
 //!   even when the output itself is empty.
 //! - NaN propagates through `max`/`min`; `argmax` returns the index of the
@@ -31,14 +31,16 @@ use crate::tensor::Tensor;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReduceKind {
     Sum,
+    Prod,
     Mean,
     Max,
     Min,
 }
 
 impl ReduceKind {
-    pub const ALL: [ReduceKind; 4] = [
+    pub const ALL: [ReduceKind; 5] = [
         ReduceKind::Sum,
+        ReduceKind::Prod,
         ReduceKind::Mean,
         ReduceKind::Max,
         ReduceKind::Min,
@@ -47,6 +49,7 @@ impl ReduceKind {
     pub fn name(self) -> &'static str {
         match self {
             ReduceKind::Sum => "sum",
+            ReduceKind::Prod => "prod",
             ReduceKind::Mean => "mean",
             ReduceKind::Max => "max",
             ReduceKind::Min => "min",
@@ -219,6 +222,12 @@ fn reduce_num<T: Reducible>(kind: ReduceKind, v: &ArrayViewD<'_, T>, flags: &[bo
             flags,
             |v| v.fold(T::max_value(), |a, &b| T::minimum(a, b)),
             |v, ax| fold_axis_with(v, ax, T::max_value(), T::minimum),
+        ),
+        ReduceKind::Prod => reduce_flagged(
+            v,
+            flags,
+            |v| v.fold(T::one(), |a, &b| T::mul_w(a, b)),
+            |v, ax| fold_axis_with(v, ax, T::one(), T::mul_w),
         ),
         // Mean is handled by `reduce_mean`; sum is its numerator.
         ReduceKind::Sum | ReduceKind::Mean => reduce_flagged(v, flags, T::sum_all, T::sum_along),
@@ -946,5 +955,42 @@ mod tests {
         );
         assert!(am1.infer(&[ti(vec![0, 5])]).is_err());
         assert!(am1.infer(&[ti(vec![])]).is_err());
+    }
+
+    #[test]
+    fn prod_over_axes_keepdims_empty_axes_wraps_and_nan() {
+        let a = |axes: Vec<i64>, keep: bool| Attrs::new().with("axes", axes).with("keepdims", keep);
+        let p = op("prod", a(vec![1], false));
+        assert_eq!(
+            vals::<f64>(&run(&*p, &x23()).unwrap()),
+            (vec![2], vec![6.0, 120.0])
+        );
+        let p = op("prod", a(vec![-2], true));
+        assert_eq!(
+            vals::<f64>(&run(&*p, &x23()).unwrap()),
+            (vec![1, 3], vec![4.0, 10.0, 18.0])
+        );
+        let all = op("prod", Attrs::new());
+        assert_eq!(
+            vals::<f64>(&run(&*all, &rev0(&x23())).unwrap()),
+            (vec![], vec![720.0])
+        );
+        // The product of nothing is 1, even over a zero-length axis.
+        let p = op("prod", a(vec![1], true));
+        let empty = t::<f32>(&[2, 0, 3], vec![]);
+        assert_eq!(
+            vals::<f32>(&run(&*p, &empty).unwrap()),
+            (vec![2, 1, 3], vec![1.0; 6])
+        );
+        assert_eq!(
+            vals::<f64>(&run(&*op("prod", a(vec![], false)), &x23()).unwrap()).1,
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
+        // Integers wrap: 2^32 · 2^32 = 2^64 ≡ 0 (mod 2^64).
+        let big = t(&[2], vec![1i64 << 32, 1i64 << 32]);
+        assert_eq!(vals::<i64>(&run(&*all, &big).unwrap()).1, [0]);
+        let n = vals::<f32>(&run(&*all, &t(&[3], vec![0.0f32, f32::NAN, 2.0])).unwrap()).1;
+        assert!(n[0].is_nan());
+        assert!(run(&*all, &t(&[1], vec![true])).is_err());
     }
 }

@@ -45,6 +45,13 @@ impl OpRegistry {
                 super::tile::register(&mut r);
                 super::logical::register(&mut r);
                 super::intdiv::register(&mut r);
+                super::classify::register(&mut r);
+                super::range::register(&mut r);
+                super::cumsum::register(&mut r);
+                super::trilu::register(&mut r);
+                super::elements::register(&mut r);
+                super::layer_norm::register(&mut r);
+                super::einsum::register(&mut r);
                 r
             })
             .clone()

@@ -34,6 +34,30 @@ impl TypeInfo {
         }
     }
 
+    /// The dtype and shape of a tensor (no value).
+    pub fn of(t: &crate::tensor::Tensor) -> TypeInfo {
+        TypeInfo::known(t.dtype(), t.shape())
+    }
+
+    /// The dtype every input shares, when `accepts` takes it; else an error
+    /// naming op `op`, the `kind` of dtype it needs and the dtypes it got.
+    pub fn common_dtype(
+        op: &str,
+        inputs: &[TypeInfo],
+        kind: &str,
+        accepts: fn(DType) -> bool,
+    ) -> Result<DType> {
+        let d = inputs.first().map_or(DType::F32, |t| t.dtype);
+        if !accepts(d) || inputs.iter().any(|t| t.dtype != d) {
+            let got: Vec<String> = inputs.iter().map(|t| t.dtype.to_string()).collect();
+            return op_err(format!(
+                "op '{op}' needs {kind} inputs of one dtype, got {}",
+                got.join(", ")
+            ));
+        }
+        Ok(d)
+    }
+
     /// The type of a constant; small 1-D i64 constants carry their value.
     pub fn of_constant(t: &crate::tensor::Tensor) -> TypeInfo {
         let mut ty = TypeInfo::known(t.dtype(), t.shape());

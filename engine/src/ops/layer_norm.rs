@@ -1,0 +1,221 @@
+//! `layer_norm(x, [scale, [bias]])`: layer normalization over the axes from
+//! attr `axis` (default -1, negative counts from the end) to the last (ONNX
+//! LayerNormalization). Each block of those axes is normalized on its own:
+//! `y = (x − mean) · inv_std · scale + bias` with `inv_std = 1 / sqrt(var +
+//! epsilon)` (attr `epsilon`, default 1e-5; `var` is the biased variance).
+//! `scale` and `bias` broadcast into the normalized shape `x.shape[axis:]`
+//! (absent: 1 and 0).
+//!
+//! Three outputs: `y` (x's shape), then `mean` and `inv_std` with shape
+//! `x.shape[:axis] + [1] * (rank − axis)`. Float dtypes, one for every
+//! input; statistics are accumulated in f64 and rounded once. A block of no
+//! elements has a NaN mean, as numpy's mean of nothing.
+
+use std::sync::Arc;
+
+use ndarray::ArrayViewMutD;
+
+use crate::dtype::{DType, Element, Float};
+use crate::error::{op_err, Result};
+use crate::ops::copy::axis_of;
+use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::tensor::Tensor;
+
+const INPUTS: [&str; 3] = ["x", "scale", "bias"];
+
+/// The `layer_norm` op.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerNorm {
+    pub axis: i64,
+    pub epsilon: f64,
+}
+
+impl LayerNorm {
+    fn axis(&self, r: usize) -> Result<usize> {
+        if r == 0 {
+            return op_err("op 'layer_norm': x is 0-d, there is no axis to normalize");
+        }
+        axis_of("layer_norm", self.axis, r)
+    }
+
+    fn stats_shape<D: Copy>(shape: &[D], ax: usize, one: D) -> Vec<D> {
+        shape
+            .iter()
+            .enumerate()
+            .map(|(d, &n)| if d < ax { n } else { one })
+            .collect()
+    }
+}
+
+/// `t` (scale or bias) broadcast into `inner` and flattened, as f64.
+fn flat_param<T: Element>(t: Option<&Tensor>, k: usize, inner: &[usize], fill: f64) -> Result<Vec<f64>> {
+    let n = inner.iter().product();
+    let Some(t) = t else {
+        return Ok(vec![fill; n]);
+    };
+    let b = t.broadcast_to(inner).map_err(|_| {
+        crate::error::Error::Op(format!(
+            "op 'layer_norm': {} (input {k}) of shape {:?} does not broadcast into the normalized shape {inner:?}",
+            INPUTS[k],
+            t.shape()
+        ))
+    })?;
+    Ok(b.to_array::<T>()?.iter().map(|v| v.to_f64()).collect())
+}
+
+fn layer_norm_kernel<T: Float>(p: &LayerNorm, inputs: &[Tensor], ax: usize, outs: &[Tensor]) -> Result<()> {
+    let x = &inputs[0];
+    let inner_shape = &x.shape()[ax..];
+    let scale = flat_param::<T>(inputs.get(1), 1, inner_shape, 1.0)?;
+    let bias = flat_param::<T>(inputs.get(2), 2, inner_shape, 0.0)?;
+    let xa = x.to_array::<T>()?;
+    let xs = xa.as_slice().unwrap_or_default();
+    let inner = scale.len();
+    let outer: usize = x.shape()[..ax].iter().product();
+    let mut y = Vec::with_capacity(xs.len());
+    let (mut means, mut invs) = (Vec::with_capacity(outer), Vec::with_capacity(outer));
+    for o in 0..outer {
+        let block = &xs[o * inner..(o + 1) * inner];
+        let n = inner as f64;
+        let mean = block.iter().map(|&v| Element::to_f64(v)).sum::<f64>() / n;
+        let var = block
+            .iter()
+            .map(|&v| (Element::to_f64(v) - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        let inv = 1.0 / (var + p.epsilon).sqrt();
+        for (k, &v) in block.iter().enumerate() {
+            y.push(<T as Element>::from_f64(
+                (Element::to_f64(v) - mean) * inv * scale[k] + bias[k],
+            ));
+        }
+        means.push(<T as Element>::from_f64(mean));
+        invs.push(<T as Element>::from_f64(inv));
+    }
+    for (out, vals) in outs.iter().zip([y, means, invs]) {
+        out.write(|mut o: ArrayViewMutD<'_, T>| o.iter_mut().zip(vals).for_each(|(o, v)| *o = v))?;
+    }
+    Ok(())
+}
+
+impl Op for LayerNorm {
+    fn name(&self) -> &str {
+        "layer_norm"
+    }
+    fn arity(&self) -> Arity {
+        Arity { min: 1, max: Some(3) }
+    }
+    fn num_outputs(&self) -> usize {
+        3
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        let d = TypeInfo::common_dtype("layer_norm", inputs, "float", DType::is_float)?;
+        let stats = match &inputs[0].shape {
+            None => None,
+            Some(s) => Some(LayerNorm::stats_shape(s, self.axis(s.len())?, 1)),
+        };
+        let st = TypeInfo::new(d, stats);
+        Ok(vec![inputs[0].clone(), st.clone(), st])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
+        self.infer(&tys)?;
+        let x = &inputs[0];
+        let ax = self.axis(x.ndim())?;
+        let stats = LayerNorm::stats_shape(x.shape(), ax, 1);
+        let outs = vec![
+            ctx.output(0, x.dtype(), x.shape())?,
+            ctx.output(1, x.dtype(), &stats)?,
+            ctx.output(2, x.dtype(), &stats)?,
+        ];
+        crate::dispatch_float!(x.dtype(), T => layer_norm_kernel::<T>(self, inputs, ax, &outs)?,
+            return op_err("op 'layer_norm' takes float inputs"));
+        Ok(outs)
+    }
+    fn attrs(&self) -> Attrs {
+        Attrs::new().with("axis", self.axis).with("epsilon", self.epsilon)
+    }
+}
+
+pub fn register(r: &mut OpRegistry) {
+    r.register("layer_norm", |a: &Attrs| {
+        a.only("layer_norm", &["axis", "epsilon"])?;
+        Ok(Arc::new(LayerNorm {
+            axis: a.i64("axis")?.unwrap_or(-1),
+            epsilon: a.f64("epsilon")?.unwrap_or(1e-5),
+        }) as Arc<dyn Op>)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::testutil::{op, run_all, t};
+
+    fn ln(axis: i64, eps: f64) -> Arc<dyn Op> {
+        op("layer_norm", Attrs::new().with("axis", axis).with("epsilon", eps))
+    }
+
+    fn f64s(x: &Tensor) -> Vec<f64> {
+        x.to_f64_vec().unwrap()
+    }
+
+    fn close(a: &[f64], b: &[f64]) {
+        assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() < 1e-6, "{a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn normalizes_each_row_and_reports_mean_and_inv_std() {
+        // Rows [1, 3] and [2, 6]: means 2 and 4, variances 1 and 4.
+        let x = t(&[2, 2], vec![1.0f64, 3.0, 2.0, 6.0]);
+        let o = run_all(&*ln(-1, 0.0), std::slice::from_ref(&x)).unwrap();
+        close(&f64s(&o[0]), &[-1.0, 1.0, -1.0, 1.0]);
+        assert_eq!(o[1].shape(), &[2, 1]);
+        close(&f64s(&o[1]), &[2.0, 4.0]);
+        close(&f64s(&o[2]), &[1.0, 0.5]);
+        // Scale and bias broadcast into the normalized shape [2].
+        let scale = t(&[2], vec![2.0f64, 3.0]);
+        let bias = t(&[1], vec![10.0f64]);
+        let o = run_all(&*ln(1, 0.0), &[x.clone(), scale, bias]).unwrap();
+        close(&f64s(&o[0]), &[8.0, 13.0, 8.0, 13.0]);
+        // axis 0 (= -2): one block of all four, mean 3, variance 3.5.
+        let o = run_all(&*ln(-2, 0.5), &[x]).unwrap();
+        assert_eq!(o[1].shape(), &[1, 1]);
+        let inv = 1.0 / 4.0f64.sqrt();
+        close(&f64s(&o[0]), &[-2.0 * inv, 0.0, -inv, 3.0 * inv]);
+        close(&f64s(&o[2]), &[inv]);
+    }
+
+    #[test]
+    fn f32_views_nan_and_empty_inputs() {
+        // x.T of [[0, 4], [2, 2]] is [[0, 2], [4, 2]]: rows with mean 1 and 3.
+        let x = t(&[2, 2], vec![0.0f32, 4.0, 2.0, 2.0]).transpose(None).unwrap();
+        let o = run_all(&*ln(-1, 0.0), &[x]).unwrap();
+        close(&f64s(&o[0]), &[-1.0, 1.0, 1.0, -1.0]);
+        close(&f64s(&o[1]), &[1.0, 3.0]);
+        let x = t(&[2, 2], vec![f32::NAN, 1.0, 1.0, 3.0]);
+        let o = run_all(&*ln(-1, 0.0), &[x]).unwrap();
+        let y = f64s(&o[0]);
+        assert!(y[0].is_nan() && y[1].is_nan() && y[2] == -1.0 && y[3] == 1.0);
+        let o = run_all(&*ln(0, 1e-5), &[t::<f32>(&[0, 3], vec![])]).unwrap();
+        assert_eq!((o[0].shape(), o[1].shape()), (&[0usize, 3][..], &[1usize, 1][..]));
+        assert!(f64s(&o[1])[0].is_nan());
+        let o = run_all(&*ln(-1, 1e-5), &[t::<f64>(&[2, 0], vec![])]).unwrap();
+        assert_eq!(o[1].shape(), &[2, 1]);
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let x = t(&[2, 3], vec![0.0f32; 6]);
+        let e = run_all(&*ln(-1, 0.0), &[x.clone(), t(&[2], vec![1.0f32, 1.0])]).unwrap_err();
+        assert!(e.to_string().contains("scale (input 1) of shape [2]"), "{e}");
+        let e = run_all(&*ln(-1, 0.0), &[x.clone(), t(&[3], vec![1.0f64; 3])]).unwrap_err();
+        assert!(e.to_string().contains("one dtype"), "{e}");
+        assert!(run_all(&*ln(2, 0.0), &[x]).is_err());
+        assert!(run_all(&*ln(0, 0.0), &[t(&[2], vec![1i64, 2])]).is_err());
+    }
+}

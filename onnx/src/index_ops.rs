@@ -1,0 +1,83 @@
+//! Ops whose extra ONNX inputs are counts, axes or indices: Range,
+//! CumSum, Trilu, GatherElements and ScatterElements. Range's bounds and
+//! the element indices are read at run time; CumSum's axis and Trilu's k
+//! become Vigil attrs, so they must be known at import time.
+
+use vigil_engine::{Attrs, DType};
+
+use crate::error::Result;
+use crate::import::{Importer, NodeCtx, Value};
+use crate::ops::{const_ints, input, optional, out, step};
+
+/// `range`: folded when start, limit and delta are known, else a node
+/// whose length is known only at run time.
+pub(crate) fn range(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = [input(imp, c, 0)?, input(imp, c, 1)?, input(imp, c, 2)?];
+    out(imp, c, "range", Attrs::new(), &ins)
+}
+
+/// The single integer of an input that must be known at import time.
+fn const_int(c: &NodeCtx, v: &Value, what: &str) -> Result<i64> {
+    match const_ints(c, v, what)?.as_slice() {
+        [k] => Ok(*k),
+        other => Err(c.unsupported(format!("input '{what}' must hold one integer, got {other:?}"))),
+    }
+}
+
+/// `cumsum`: the axis from input 1, `exclusive` and `reverse` from the
+/// attrs.
+pub(crate) fn cumsum(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let axis = const_int(c, &input(imp, c, 1)?, "axis")?;
+    let a = Attrs::new()
+        .with("axis", axis)
+        .with("exclusive", c.i("exclusive").unwrap_or(0) != 0)
+        .with("reverse", c.i("reverse").unwrap_or(0) != 0);
+    out(imp, c, "cumsum", a, &[x])
+}
+
+/// `trilu`: `upper` from the attr (default 1), `k` from input 1 (default 0).
+pub(crate) fn trilu(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let k = match optional(imp, c, 1)? {
+        Some(v) => const_int(c, &v, "k")?,
+        None => 0,
+    };
+    let a = Attrs::new()
+        .with("upper", c.i("upper").unwrap_or(1) != 0)
+        .with("k", k);
+    out(imp, c, "trilu", a, &[x])
+}
+
+/// ONNX input `k` as i64 indices (int32 ones get a cast).
+pub(crate) fn indices(imp: &mut Importer, c: &NodeCtx, k: usize) -> Result<Value> {
+    let ind = input(imp, c, k)?;
+    if ind.ty.dtype == DType::I64 {
+        return Ok(ind);
+    }
+    let a = Attrs::new().with("dtype", "i64");
+    step(imp, c, "cast", a, &[ind], "indices")
+}
+
+/// `gather_elements` (GatherElements) and `scatter_elements`
+/// (ScatterElements, and the deprecated Scatter it replaced).
+pub(crate) fn elements(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let ind = indices(imp, c, 1)?;
+    let a = Attrs::new().with("axis", c.i("axis").unwrap_or(0));
+    if c.op_type == "GatherElements" {
+        return out(imp, c, "gather_elements", a, &[x, ind]);
+    }
+    let upd = input(imp, c, 2)?;
+    let reduction = c.s("reduction").unwrap_or_else(|| "none".into());
+    if !matches!(reduction.as_str(), "none" | "add" | "mul" | "max" | "min") {
+        return Err(c.bad_attr("reduction", format!("unknown value '{reduction}'")));
+    }
+    out(
+        imp,
+        c,
+        "scatter_elements",
+        a.with("reduction", reduction),
+        &[x, ind, upd],
+    )
+}
