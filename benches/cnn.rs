@@ -29,7 +29,9 @@ fn ramp(shape: &[usize], seed: usize) -> Tensor {
 
 fn run(reg: &OpRegistry, op: &str, attrs: &Attrs, inputs: &[Tensor]) -> Tensor {
     let op = reg.make(op, attrs).expect("op");
-    op.compute(inputs, &mut OpCtx::new("bench")).expect("compute").remove(0)
+    op.compute(inputs, &mut OpCtx::new("bench"))
+        .expect("compute")
+        .remove(0)
 }
 
 fn conv(c: &mut Criterion) {
@@ -74,7 +76,7 @@ fn memory_bound(c: &mut Criterion) {
         b.iter(|| black_box(x.deep_copy().expect("copy")))
     });
     group.bench_function("relu", |b| {
-        b.iter(|| black_box(run(&reg, "relu", &Attrs::new(), &[x.clone()])))
+        b.iter(|| black_box(run(&reg, "relu", &Attrs::new(), std::slice::from_ref(&x))))
     });
     let mut bn = vec![x.clone()];
     bn.extend(vecs.iter().cloned());
@@ -94,7 +96,7 @@ fn memory_bound(c: &mut Criterion) {
         .with("strides", vec![2, 2])
         .with("pads", vec![1, 1, 1, 1]);
     group.bench_function("max_pool_3x3_s2", |b| {
-        b.iter(|| black_box(run(&reg, "max_pool", &pool, &[x.clone()])))
+        b.iter(|| black_box(run(&reg, "max_pool", &pool, std::slice::from_ref(&x))))
     });
     group.finish();
 }

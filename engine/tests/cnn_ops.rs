@@ -123,9 +123,14 @@ fn batch_norm_inplace_overwrites_its_input_with_the_pure_result() {
 /// in C order), and its contiguous copy.
 fn transposed_and_copy(shape: [usize; 4], seed: usize) -> (Tensor, Tensor) {
     let n: usize = shape.iter().product();
-    let data: Vec<f32> = (0..n).map(|i| ((i * 7919 + seed) % 211) as f32 / 21.0 - 5.0).collect();
+    let data: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919 + seed) % 211) as f32 / 21.0 - 5.0)
+        .collect();
     let rev: Vec<usize> = shape.iter().rev().copied().collect();
-    let t = Tensor::from_vec(&rev, data).unwrap().permute(&[3, 2, 1, 0]).unwrap();
+    let t = Tensor::from_vec(&rev, data)
+        .unwrap()
+        .permute(&[3, 2, 1, 0])
+        .unwrap();
     assert!(!t.is_contiguous());
     let c = t.deep_copy().unwrap();
     assert!(c.is_contiguous());
@@ -144,9 +149,19 @@ fn window_ops_read_non_contiguous_inputs_as_their_contiguous_copies() {
         .with("dilations", vec![1, 2]);
     let pool = window.clone().with("kernel_shape", vec![3, 2]);
     let cases: Vec<(&str, Attrs, Vec<Tensor>, Vec<Tensor>)> = vec![
-        ("conv", window.clone().with("group", 2), vec![x.clone(), w], vec![xc.clone(), wc]),
+        (
+            "conv",
+            window.clone().with("group", 2),
+            vec![x.clone(), w],
+            vec![xc.clone(), wc],
+        ),
         ("max_pool", pool.clone(), vec![x.clone()], vec![xc.clone()]),
-        ("average_pool", pool.with("count_include_pad", 1), vec![x.clone()], vec![xc.clone()]),
+        (
+            "average_pool",
+            pool.with("count_include_pad", 1),
+            vec![x.clone()],
+            vec![xc.clone()],
+        ),
         (
             "batch_norm",
             Attrs::new(),

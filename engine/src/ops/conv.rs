@@ -118,7 +118,10 @@ impl Im2col {
             Im2col::Planar(h, w) => im2col_planar(xc, h, w, col),
             Im2col::Table(table) => {
                 for t in table.chunks_exact(o).take(k) {
-                    col.extend(t.iter().map(|&off| if off == PAD { T::zero() } else { xc[off as usize] }));
+                    col.extend(
+                        t.iter()
+                            .map(|&off| if off == PAD { T::zero() } else { xc[off as usize] }),
+                    );
                 }
             }
         }
@@ -317,7 +320,9 @@ mod tests {
         (0usize..7, 1usize..4, 1usize..4, 1usize..3, 0usize..3, 0usize..3)
     }
 
-    fn window(spec: &[(usize, usize, usize, usize, usize, usize)]) -> Option<(Vec<usize>, Vec<usize>, Vec<Axis1>)> {
+    fn window(
+        spec: &[(usize, usize, usize, usize, usize, usize)],
+    ) -> Option<(Vec<usize>, Vec<usize>, Vec<Axis1>)> {
         let w = Window {
             strides: spec.iter().map(|a| a.2).collect(),
             dilations: spec.iter().map(|a| a.3).collect(),
@@ -332,7 +337,9 @@ mod tests {
 
     /// Distinct values, so that a misplaced element shows.
     fn ramp(n: usize, seed: u64) -> Vec<f64> {
-        (0..n).map(|i| ((i as u64 * 2654435761 + seed) % 1009) as f64 / 97.0 - 5.0).collect()
+        (0..n)
+            .map(|i| ((i as u64 * 2654435761 + seed) % 1009) as f64 / 97.0 - 5.0)
+            .collect()
     }
 
     /// The convolution straight from its definition, one output at a time.

@@ -16,7 +16,9 @@ use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::{DType, Float, Num};
 use crate::error::{op_err, Result};
-use crate::ops::window::{gather_table, infer_spatial, padded_counts, planar, Axis1, Window, PAD, WINDOW_ATTRS};
+use crate::ops::window::{
+    gather_table, infer_spatial, padded_counts, planar, Axis1, Window, PAD, WINDOW_ATTRS,
+};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -138,8 +140,14 @@ where
 /// steps touch independent accumulators (no chain of dependent max or add
 /// per window) and a stride-1 run is a straight vector loop. The taps
 /// inside a window form the rectangle `h.taps_inside` × `cols`.
-fn pool_planar<T: Num, S, F>(xp: &[T], dst: &mut [T], h: &Axis1, w: &Axis1, cols: &[(usize, usize)], r: &Reduce<T, S, F>)
-where
+fn pool_planar<T: Num, S, F>(
+    xp: &[T],
+    dst: &mut [T],
+    h: &Axis1,
+    w: &Axis1,
+    cols: &[(usize, usize)],
+    r: &Reduce<T, S, F>,
+) where
     S: Fn(T, T) -> T,
     F: Fn(T, usize, usize) -> T,
 {
@@ -157,7 +165,9 @@ where
                 let iw = (w.start(lo) + (kw * w.dilation) as i64) as usize;
                 let acc = &mut row[lo..hi];
                 if w.stride == 1 {
-                    acc.iter_mut().zip(&src[iw..]).for_each(|(a, &v)| *a = (r.step)(*a, v));
+                    acc.iter_mut()
+                        .zip(&src[iw..])
+                        .for_each(|(a, &v)| *a = (r.step)(*a, v));
                 } else {
                     acc.iter_mut()
                         .zip(src[iw..].iter().step_by(w.stride))

@@ -76,7 +76,12 @@ impl Axis1 {
     /// (the taps before and after read padding).
     pub fn taps_inside(&self, o: usize) -> (usize, usize) {
         let start = self.start(o);
-        let lo = if start >= 0 { 0 } else { start.unsigned_abs() as usize }.div_ceil(self.dilation);
+        let lo = if start >= 0 {
+            0
+        } else {
+            start.unsigned_abs() as usize
+        }
+        .div_ceil(self.dilation);
         let room = self.input as i64 - start;
         let hi = if room <= 0 { 0 } else { room as usize }
             .div_ceil(self.dilation)
@@ -419,7 +424,9 @@ mod tests {
                                 pads: vec![pb, pe],
                                 ..Window::default()
                             };
-                            let Ok(ax) = a.resolve("p", &[input], &[kernel]) else { continue };
+                            let Ok(ax) = a.resolve("p", &[input], &[kernel]) else {
+                                continue;
+                            };
                             let a = ax[0];
                             let inside = |o: usize, k: usize| {
                                 let c = a.start(o) + (k * a.dilation) as i64;
