@@ -89,94 +89,82 @@ struct Reduce<T, S, F> {
     finish: F,
 }
 
-/// Pools every contiguous input plane of `x` into the matching plane of
-/// `out`: 1-D and 2-D windows walk the input rows directly (see
-/// [`pool_planar`]), more spatial axes go through the gather table.
-fn pool_planes<T: Num, S, F>(x: &[T], out: &mut [T], axes: &[Axis1], r: &Reduce<T, S, F>) -> Result<()>
+impl<T: Num, S, F> Reduce<T, S, F>
 where
     S: Fn(T, T) -> T,
     F: Fn(T, usize, usize) -> T,
 {
-    let plane: usize = axes.iter().map(|a| a.input).product();
-    let o: usize = axes.iter().map(|a| a.output).product();
-    let input = |p: usize| &x[p * plane..(p + 1) * plane];
-    if let Some((h, w)) = planar(axes) {
-        let cols: Vec<(usize, usize)> = (0..w.output).map(|ow| w.taps_inside(ow)).collect();
+    /// Pools every contiguous input plane of `x` into the matching plane of
+    /// `out`: 1-D and 2-D windows walk the input rows directly (see
+    /// [`Reduce::planar`]), more spatial axes go through the gather table.
+    fn planes(&self, x: &[T], out: &mut [T], axes: &[Axis1]) -> Result<()> {
+        let plane: usize = axes.iter().map(|a| a.input).product();
+        let o: usize = axes.iter().map(|a| a.output).product();
+        let input = |p: usize| &x[p * plane..(p + 1) * plane];
+        if let Some((h, w)) = planar(axes) {
+            let cols: Vec<(usize, usize)> = (0..w.output).map(|ow| w.taps_inside(ow)).collect();
+            for (p, dst) in out.chunks_exact_mut(o.max(1)).enumerate() {
+                self.planar(input(p), dst, &h, &w, &cols);
+            }
+            return Ok(());
+        }
+        self.table(x, out, axes)
+    }
+
+    /// Any number of spatial axes, each window read through the gather table.
+    fn table(&self, x: &[T], out: &mut [T], axes: &[Axis1]) -> Result<()> {
+        let plane: usize = axes.iter().map(|a| a.input).product();
+        let o: usize = axes.iter().map(|a| a.output).product();
+        let table = gather_table(axes)?;
         for (p, dst) in out.chunks_exact_mut(o.max(1)).enumerate() {
-            pool_planar(input(p), dst, &h, &w, &cols, r);
-        }
-        return Ok(());
-    }
-    pool_table(x, out, axes, r)
-}
-
-/// Any number of spatial axes, each window read through the gather table.
-fn pool_table<T: Num, S, F>(x: &[T], out: &mut [T], axes: &[Axis1], r: &Reduce<T, S, F>) -> Result<()>
-where
-    S: Fn(T, T) -> T,
-    F: Fn(T, usize, usize) -> T,
-{
-    let plane: usize = axes.iter().map(|a| a.input).product();
-    let o: usize = axes.iter().map(|a| a.output).product();
-    let table = gather_table(axes)?;
-    for (p, dst) in out.chunks_exact_mut(o.max(1)).enumerate() {
-        let xp = &x[p * plane..(p + 1) * plane];
-        for (i, d) in dst.iter_mut().enumerate() {
-            let (mut acc, mut n) = (r.init, 0usize);
-            for off in table[i..].iter().step_by(o) {
-                if *off != PAD {
-                    acc = (r.step)(acc, xp[*off as usize]);
-                    n += 1;
+            let xp = &x[p * plane..(p + 1) * plane];
+            for (i, d) in dst.iter_mut().enumerate() {
+                let (mut acc, mut n) = (self.init, 0usize);
+                for off in table[i..].iter().step_by(o) {
+                    if *off != PAD {
+                        acc = (self.step)(acc, xp[*off as usize]);
+                        n += 1;
+                    }
                 }
-            }
-            *d = (r.finish)(acc, n, i);
-        }
-    }
-    Ok(())
-}
-
-/// One 2-D plane, an output row at a time: each kernel tap updates the
-/// whole run of windows that read it inside the input, so consecutive
-/// steps touch independent accumulators (no chain of dependent max or add
-/// per window) and a stride-1 run is a straight vector loop. The taps
-/// inside a window form the rectangle `h.taps_inside` × `cols`.
-fn pool_planar<T: Num, S, F>(
-    xp: &[T],
-    dst: &mut [T],
-    h: &Axis1,
-    w: &Axis1,
-    cols: &[(usize, usize)],
-    r: &Reduce<T, S, F>,
-) where
-    S: Fn(T, T) -> T,
-    F: Fn(T, usize, usize) -> T,
-{
-    let runs: Vec<(usize, usize)> = (0..w.kernel).map(|kw| w.outputs_inside(kw)).collect();
-    for (oh, row) in dst.chunks_exact_mut(w.output).enumerate() {
-        row.fill(r.init);
-        let (kh_lo, kh_hi) = h.taps_inside(oh);
-        for kh in kh_lo..kh_hi {
-            let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
-            let src = &xp[ih * w.input..(ih + 1) * w.input];
-            for (kw, &(lo, hi)) in runs.iter().enumerate() {
-                if lo == hi {
-                    continue;
-                }
-                let iw = (w.start(lo) + (kw * w.dilation) as i64) as usize;
-                let acc = &mut row[lo..hi];
-                if w.stride == 1 {
-                    acc.iter_mut()
-                        .zip(&src[iw..])
-                        .for_each(|(a, &v)| *a = (r.step)(*a, v));
-                } else {
-                    acc.iter_mut()
-                        .zip(src[iw..].iter().step_by(w.stride))
-                        .for_each(|(a, &v)| *a = (r.step)(*a, v));
-                }
+                *d = (self.finish)(acc, n, i);
             }
         }
-        for (ow, (d, &(kw_lo, kw_hi))) in row.iter_mut().zip(cols).enumerate() {
-            *d = (r.finish)(*d, (kh_hi - kh_lo) * (kw_hi - kw_lo), oh * w.output + ow);
+        Ok(())
+    }
+
+    /// One 2-D plane, an output row at a time: each kernel tap updates the
+    /// whole run of windows that read it inside the input, so consecutive
+    /// steps touch independent accumulators (no chain of dependent max or add
+    /// per window) and a stride-1 run is a straight vector loop. The taps
+    /// inside a window form the rectangle `h.taps_inside` × `cols`.
+    fn planar(&self, xp: &[T], dst: &mut [T], h: &Axis1, w: &Axis1, cols: &[(usize, usize)]) {
+        let runs: Vec<(usize, usize)> = (0..w.kernel).map(|kw| w.outputs_inside(kw)).collect();
+        for (oh, row) in dst.chunks_exact_mut(w.output).enumerate() {
+            row.fill(self.init);
+            let (kh_lo, kh_hi) = h.taps_inside(oh);
+            for kh in kh_lo..kh_hi {
+                let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
+                let src = &xp[ih * w.input..(ih + 1) * w.input];
+                for (kw, &(lo, hi)) in runs.iter().enumerate() {
+                    if lo == hi {
+                        continue;
+                    }
+                    let iw = (w.start(lo) + (kw * w.dilation) as i64) as usize;
+                    let acc = &mut row[lo..hi];
+                    if w.stride == 1 {
+                        acc.iter_mut()
+                            .zip(&src[iw..])
+                            .for_each(|(a, &v)| *a = (self.step)(*a, v));
+                    } else {
+                        acc.iter_mut()
+                            .zip(src[iw..].iter().step_by(w.stride))
+                            .for_each(|(a, &v)| *a = (self.step)(*a, v));
+                    }
+                }
+            }
+            for (ow, (d, &(kw_lo, kw_hi))) in row.iter_mut().zip(cols).enumerate() {
+                *d = (self.finish)(*d, (kh_hi - kh_lo) * (kw_hi - kw_lo), oh * w.output + ow);
+            }
         }
     }
 }
@@ -206,7 +194,7 @@ fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Resul
                         step: T::maximum,
                         finish: |m, _, _| m,
                     };
-                    pool_planes(xs, dst, axes, &r)?
+                    r.planes(xs, dst, axes)?
                 }
                 PoolKind::Average { count_include_pad } => {
                     let counts = count_include_pad.then(|| padded_counts(axes));
@@ -218,7 +206,7 @@ fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Resul
                             s / <T as num_traits::NumCast>::from(n).unwrap_or_else(T::one)
                         },
                     };
-                    pool_planes(xs, dst, axes, &r)?
+                    r.planes(xs, dst, axes)?
                 }
             }
             if !standard {
@@ -384,14 +372,14 @@ mod tests {
                 let avg_pad = Reduce { init: 0.0, step: |s, v| s + v, finish: |s, _, i| s / counts[i] as f64 };
                 let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()));
                 let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
-                pool_planes(&x, &mut fast, &axes, &max).unwrap();
-                pool_table(&x, &mut general, &axes, &max).unwrap();
+                max.planes(&x, &mut fast, &axes).unwrap();
+                max.table(&x, &mut general, &axes).unwrap();
                 prop_assert!(same(&fast, &general), "max {:?}: {:?} vs {:?}", axes, fast, general);
-                pool_planes(&x, &mut fast, &axes, &avg).unwrap();
-                pool_table(&x, &mut general, &axes, &avg).unwrap();
+                avg.planes(&x, &mut fast, &axes).unwrap();
+                avg.table(&x, &mut general, &axes).unwrap();
                 prop_assert!(same(&fast, &general), "avg {:?}: {:?} vs {:?}", axes, fast, general);
-                pool_planes(&x, &mut fast, &axes, &avg_pad).unwrap();
-                pool_table(&x, &mut general, &axes, &avg_pad).unwrap();
+                avg_pad.planes(&x, &mut fast, &axes).unwrap();
+                avg_pad.table(&x, &mut general, &axes).unwrap();
                 prop_assert!(same(&fast, &general), "avg pad {:?}: {:?} vs {:?}", axes, fast, general);
             }
         }
