@@ -149,7 +149,8 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, col: &mut Vec<T>) {
                     if w.stride == 1 {
                         col.extend_from_slice(&src[..run]);
                     } else {
-                        col.extend(src.iter().step_by(w.stride).take(run).copied());
+                        let src = &src[..(run - 1) * w.stride + 1];
+                        col.extend((0..run).map(|i| src[i * w.stride]));
                     }
                 }
                 zeros(col, w.output - ow_hi);
