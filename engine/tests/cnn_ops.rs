@@ -119,6 +119,67 @@ fn batch_norm_inplace_overwrites_its_input_with_the_pure_result() {
     assert!(compare(&x, &want, Tolerance::new(1e-5, 1e-6)).unwrap().is_close());
 }
 
+/// A `[N, C, H, W]` view over a `[W, H, C, N]` buffer (no axis contiguous
+/// in C order), and its contiguous copy.
+fn transposed_and_copy(shape: [usize; 4], seed: usize) -> (Tensor, Tensor) {
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919 + seed) % 211) as f32 / 21.0 - 5.0)
+        .collect();
+    let rev: Vec<usize> = shape.iter().rev().copied().collect();
+    let t = Tensor::from_vec(&rev, data)
+        .unwrap()
+        .permute(&[3, 2, 1, 0])
+        .unwrap();
+    assert!(!t.is_contiguous());
+    let c = t.deep_copy().unwrap();
+    assert!(c.is_contiguous());
+    (t, c)
+}
+
+#[test]
+fn window_ops_read_non_contiguous_inputs_as_their_contiguous_copies() {
+    let reg = OpRegistry::builtin();
+    let (x, xc) = transposed_and_copy([2, 4, 7, 6], 1);
+    let (w, wc) = transposed_and_copy([6, 2, 3, 3], 2);
+    let v = |s: usize| Tensor::from_vec(&[4], (0..4).map(|i| 0.5 + (i * s) as f32 / 7.0).collect()).unwrap();
+    let window = Attrs::new()
+        .with("strides", vec![2, 1])
+        .with("pads", vec![1, 0, 1, 2])
+        .with("dilations", vec![1, 2]);
+    let pool = window.clone().with("kernel_shape", vec![3, 2]);
+    let cases: Vec<(&str, Attrs, Vec<Tensor>, Vec<Tensor>)> = vec![
+        (
+            "conv",
+            window.clone().with("group", 2),
+            vec![x.clone(), w],
+            vec![xc.clone(), wc],
+        ),
+        ("max_pool", pool.clone(), vec![x.clone()], vec![xc.clone()]),
+        (
+            "average_pool",
+            pool.with("count_include_pad", 1),
+            vec![x.clone()],
+            vec![xc.clone()],
+        ),
+        (
+            "batch_norm",
+            Attrs::new(),
+            vec![x.clone(), v(1), v(2), v(3), v(4)],
+            vec![xc.clone(), v(1), v(2), v(3), v(4)],
+        ),
+        ("relu", Attrs::new(), vec![x], vec![xc]),
+    ];
+    for (name, attrs, strided, contiguous) in cases {
+        let op = reg.make(name, &attrs).unwrap();
+        let got = op.compute(&strided, &mut OpCtx::new(name)).unwrap().remove(0);
+        let want = op.compute(&contiguous, &mut OpCtx::new(name)).unwrap().remove(0);
+        assert_eq!(got.shape(), want.shape(), "{name}");
+        let cmp = compare(&got, &want, Tolerance::new(0.0, 0.0)).unwrap();
+        assert!(cmp.is_close(), "{name}: {cmp:?}");
+    }
+}
+
 #[test]
 fn bad_shapes_and_attrs_are_refused_with_the_field() {
     let reg = OpRegistry::builtin();

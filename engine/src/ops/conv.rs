@@ -7,8 +7,10 @@
 //!
 //! Each (image, group) is one GEMM on the project's matmul path (faer):
 //! `out[Mg, O] = w[Mg, Cg·K] · col[Cg·K, O]`, where `col` is the im2col
-//! matrix built from [`gather_table`]. A 1×1 kernel with stride 1 and no
-//! padding reads the input plane directly as `col`, without copying.
+//! matrix. A 1×1 kernel with stride 1 and no padding reads the input plane
+//! directly as `col`, without copying; 1-D and 2-D windows copy whole runs of
+//! input rows (see [`im2col_planar`]); more spatial axes gather through
+//! [`gather_table`].
 
 use std::sync::Arc;
 
@@ -17,7 +19,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
 use crate::dtype::{DType, Float};
 use crate::error::{op_err, Result};
 use crate::ops::linalg::MatMulElem;
-use crate::ops::window::{gather_table, infer_spatial, Axis1, Window, PAD, WINDOW_ATTRS};
+use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -87,6 +89,77 @@ fn pointwise(axes: &[Axis1]) -> bool {
         .all(|a| a.kernel == 1 && a.stride == 1 && a.pad_begin == 0 && a.pad_end == 0)
 }
 
+/// How one channel plane becomes its `k` rows of the im2col matrix.
+enum Im2col {
+    /// A 1×1 window with stride 1 and no padding: the plane is the matrix.
+    Direct,
+    /// 1-D and 2-D windows: whole runs of a row are copied at once.
+    Planar(Axis1, Axis1),
+    /// Three spatial axes and more: through the gather table.
+    Table(Vec<u32>),
+}
+
+impl Im2col {
+    fn new(axes: &[Axis1]) -> Result<Im2col> {
+        Ok(if pointwise(axes) {
+            Im2col::Direct
+        } else if let Some((h, w)) = planar(axes) {
+            Im2col::Planar(h, w)
+        } else {
+            Im2col::Table(gather_table(axes)?)
+        })
+    }
+
+    /// Appends the rows of channel plane `xc` to `col`: one row per kernel
+    /// tap (row-major over the kernel axes), one column per window.
+    fn rows<T: Float>(&self, xc: &[T], k: usize, o: usize, col: &mut Vec<T>) {
+        match self {
+            Im2col::Direct => col.extend_from_slice(xc),
+            Im2col::Planar(h, w) => im2col_planar(xc, h, w, col),
+            Im2col::Table(table) => {
+                for t in table.chunks_exact(o).take(k) {
+                    col.extend(
+                        t.iter()
+                            .map(|&off| if off == PAD { T::zero() } else { xc[off as usize] }),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The im2col rows of one 2-D plane `xc` (`h.input` rows of `w.input`):
+/// for each tap `(kh, kw)`, the windows in row-major order, each the input
+/// element the tap reads or zero in the padding. The runs of windows whose
+/// tap is inside the input are found once per tap, not per element.
+fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, col: &mut Vec<T>) {
+    let zeros = |col: &mut Vec<T>, n: usize| col.extend(std::iter::repeat_n(T::zero(), n));
+    for kh in 0..h.kernel {
+        let (oh_lo, oh_hi) = h.outputs_inside(kh);
+        for kw in 0..w.kernel {
+            let (ow_lo, ow_hi) = w.outputs_inside(kw);
+            let run = ow_hi - ow_lo;
+            zeros(col, oh_lo * w.output);
+            for oh in oh_lo..oh_hi {
+                let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
+                zeros(col, ow_lo);
+                if run > 0 {
+                    let iw = (w.start(ow_lo) + (kw * w.dilation) as i64) as usize;
+                    let src = &xc[ih * w.input + iw..(ih + 1) * w.input];
+                    if w.stride == 1 {
+                        col.extend_from_slice(&src[..run]);
+                    } else {
+                        let src = &src[..(run - 1) * w.stride + 1];
+                        col.extend((0..run).map(|i| src[i * w.stride]));
+                    }
+                }
+                zeros(col, w.output - ow_hi);
+            }
+            zeros(col, (h.output - oh_hi) * w.output);
+        }
+    }
+}
+
 /// The convolution of contiguous `x` and `w` into contiguous `out`.
 fn conv_kernel<T: Float + MatMulElem>(
     d: &Dims,
@@ -100,29 +173,22 @@ fn conv_kernel<T: Float + MatMulElem>(
     let k: usize = d.axes.iter().map(|a| a.kernel).product();
     let o: usize = d.axes.iter().map(|a| a.output).product();
     let (cg, mg) = (d.c / group, d.m / group);
-    let direct = pointwise(&d.axes);
-    let table = if direct {
-        Vec::new()
-    } else {
-        gather_table(&d.axes)?
-    };
-    let mut col = vec![T::zero(); if direct { 0 } else { cg * k * o }];
+    let im2col = Im2col::new(&d.axes)?;
+    let mut col = Vec::new();
     let shape_err = |e: ndarray::ShapeError| crate::error::Error::Op(format!("internal: conv block: {e}"));
     for n in 0..d.n {
         for g in 0..group {
             let xg = &x[(n * d.c + g * cg) * plane..(n * d.c + (g + 1) * cg) * plane];
-            if !direct {
-                for (c, xc) in xg.chunks_exact(plane).enumerate() {
-                    for kk in 0..k {
-                        let row = &mut col[(c * k + kk) * o..(c * k + kk + 1) * o];
-                        let t = &table[kk * o..(kk + 1) * o];
-                        for (dst, &off) in row.iter_mut().zip(t) {
-                            *dst = if off == PAD { T::zero() } else { xc[off as usize] };
-                        }
-                    }
+            let cols = if let Im2col::Direct = im2col {
+                xg
+            } else {
+                col.clear();
+                col.reserve(cg * k * o);
+                for c in 0..cg {
+                    im2col.rows(&xg[c * plane..(c + 1) * plane], k, o, &mut col);
                 }
-            }
-            let cols = if direct { xg } else { &col[..] };
+                &col[..]
+            };
             let a = ArrayView2::from_shape((mg, cg * k), &w[g * mg * cg * k..(g + 1) * mg * cg * k])
                 .map_err(shape_err)?;
             let bm = ArrayView2::from_shape((cg * k, o), cols).map_err(shape_err)?;
@@ -243,4 +309,146 @@ pub fn register(r: &mut OpRegistry) {
             group: group as usize,
         }) as Arc<dyn Op>)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One spatial axis: input, kernel, stride, dilation, pads.
+    fn axis() -> impl Strategy<Value = (usize, usize, usize, usize, usize, usize)> {
+        (0usize..7, 1usize..4, 1usize..4, 1usize..3, 0usize..3, 0usize..3)
+    }
+
+    fn window(
+        spec: &[(usize, usize, usize, usize, usize, usize)],
+    ) -> Option<(Vec<usize>, Vec<usize>, Vec<Axis1>)> {
+        let w = Window {
+            strides: spec.iter().map(|a| a.2).collect(),
+            dilations: spec.iter().map(|a| a.3).collect(),
+            pads: spec.iter().map(|a| a.4).chain(spec.iter().map(|a| a.5)).collect(),
+            ..Window::default()
+        };
+        let input: Vec<usize> = spec.iter().map(|a| a.0).collect();
+        let kernel: Vec<usize> = spec.iter().map(|a| a.1).collect();
+        let axes = w.resolve("conv", &input, &kernel).ok()?;
+        Some((input, kernel, axes))
+    }
+
+    /// Distinct values, so that a misplaced element shows.
+    fn ramp(n: usize, seed: u64) -> Vec<f64> {
+        (0..n)
+            .map(|i| ((i as u64 * 2654435761 + seed) % 1009) as f64 / 97.0 - 5.0)
+            .collect()
+    }
+
+    /// The convolution straight from its definition, one output at a time.
+    fn reference(d: &Dims, group: usize, x: &[f64], w: &[f64], kernel: &[usize]) -> Vec<f64> {
+        let (cg, mg) = (d.c / group, d.m / group);
+        let plane: usize = d.axes.iter().map(|a| a.input).product();
+        let o: usize = d.axes.iter().map(|a| a.output).product();
+        let k: usize = kernel.iter().product();
+        let mut out = vec![0.0; d.n * d.m * o];
+        for n in 0..d.n {
+            for m in 0..d.m {
+                let g = m / mg;
+                for oi in 0..o {
+                    let mut acc = 0.0;
+                    for c in 0..cg {
+                        for ki in 0..k {
+                            // Row-major multi-indices of the output and the tap.
+                            let (mut orem, mut krem, mut off, mut inside) = (oi, ki, 0usize, true);
+                            let mut oo = vec![0; d.axes.len()];
+                            let mut kk = vec![0; d.axes.len()];
+                            for (i, a) in d.axes.iter().enumerate().rev() {
+                                oo[i] = orem % a.output;
+                                orem /= a.output;
+                                kk[i] = krem % a.kernel;
+                                krem /= a.kernel;
+                            }
+                            for (i, a) in d.axes.iter().enumerate() {
+                                let p = a.start(oo[i]) + (kk[i] * a.dilation) as i64;
+                                inside &= p >= 0 && p < a.input as i64;
+                                off = off * a.input + p.max(0) as usize;
+                            }
+                            if inside {
+                                let xv = x[(n * d.c + g * cg + c) * plane + off];
+                                acc += xv * w[(m * cg + c) * k + ki];
+                            }
+                        }
+                    }
+                    out[(n * d.m + m) * o + oi] = acc;
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// The planar im2col writes exactly what the gather table reads.
+        #[test]
+        fn planar_im2col_matches_the_gather_table(h in axis(), w in axis()) {
+            for spec in [vec![w], vec![h, w]] {
+                let Some((input, kernel, axes)) = window(&spec) else { continue };
+                let plane: usize = input.iter().product();
+                let k: usize = kernel.iter().product();
+                let o: usize = axes.iter().map(|a| a.output).product();
+                let xc = ramp(plane, 3);
+                let (ph, pw) = planar(&axes).unwrap();
+                let (mut fast, mut general) = (Vec::new(), Vec::new());
+                Im2col::Planar(ph, pw).rows(&xc, k, o, &mut fast);
+                Im2col::Table(gather_table(&axes).unwrap()).rows(&xc, k, o, &mut general);
+                prop_assert_eq!(fast.len(), k * o);
+                prop_assert_eq!(fast, general, "{:?}", axes);
+            }
+        }
+
+        /// conv_kernel (planar, direct and table paths; groups; bias) against
+        /// the definition, in 1, 2 and 3 spatial axes.
+        #[test]
+        fn conv_matches_the_definition(
+            spec in prop::collection::vec(axis(), 1..4),
+            n in 1usize..3,
+            cg in 1usize..3,
+            mg in 1usize..3,
+            group in 1usize..4,
+            bias in any::<bool>(),
+        ) {
+            let Some((input, kernel, axes)) = window(&spec) else { return Ok(()) };
+            let (c, m) = (cg * group, mg * group);
+            let d = Dims { n, c, m, axes };
+            let plane: usize = input.iter().product();
+            let k: usize = kernel.iter().product();
+            let o: usize = d.axes.iter().map(|a| a.output).product();
+            let x = ramp(n * c * plane, 1);
+            let w = ramp(m * cg * k, 2);
+            let b = ramp(m, 5);
+            let mut got = vec![f64::NAN; n * m * o];
+            conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got).unwrap();
+            let mut want = reference(&d, group, &x, &w, &kernel);
+            if bias {
+                want.iter_mut().enumerate().for_each(|(i, v)| *v += b[(i / o) % m]);
+            }
+            for (i, (g, r)) in got.iter().zip(&want).enumerate() {
+                prop_assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {}: {} vs {} ({:?})", i, g, r, d.axes);
+            }
+        }
+    }
+
+    /// The 1×1 stride-1 unpadded window is read in place; a stride or a pad
+    /// leaves it.
+    #[test]
+    fn only_the_identity_window_is_direct() {
+        let one = |s: usize, p: usize| window(&[(4, 1, s, 1, p, 0), (4, 1, 1, 1, 0, 0)]).unwrap().2;
+        assert!(matches!(Im2col::new(&one(1, 0)).unwrap(), Im2col::Direct));
+        assert!(matches!(Im2col::new(&one(2, 0)).unwrap(), Im2col::Planar(..)));
+        assert!(matches!(Im2col::new(&one(1, 1)).unwrap(), Im2col::Planar(..)));
+        let three = window(&[(2, 1, 1, 1, 0, 0); 3]).unwrap().2;
+        assert!(matches!(Im2col::new(&three).unwrap(), Im2col::Direct));
+        let three = window(&[(2, 2, 1, 1, 0, 0); 3]).unwrap().2;
+        assert!(matches!(Im2col::new(&three).unwrap(), Im2col::Table(_)));
+    }
 }

@@ -80,6 +80,22 @@ fn affine<T: Float>(name: &str, c: usize, vecs: &[Tensor], eps: f64) -> Result<V
 fn run_batch_norm<T: Float>(name: &str, x: &Tensor, vecs: &[Tensor], eps: f64, out: &Tensor) -> Result<()> {
     let ab = affine::<T>(name, x.shape()[1], vecs, eps)?;
     let apply = |mut ov: ArrayViewMutD<'_, T>, xv: Option<ArrayViewD<'_, T>>| {
+        // C order: each (image, channel) plane is one contiguous run.
+        let plane = ov.shape()[2..].iter().product::<usize>().max(1);
+        let xs = xv.as_ref().map(|v| v.as_slice());
+        if let (Some(os), None | Some(Some(_))) = (ov.as_slice_mut(), &xs) {
+            for (i, run) in os.chunks_exact_mut(plane).enumerate() {
+                let (a, b) = ab[i % ab.len()];
+                match xs.flatten() {
+                    Some(x) => run
+                        .iter_mut()
+                        .zip(&x[i * plane..(i + 1) * plane])
+                        .for_each(|(o, &x)| *o = x * a + b),
+                    None => run.iter_mut().for_each(|o| *o = *o * a + b),
+                }
+            }
+            return;
+        }
         for (c, &(a, b)) in ab.iter().enumerate() {
             let mut oc = ov.index_axis_mut(Axis(1), c);
             match &xv {

@@ -16,7 +16,9 @@ use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::{DType, Float, Num};
 use crate::error::{op_err, Result};
-use crate::ops::window::{gather_table, infer_spatial, padded_counts, Axis1, Window, PAD, WINDOW_ATTRS};
+use crate::ops::window::{
+    gather_table, infer_spatial, padded_counts, planar, Axis1, Window, PAD, WINDOW_ATTRS,
+};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -78,32 +80,93 @@ impl Pool {
     }
 }
 
-/// Pools every contiguous input plane of `x` into the matching plane of `out`.
-fn pool_planes<T: Num>(
-    x: &[T],
-    out: &mut [T],
-    axes: &[Axis1],
-    reduce: impl Fn(&[T], &[u32], usize, usize) -> T + Sync,
-) -> Result<()> {
-    let plane: usize = axes.iter().map(|a| a.input).product();
-    let o: usize = axes.iter().map(|a| a.output).product();
-    let table = gather_table(axes)?;
-    for (xp, op) in x.chunks_exact(plane.max(1)).zip(out.chunks_exact_mut(o.max(1))) {
-        for (i, dst) in op.iter_mut().enumerate() {
-            *dst = reduce(xp, &table, o, i);
-        }
-    }
-    Ok(())
+/// A window reduction: the elements inside the input are folded into
+/// `init` with `step`, then `finish(acc, inside, window)` gives the output
+/// (`inside`: how many taps read inside the input).
+struct Reduce<T, S, F> {
+    init: T,
+    step: S,
+    finish: F,
 }
 
-fn max_window<T: Num>(xp: &[T], table: &[u32], o: usize, i: usize) -> T {
-    let mut m = T::min_value();
-    for off in table[i..].iter().step_by(o) {
-        if *off != PAD {
-            m = T::maximum(m, xp[*off as usize]);
+impl<T: Num, S, F> Reduce<T, S, F>
+where
+    S: Fn(T, T) -> T,
+    F: Fn(T, usize, usize) -> T,
+{
+    /// Pools every contiguous input plane of `x` into the matching plane of
+    /// `out`: 1-D and 2-D windows walk the input rows directly (see
+    /// [`Reduce::planar`]), more spatial axes go through the gather table.
+    fn planes(&self, x: &[T], out: &mut [T], axes: &[Axis1]) -> Result<()> {
+        let plane: usize = axes.iter().map(|a| a.input).product();
+        let o: usize = axes.iter().map(|a| a.output).product();
+        let input = |p: usize| &x[p * plane..(p + 1) * plane];
+        if let Some((h, w)) = planar(axes) {
+            let cols: Vec<(usize, usize)> = (0..w.output).map(|ow| w.taps_inside(ow)).collect();
+            for (p, dst) in out.chunks_exact_mut(o.max(1)).enumerate() {
+                self.planar(input(p), dst, &h, &w, &cols);
+            }
+            return Ok(());
+        }
+        self.table(x, out, axes)
+    }
+
+    /// Any number of spatial axes, each window read through the gather table.
+    fn table(&self, x: &[T], out: &mut [T], axes: &[Axis1]) -> Result<()> {
+        let plane: usize = axes.iter().map(|a| a.input).product();
+        let o: usize = axes.iter().map(|a| a.output).product();
+        let table = gather_table(axes)?;
+        for (p, dst) in out.chunks_exact_mut(o.max(1)).enumerate() {
+            let xp = &x[p * plane..(p + 1) * plane];
+            for (i, d) in dst.iter_mut().enumerate() {
+                let (mut acc, mut n) = (self.init, 0usize);
+                for off in table[i..].iter().step_by(o) {
+                    if *off != PAD {
+                        acc = (self.step)(acc, xp[*off as usize]);
+                        n += 1;
+                    }
+                }
+                *d = (self.finish)(acc, n, i);
+            }
+        }
+        Ok(())
+    }
+
+    /// One 2-D plane, an output row at a time: each kernel tap updates the
+    /// whole run of windows that read it inside the input, so consecutive
+    /// steps touch independent accumulators (no chain of dependent max or add
+    /// per window) and a stride-1 run is a straight vector loop. The taps
+    /// inside a window form the rectangle `h.taps_inside` × `cols`.
+    fn planar(&self, xp: &[T], dst: &mut [T], h: &Axis1, w: &Axis1, cols: &[(usize, usize)]) {
+        let runs: Vec<(usize, usize)> = (0..w.kernel).map(|kw| w.outputs_inside(kw)).collect();
+        for (oh, row) in dst.chunks_exact_mut(w.output).enumerate() {
+            row.fill(self.init);
+            let (kh_lo, kh_hi) = h.taps_inside(oh);
+            for kh in kh_lo..kh_hi {
+                let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
+                let src = &xp[ih * w.input..(ih + 1) * w.input];
+                for (kw, &(lo, hi)) in runs.iter().enumerate() {
+                    if lo == hi {
+                        continue;
+                    }
+                    let iw = (w.start(lo) + (kw * w.dilation) as i64) as usize;
+                    let acc = &mut row[lo..hi];
+                    if w.stride == 1 {
+                        acc.iter_mut()
+                            .zip(&src[iw..])
+                            .for_each(|(a, &v)| *a = (self.step)(*a, v));
+                    } else {
+                        acc.iter_mut()
+                            .zip(src[iw..].iter().step_by(w.stride))
+                            .for_each(|(a, &v)| *a = (self.step)(*a, v));
+                    }
+                }
+            }
+            for (ow, (d, &(kw_lo, kw_hi))) in row.iter_mut().zip(cols).enumerate() {
+                *d = (self.finish)(*d, (kh_hi - kh_lo) * (kw_hi - kw_lo), oh * w.output + ow);
+            }
         }
     }
-    m
 }
 
 fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Result<()> {
@@ -125,20 +188,25 @@ fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Resul
                 None => &mut tmp[..],
             };
             match p.kind {
-                PoolKind::Max => pool_planes(xs, dst, axes, max_window::<T>)?,
+                PoolKind::Max => {
+                    let r = Reduce {
+                        init: T::min_value(),
+                        step: T::maximum,
+                        finish: |m, _, _| m,
+                    };
+                    r.planes(xs, dst, axes)?
+                }
                 PoolKind::Average { count_include_pad } => {
                     let counts = count_include_pad.then(|| padded_counts(axes));
-                    pool_planes(xs, dst, axes, |xp, table, o, i| {
-                        let (mut s, mut n) = (T::zero(), 0usize);
-                        for off in table[i..].iter().step_by(o) {
-                            if *off != PAD {
-                                s += xp[*off as usize];
-                                n += 1;
-                            }
-                        }
-                        let n = counts.as_ref().map_or(n, |c| c[i]);
-                        s / <T as num_traits::NumCast>::from(n).unwrap_or_else(T::one)
-                    })?
+                    let r = Reduce {
+                        init: T::zero(),
+                        step: |s, v| s + v,
+                        finish: |s, n, i| {
+                            let n = counts.as_ref().map_or(n, |c| c[i]);
+                            s / <T as num_traits::NumCast>::from(n).unwrap_or_else(T::one)
+                        },
+                    };
+                    r.planes(xs, dst, axes)?
                 }
             }
             if !standard {
@@ -256,5 +324,64 @@ pub fn register(r: &mut OpRegistry) {
             window: Window::default(),
             global: true,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn axis() -> impl Strategy<Value = (usize, usize, usize, usize, usize, usize)> {
+        (0usize..8, 1usize..4, 1usize..4, 1usize..3, 0usize..3, 0usize..3)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The planar walk gives what the gather table gives, for max (NaN
+        /// included) and both averages, with ceil_mode, in 1-D and 2-D.
+        #[test]
+        fn planar_pools_match_the_gather_table(
+            h in axis(),
+            w in axis(),
+            ceil in any::<bool>(),
+            planes in 1usize..3,
+            nan_at in any::<Option<prop::sample::Index>>(),
+        ) {
+            for spec in [vec![w], vec![h, w]] {
+                let win = Window {
+                    strides: spec.iter().map(|a| a.2).collect(),
+                    dilations: spec.iter().map(|a| a.3).collect(),
+                    pads: spec.iter().map(|a| a.4).chain(spec.iter().map(|a| a.5)).collect(),
+                    ceil_mode: ceil,
+                    ..Window::default()
+                };
+                let input: Vec<usize> = spec.iter().map(|a| a.0).collect();
+                let kernel: Vec<usize> = spec.iter().map(|a| a.1).collect();
+                let Ok(axes) = win.resolve("pool", &input, &kernel) else { continue };
+                let n = planes * input.iter().product::<usize>();
+                let o = planes * axes.iter().map(|a| a.output).product::<usize>();
+                let mut x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 101) as f64 - 50.0).collect();
+                if let (Some(at), true) = (&nan_at, n > 0) {
+                    x[at.index(n)] = f64::NAN;
+                }
+                let max = Reduce { init: f64::MIN, step: <f64 as Num>::maximum, finish: |m, _, _| m };
+                let counts = padded_counts(&axes);
+                let avg = Reduce { init: 0.0, step: |s, v| s + v, finish: |s, n, _| s / n as f64 };
+                let avg_pad = Reduce { init: 0.0, step: |s, v| s + v, finish: |s, _, i| s / counts[i] as f64 };
+                let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()));
+                let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
+                max.planes(&x, &mut fast, &axes).unwrap();
+                max.table(&x, &mut general, &axes).unwrap();
+                prop_assert!(same(&fast, &general), "max {:?}: {:?} vs {:?}", axes, fast, general);
+                avg.planes(&x, &mut fast, &axes).unwrap();
+                avg.table(&x, &mut general, &axes).unwrap();
+                prop_assert!(same(&fast, &general), "avg {:?}: {:?} vs {:?}", axes, fast, general);
+                avg_pad.planes(&x, &mut fast, &axes).unwrap();
+                avg_pad.table(&x, &mut general, &axes).unwrap();
+                prop_assert!(same(&fast, &general), "avg pad {:?}: {:?} vs {:?}", axes, fast, general);
+            }
+        }
     }
 }

@@ -71,6 +71,56 @@ impl Axis1 {
     pub fn start(&self, o: usize) -> i64 {
         (o * self.stride) as i64 - self.pad_begin as i64
     }
+
+    /// The kernel taps `lo..hi` of window `o` that read inside the input
+    /// (the taps before and after read padding).
+    pub fn taps_inside(&self, o: usize) -> (usize, usize) {
+        let start = self.start(o);
+        let lo = if start >= 0 {
+            0
+        } else {
+            start.unsigned_abs() as usize
+        }
+        .div_ceil(self.dilation);
+        let room = self.input as i64 - start;
+        let hi = if room <= 0 { 0 } else { room as usize }
+            .div_ceil(self.dilation)
+            .min(self.kernel);
+        (lo.min(hi), hi)
+    }
+
+    /// The windows `lo..hi` whose kernel tap `k` reads inside the input.
+    pub fn outputs_inside(&self, k: usize) -> (usize, usize) {
+        let off = (k * self.dilation) as i64 - self.pad_begin as i64;
+        let lo = if off >= 0 { 0 } else { off.unsigned_abs() as usize }.div_ceil(self.stride);
+        let room = self.input as i64 - off;
+        let hi = if room <= 0 { 0 } else { room as usize }
+            .div_ceil(self.stride)
+            .min(self.output);
+        (lo.min(hi), hi)
+    }
+
+    /// A length-1 axis that maps its one element to itself: lifts a 1-D
+    /// window to 2-D so that one kernel serves both.
+    pub const UNIT: Axis1 = Axis1 {
+        input: 1,
+        kernel: 1,
+        stride: 1,
+        dilation: 1,
+        pad_begin: 0,
+        pad_end: 0,
+        output: 1,
+    };
+}
+
+/// The rows and columns axes of a 1-D or 2-D window (a 1-D window as one
+/// row), or `None` for three spatial axes and more.
+pub fn planar(axes: &[Axis1]) -> Option<(Axis1, Axis1)> {
+    match axes {
+        [w] => Some((Axis1::UNIT, *w)),
+        [h, w] => Some((*h, *w)),
+        _ => None,
+    }
 }
 
 /// The attr names a window reads (for `Attrs::only`).
@@ -359,6 +409,44 @@ mod tests {
         // k=0: coords -1, 1; k=1: coords 0, 2.
         assert_eq!(gather_table(&a).unwrap(), vec![PAD, 1, 0, 2]);
         assert_eq!(padded_counts(&a), vec![2, 2]);
+    }
+
+    #[test]
+    fn inside_ranges_match_the_brute_force_count() {
+        for input in 1..7 {
+            for kernel in 1..4 {
+                for stride in 1..4 {
+                    for dilation in 1..3 {
+                        for (pb, pe) in [(0, 0), (1, 0), (0, 2), (2, 1), (3, 3)] {
+                            let a = Window {
+                                strides: vec![stride],
+                                dilations: vec![dilation],
+                                pads: vec![pb, pe],
+                                ..Window::default()
+                            };
+                            let Ok(ax) = a.resolve("p", &[input], &[kernel]) else {
+                                continue;
+                            };
+                            let a = ax[0];
+                            let inside = |o: usize, k: usize| {
+                                let c = a.start(o) + (k * a.dilation) as i64;
+                                c >= 0 && c < a.input as i64
+                            };
+                            for o in 0..a.output {
+                                let (lo, hi) = a.taps_inside(o);
+                                let want: Vec<usize> = (0..a.kernel).filter(|&k| inside(o, k)).collect();
+                                assert_eq!((lo..hi).collect::<Vec<_>>(), want, "{a:?} o={o}");
+                            }
+                            for k in 0..a.kernel {
+                                let (lo, hi) = a.outputs_inside(k);
+                                let want: Vec<usize> = (0..a.output).filter(|&o| inside(o, k)).collect();
+                                assert_eq!((lo..hi).collect::<Vec<_>>(), want, "{a:?} k={k}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
