@@ -624,6 +624,16 @@ fn where_selects_and_broadcasts() {
         (out.shape(), vals::<i64>(&out)),
         (&[2usize, 3][..], vec![1, -9, 3, -9, 2, -9])
     );
+    // Contiguous condition and b, a single-element a of higher rank (the
+    // slice fast path's scalar).
+    let one = Tensor::from_vec(&[1, 1], vec![7i64]).unwrap();
+    let c2 = Tensor::from_vec(&[2, 3], vec![true, false, true, false, false, true]).unwrap();
+    let b2 = i64s(&[2, 3], &[10, 20, 30, 40, 50, 60]);
+    let out = run(&Where, &[c2, one, b2]).unwrap();
+    assert_eq!(
+        (out.shape(), vals::<i64>(&out)),
+        (&[2usize, 3][..], vec![7, 20, 7, 40, 50, 7])
+    );
     // A column condition broadcasts across a row.
     let col = Tensor::from_vec(&[2, 1], vec![false, true]).unwrap();
     let out = run(&Where, &[col, row, s]).unwrap();

@@ -525,6 +525,14 @@ impl Op for Where {
         let (c, a, b) = (&inputs[0], &inputs[1], &inputs[2]);
         let shape = broadcast_concrete(&broadcast_concrete(c.shape(), a.shape())?, b.shape())?;
         let out = ctx.output(0, a.dtype(), &shape)?;
+        // Operands that are contiguous in the output's shape, or single
+        // elements (a scalar fill such as relu's backward `where(m, g, 0)`),
+        // walk plain slices.
+        let plain = |t: &Tensor| t.size() == 1 || (t.shape() == shape.as_slice() && t.is_contiguous());
+        if out.is_contiguous() && plain(c) && plain(a) && plain(b) {
+            crate::dispatch_all!(a.dtype(), T => where_slices::<T>(c, a, b, &out)?);
+            return Ok(vec![out]);
+        }
         let (c, a, b) = (bview(c, &shape)?, bview(a, &shape)?, bview(b, &shape)?);
         crate::dispatch_all!(a.dtype(), T => {
             c.read(|cv: ArrayViewD<'_, bool>| a.read(|av: ArrayViewD<'_, T>| b.read(|bv: ArrayViewD<'_, T>| {
@@ -535,6 +543,30 @@ impl Op for Where {
         });
         Ok(vec![out])
     }
+}
+
+/// `out[i] = c[i] ? a[i] : b[i]` over contiguous slices, an operand of one
+/// element standing for every position.
+fn where_slices<T: Element>(c: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    fn at<U: Copy>(s: &[U], i: usize) -> U {
+        if s.len() == 1 {
+            s[0]
+        } else {
+            s[i]
+        }
+    }
+    c.read_contiguous(|cs: &[bool]| {
+        a.read_contiguous(|xs: &[T]| {
+            b.read_contiguous(|ys: &[T]| {
+                out.write_contiguous(|os: &mut [T]| {
+                    for (i, o) in os.iter_mut().enumerate() {
+                        *o = if at(cs, i) { at(xs, i) } else { at(ys, i) };
+                    }
+                })
+            })
+        })
+    })????;
+    Ok(())
 }
 
 // ----- unary --------------------------------------------------------------
