@@ -410,3 +410,44 @@ fn all_names_every_check_and_unknown_names_are_refused() {
     assert!(e.to_string().contains("unknown check 'nope'"), "{e}");
     assert!(e.to_string().contains("arbitrate"), "{e}");
 }
+
+#[test]
+fn a_disagreeing_reference_output_is_recomputed_in_a_zeroed_buffer_before_it_is_shown() {
+    // The reference writes into reused pool buffers without zeroing them;
+    // an op that accumulates into its output then disagrees with the
+    // poisoned in-place run, and the finding must show the reference
+    // recomputed into zeroed memory (max(x, 0)), not the stale sum.
+    const N: usize = 2048; // 8 KiB: a size the pool keeps
+    let b = GraphBuilder::with_registry("g", registry());
+    let x = b.input("x", DType::F32, &[N as i64]);
+    let y = op(&x, "broken_accumulate_out");
+    let g = b.build(&[&y.neg().unwrap()]).unwrap();
+    let xs: Vec<f32> = (0..N).map(|i| (i as f32 * 0.37).sin() * 2.0).collect();
+    let feeds = HashMap::from([("x".to_string(), Tensor::from_vec(&[N], xs.clone()).unwrap())]);
+    for _ in 0..8 {
+        vigil_engine::tensor::pool::give(vec![100.0f32; N]);
+    }
+    let r = DebugMode::new(DebugConfig::default()).check(&g, &feeds).unwrap();
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.kind == Kind::VALUE_MISMATCH)
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!(f.op, "broken_accumulate_out", "{f:#?}");
+    let first = f.details["first"].as_array().unwrap();
+    assert!(!first.is_empty());
+    for m in first {
+        let i = m["index"][0].as_u64().unwrap() as usize;
+        assert_eq!(m["want"].as_f64().unwrap(), xs[i].max(0.0) as f64, "{m}");
+    }
+    // The negation downstream is counted as spoiled by the root, not blamed.
+    assert_eq!(
+        r.findings
+            .iter()
+            .filter(|f| f.kind == Kind::VALUE_MISMATCH)
+            .count(),
+        1,
+        "{:#?}",
+        r.findings
+    );
+}

@@ -429,6 +429,17 @@ impl<'g> Cursor<'_, 'g> {
         self.live.value(v)
     }
 
+    /// Replaces the live value of `v` (a value no longer live stays so):
+    /// DebugMode swaps in a reference value it recomputed, so that later
+    /// ops read it. Returns whether `v` was live.
+    pub fn replace_value(&mut self, v: VarId, t: Tensor) -> bool {
+        if self.live.value(v).is_none() {
+            return false;
+        }
+        self.live.set(v, t);
+        true
+    }
+
     /// Bytes of the distinct buffers live now.
     pub fn live_bytes(&self) -> usize {
         self.live.bytes()
