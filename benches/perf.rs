@@ -50,16 +50,21 @@ fn validate_set_without_guard_and_alias() -> ListenerSet {
         .with(NumericsListener::new())
 }
 
+/// What a side runs its graph under.
+enum Hooks {
+    Listener(Box<dyn Listener>),
+    /// Listeners that get a replay snapshot before each run, as `vigil run
+    /// --mode validate` gives them (the snapshot's copies are timed too).
+    Replaying(ListenerSet),
+}
+
 /// A named way to run a graph.
 struct Side<'a> {
     name: &'static str,
     exec: &'a Executor<'a>,
-    listener: Box<dyn Listener>,
+    hooks: Hooks,
     /// Intra-op parallelism on (else every kernel runs on this thread).
     threads: bool,
-    /// Listeners that get a replay snapshot before each run, as `vigil run
-    /// --mode validate` gives them (the snapshot's copies are timed too).
-    replaying: Option<ListenerSet>,
 }
 
 impl<'a> Side<'a> {
@@ -67,9 +72,8 @@ impl<'a> Side<'a> {
         Side {
             name,
             exec,
-            listener,
+            hooks: Hooks::Listener(listener),
             threads: true,
-            replaying: None,
         }
     }
 
@@ -77,9 +81,10 @@ impl<'a> Side<'a> {
     /// replays on a snapshot taken before the run, so it checks inputs the
     /// op must not change by their buffer versions instead of hashing them.
     fn replaying(name: &'static str, exec: &'a Executor<'a>, set: ListenerSet) -> Side<'a> {
-        let mut side = Side::new(name, exec, Box::new(NoListener));
-        side.replaying = Some(set);
-        side
+        Side {
+            hooks: Hooks::Replaying(set),
+            ..Side::new(name, exec, Box::new(NoListener))
+        }
     }
 
     fn one_thread(mut self) -> Self {
@@ -90,14 +95,14 @@ impl<'a> Side<'a> {
     fn run(&mut self, feeds: &HashMap<String, Tensor>) {
         vigil::engine::parallel::set_intra_op(self.threads);
         let opts = RunOptions::default();
-        let listener: &mut dyn Listener = match &mut self.replaying {
-            Some(set) => {
+        let listener: &mut dyn Listener = match &mut self.hooks {
+            Hooks::Replaying(set) => {
                 if let Some(n) = set.get_mut::<NonInplaceValidationListener>() {
                     n.replay_from(self.exec.graph(), feeds).unwrap();
                 }
                 set
             }
-            None => self.listener.as_mut(),
+            Hooks::Listener(l) => l.as_mut(),
         };
         black_box(self.exec.run_with(feeds, listener, &opts).unwrap());
     }

@@ -32,14 +32,14 @@ pub struct Case {
     pub op: String,
 }
 
-fn input() -> (GraphBuilder, Sym, Feeds) {
+fn input() -> Result<(GraphBuilder, Sym, Feeds)> {
     let mut r = vigil_listeners::broken::registry();
     crate::broken::register(&mut r);
     let b = GraphBuilder::with_registry("selftest", r);
     let x = b.input("x", DType::F32, &[8]);
     let v: Vec<f32> = (0..8).map(|i| (i as f32 * 0.7).sin()).collect();
-    let feeds = HashMap::from([("x".to_string(), Tensor::from_vec(&[8], v).expect("8 values"))]);
-    (b, x, feeds)
+    let feeds = HashMap::from([("x".to_string(), Tensor::from_vec(&[8], v)?)]);
+    Ok((b, x, feeds))
 }
 
 fn op(x: &Sym, name: &str) -> Result<Sym> {
@@ -48,7 +48,7 @@ fn op(x: &Sym, name: &str) -> Result<Sym> {
 
 /// `c = copy(x); out = op(c) + exp(c)`: a later reader of `c`.
 fn reader_after(name: &str) -> Result<(Graph, Feeds)> {
-    let (b, x, f) = input();
+    let (b, x, f) = input()?;
     let c = x.copy()?;
     let s = op(&c, name)?;
     let out = s.add(&c.exp()?)?;
@@ -57,7 +57,7 @@ fn reader_after(name: &str) -> Result<(Graph, Feeds)> {
 
 /// `sigmoid(neg(op(neg(exp(x)))))`: rewrites before and after the op.
 fn chain(name: &str) -> Result<(Graph, Feeds)> {
-    let (b, x, f) = input();
+    let (b, x, f) = input()?;
     let s = op(&x.exp()?.neg()?, name)?;
     let out = s.neg()?.sigmoid()?;
     Ok((b.build(&[&out])?, f))
@@ -65,7 +65,7 @@ fn chain(name: &str) -> Result<(Graph, Feeds)> {
 
 /// `stash(x)` and `take(neg(x))`, independent of each other.
 fn stash_take(prefix: &str) -> Result<(Graph, Feeds)> {
-    let (b, x, f) = input();
+    let (b, x, f) = input()?;
     let a = op(&x, &format!("{prefix}_stash"))?;
     let t = op(&x.neg()?, &format!("{prefix}_take"))?;
     Ok((b.build(&[&a, &t])?, f))
@@ -82,7 +82,7 @@ fn stash_take_fixed(_: &str) -> Result<(Graph, Feeds)> {
 /// `c = copy(x); y = identity(c); out = y + exp(c)`: with an undeclared
 /// view, the pass lets exp overwrite `c` while `y` is still to be read.
 fn hidden_view(name: &str) -> Result<(Graph, Feeds)> {
-    let (b, x, f) = input();
+    let (b, x, f) = input()?;
     let c = x.copy()?;
     let y = op(&c, name)?;
     let out = y.add(&c.exp()?)?;
@@ -92,7 +92,7 @@ fn hidden_view(name: &str) -> Result<(Graph, Feeds)> {
 /// `loss = sum(w * w * x)` with a supplied gradient `grad:w = k * w * x`:
 /// right for k = 2.
 fn gradient(k: f32) -> Result<(Graph, Feeds)> {
-    let (b, x, f) = input();
+    let (b, x, f) = input()?;
     let w = b.parameter(
         "w",
         Tensor::from_vec(&[8], (0..8).map(|i| 0.25 * i as f32 - 1.0).collect::<Vec<_>>())?,
@@ -115,7 +115,7 @@ fn right_gradient(_: &str) -> Result<(Graph, Feeds)> {
 /// `loss = sum(fixed_scale6(w) * x)`: a correct op of the corpus that has
 /// no gradient rule, so autodiff cannot build the gradient the check needs.
 fn no_gradient_rule(_: &str) -> Result<(Graph, Feeds)> {
-    let (b, x, f) = input();
+    let (b, x, f) = input()?;
     let w = b.parameter("w", Tensor::from_vec(&[8], vec![0.5f32; 8])?);
     let loss = op(&w, "fixed_scale6")?.mul(&x)?.sum(None)?;
     Ok((b.build(&[&loss])?, f))
