@@ -12,6 +12,10 @@
 //! VIGIL_PAIRED=7 cargo bench --bench debugmode
 //! ```
 //!
+//! `VIGIL_CLOCK=cpu` times each rep in process CPU time instead of wall
+//! time, for ratios that hold still on a loaded machine (see
+//! `common/clock.rs`).
+//!
 //! `VIGIL_SIDES=debug,orders` and `VIGIL_WORKLOADS=mlp_step,chain16_8m,mlp_grads,minimize`
 //! narrow the paired run (the plain side always runs: it is the baseline);
 //! a side `checks=lockstep+poison` runs just the checks named, to see what
@@ -27,8 +31,11 @@ use vigil::engine::exec::NoListener;
 use vigil::engine::tensor::pool;
 use vigil::engine::{inplace, DType, Executor, Graph, GraphBuilder, RunOptions, Tensor};
 
+#[path = "common/clock.rs"]
+mod clock;
 #[path = "common/workloads.rs"]
 mod workloads;
+use clock::Clock;
 use workloads::{chain16, mlp_grads, mlp_step};
 
 type Feeds = HashMap<String, Tensor>;
@@ -107,10 +114,10 @@ fn paired(
     for rep in 0..=reps {
         for (i, (_, cfg)) in sides.iter().enumerate() {
             let before = pool::stats().misses;
-            let start = Instant::now();
+            let start = Clock::start();
             peaks[i] = run(graph, &exec, feeds, cfg);
             if rep > 0 {
-                times[i].push(start.elapsed().as_secs_f64() * 1e3);
+                times[i].push(start.elapsed_ms());
                 misses[i] += pool::stats().misses - before;
             }
         }
@@ -123,8 +130,9 @@ fn paired(
             String::new()
         };
         println!(
-            "{title:<16} {name:<9} {:9.2} ms  {:5.2}x  pool misses {:.1}/run{peak}",
+            "{title:<16} {name:<9} {:9.2} ms {}  {:5.2}x  pool misses {:.1}/run{peak}",
             meds[i],
+            clock::name(),
             meds[i] / meds[0],
             misses[i] as f64 / reps as f64
         );

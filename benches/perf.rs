@@ -10,6 +10,10 @@
 //! VIGIL_PAIRED=30 cargo bench --bench perf
 //! ```
 //!
+//! `VIGIL_CLOCK=cpu` times each rep in process CPU time instead of wall
+//! time, for ratios that hold still on a loaded machine (see
+//! `common/clock.rs`).
+//!
 //! `benches/numpy_ref.py` runs the same two workloads in numpy.
 //! `VIGIL_SIDES=validate,numerics` keeps only the sides named (and each
 //! workload's baseline); `VIGIL_WORKLOADS=mlp` skips the chain.
@@ -20,7 +24,6 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use vigil::engine::exec::{Listener, NoListener};
@@ -29,8 +32,11 @@ use vigil_listeners::{
     ListenerSet, NonInplaceValidationListener, NumericsListener, ViewMapValidationListener,
 };
 
+#[path = "common/clock.rs"]
+mod clock;
 #[path = "common/workloads.rs"]
 mod workloads;
+use clock::Clock;
 use workloads::{chain16, mlp_step};
 
 /// The listeners of `vigil run --mode validate` (less profiling).
@@ -128,14 +134,19 @@ fn paired(title: &str, mut sides: Vec<Side<'_>>, feeds: &HashMap<String, Tensor>
     let mut times = vec![Vec::with_capacity(reps); sides.len()];
     for _ in 0..reps {
         for (s, t) in sides.iter_mut().zip(&mut times) {
-            let start = Instant::now();
+            let start = Clock::start();
             s.run(feeds);
-            t.push(start.elapsed().as_secs_f64() * 1e3);
+            t.push(start.elapsed_ms());
         }
     }
     let meds: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
     for (s, m) in sides.iter().zip(&meds) {
-        println!("{title:<28} {:<10} {m:9.3} ms  {:5.2}x", s.name, m / meds[0]);
+        println!(
+            "{title:<28} {:<10} {m:9.3} ms {}  {:5.2}x",
+            s.name,
+            clock::name(),
+            m / meds[0]
+        );
     }
     vigil::engine::parallel::set_intra_op(true);
 }

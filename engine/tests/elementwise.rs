@@ -603,6 +603,50 @@ fn comparisons_give_bool_on_every_layout() {
     assert_eq!((e.dtype(), e.shape()), (DType::Bool, &[0usize][..]));
 }
 
+/// The contiguous fast path picks a loop per operand shape: every mix of
+/// full and single-element condition, `a` and `b` gives the broadcast select.
+#[test]
+fn where_over_slices_matches_the_select_for_every_mix_of_scalars() {
+    let n = 37;
+    let cs: Vec<bool> = (0..n).map(|i| i % 3 != 1).collect();
+    let xs: Vec<i64> = (0..n as i64).collect();
+    let ys: Vec<i64> = (0..n as i64).map(|i| -100 - i).collect();
+    for mask in 0..8 {
+        let pick = |bit: usize| mask & (1 << bit) != 0;
+        let c = if pick(0) {
+            Tensor::from_vec(&[1], vec![false]).unwrap()
+        } else {
+            Tensor::from_vec(&[n], cs.clone()).unwrap()
+        };
+        let a = if pick(1) {
+            i64s(&[1], &[7])
+        } else {
+            i64s(&[n], &xs)
+        };
+        let b = if pick(2) {
+            i64s(&[1], &[-7])
+        } else {
+            i64s(&[n], &ys)
+        };
+        let out = run(&Where, &[c, a, b]).unwrap();
+        let want: Vec<i64> = (0..n)
+            .map(|i| {
+                let c = if pick(0) { false } else { cs[i] };
+                let x = if pick(1) { 7 } else { xs[i] };
+                let y = if pick(2) { -7 } else { ys[i] };
+                if c {
+                    x
+                } else {
+                    y
+                }
+            })
+            .collect();
+        // All three single elements: a one-element result.
+        let want = if mask == 7 { vec![-7] } else { want };
+        assert_eq!(vals::<i64>(&out), want, "mask {mask}");
+    }
+}
+
 #[test]
 fn where_selects_and_broadcasts() {
     let cond = Tensor::from_vec(&[2, 3], vec![true, false, true, false, true, false]).unwrap();

@@ -548,25 +548,39 @@ impl Op for Where {
 /// `out[i] = c[i] ? a[i] : b[i]` over contiguous slices, an operand of one
 /// element standing for every position.
 fn where_slices<T: Element>(c: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
-    fn at<U: Copy>(s: &[U], i: usize) -> U {
-        if s.len() == 1 {
-            s[0]
-        } else {
-            s[i]
-        }
-    }
     c.read_contiguous(|cs: &[bool]| {
         a.read_contiguous(|xs: &[T]| {
             b.read_contiguous(|ys: &[T]| {
                 out.write_contiguous(|os: &mut [T]| {
-                    for (i, o) in os.iter_mut().enumerate() {
-                        *o = if at(cs, i) { at(xs, i) } else { at(ys, i) };
+                    // One loop per shape of operands, each branch-free
+                    // inside, so that the select vectorizes.
+                    let one = |s: &[T]| (s.len() == 1).then(|| s[0]);
+                    match (cs, one(xs), one(ys)) {
+                        ([c], ..) => {
+                            let src = if *c { xs } else { ys };
+                            match one(src) {
+                                Some(v) => os.fill(v),
+                                None => os.copy_from_slice(src),
+                            }
+                        }
+                        (_, None, None) => select(os, cs, xs.iter().copied(), ys.iter().copied()),
+                        (_, Some(x), None) => select(os, cs, std::iter::repeat(x), ys.iter().copied()),
+                        (_, None, Some(y)) => select(os, cs, xs.iter().copied(), std::iter::repeat(y)),
+                        (_, Some(x), Some(y)) => select(os, cs, std::iter::repeat(x), std::iter::repeat(y)),
                     }
                 })
             })
         })
     })????;
     Ok(())
+}
+
+/// `os[i] = if cs[i] { xs[i] } else { ys[i] }`.
+#[inline(always)]
+fn select<T: Copy>(os: &mut [T], cs: &[bool], xs: impl Iterator<Item = T>, ys: impl Iterator<Item = T>) {
+    for (((o, &c), x), y) in os.iter_mut().zip(cs).zip(xs).zip(ys) {
+        *o = if c { x } else { y };
+    }
 }
 
 // ----- unary --------------------------------------------------------------
