@@ -4,6 +4,10 @@
 use std::collections::HashMap;
 use std::hint::black_box;
 
+#[path = "common/clock.rs"]
+mod clock;
+use clock::Clock;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::{ArrayD, IxDyn, Zip};
 use vigil::engine::ops::elementwise::{BinKind, Binary, UnKind, Unary};
@@ -41,6 +45,35 @@ fn dispatch_overhead(c: &mut Criterion) {
         b.iter(|| black_box(exec.run(&feeds).expect("run")))
     });
     group.finish();
+}
+
+/// The same 10,000-op graph timed rep by rep on the clock `VIGIL_CLOCK`
+/// names (`cpu` for process CPU time, which a loaded machine does not
+/// inflate), median per op: `VIGIL_PAIRED=15 VIGIL_CLOCK=cpu cargo bench
+/// --bench engine`.
+fn dispatch_paired(reps: usize) {
+    const N: usize = 10_000;
+    let graph = tiny_chain(N);
+    let exec = Executor::new(&graph).expect("exec");
+    let feeds = HashMap::from([
+        ("x".to_string(), Tensor::from_vec(&[1], vec![0.5f32]).unwrap()),
+        ("c".to_string(), Tensor::from_vec(&[1], vec![1.0f32]).unwrap()),
+    ]);
+    black_box(exec.run(&feeds).expect("run"));
+    let mut t: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let s = Clock::start();
+            black_box(exec.run(&feeds).expect("run"));
+            s.elapsed_ms()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    println!(
+        "dispatch tiny_ops_10k_graph {:.0} ns/op ({} clock, median of {})",
+        t[t.len() / 2] * 1e6 / N as f64,
+        clock::name(),
+        t.len()
+    );
 }
 
 fn add_16m(c: &mut Criterion) {
@@ -193,6 +226,7 @@ fn math_paired(reps: usize) {
 
 fn paired_or_criterion(c: &mut Criterion) {
     if let Some(reps) = std::env::var("VIGIL_PAIRED").ok().and_then(|r| r.parse().ok()) {
+        dispatch_paired(reps);
         return math_paired(reps);
     }
     dispatch_overhead(c);

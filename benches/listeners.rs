@@ -36,6 +36,12 @@ fn hashing(c: &mut Criterion) {
     g.bench_function("health_contiguous_1mib", |b| {
         b.iter(|| black_box(Health::of(&y).unwrap()))
     });
+    // DebugMode's pass: the summary and the equality with the reference
+    // (an equal copy), both read once.
+    let y2 = y.deep_copy().unwrap();
+    g.bench_function("health_compared_1mib", |b| {
+        b.iter(|| black_box(Health::of_compared(&y, &y2).unwrap()))
+    });
     g.throughput(Throughput::Bytes(x.nbytes() as u64));
     g.sample_size(20);
     g.bench_function("health_contiguous_64mib", |b| {

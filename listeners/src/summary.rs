@@ -92,6 +92,14 @@ pub trait Summarize: Element {
     const BLOCK: usize = 4096;
     fn summarize_run(run: &[Self], acc: &mut Acc);
     fn all_finite(run: &[Self]) -> bool;
+
+    /// [`Summarize::summarize_run`] of `run`, and whether it equals `want`
+    /// (of one length) element for element, NaN matching NaN.
+    fn summarize_compared(run: &[Self], want: &[Self], acc: &mut Acc) -> bool {
+        let same = vigil_engine::compare::slices_same(run, want);
+        Self::summarize_run(run, acc);
+        same
+    }
 }
 
 macro_rules! float_summary {
@@ -175,44 +183,62 @@ fn vec8(c: &[f32]) -> f32x8 {
 /// zeros, min, max and sum. Returns false (and adds nothing) when the block
 /// holds a NaN or an infinity.
 ///
-/// Two vectors per step with a sum each, so that an add does not wait on
-/// the previous one, and the class counts in integer lanes (a true compare
-/// is -1); more accumulators than that spill out of the 16 SSE registers.
+/// Two vectors per step, added to each other before the running sum, so
+/// that one add per step waits on the previous one, and the class counts in
+/// integer lanes (a true compare is -1); more accumulators than that spill
+/// out of the 16 SSE registers.
 /// Finiteness needs no test of its own: a lane's sum stays finite only
 /// while every element added to it is finite (an infinity makes it ±inf or
 /// NaN for good; a finite overflow sends the block to `mixed_block`, which
 /// gives the same result).
-fn finite_block(block: &[f32], acc: &mut Acc) -> bool {
+fn finite_block<const CMP: bool>(block: &[f32], want: &[f32], acc: &mut Acc) -> (bool, bool) {
     use wide::bytemuck::cast;
     use wide::i32x8;
     let zero = f32x8::ZERO;
     let (mut lt, mut eq) = (i32x8::ZERO, i32x8::ZERO);
-    let (mut s0, mut s1) = (zero, zero);
+    // With CMP, the bits where `block` and `want` differ, OR-ed together.
+    let mut diff = i32x8::ZERO;
+    let bits = |v: f32x8| cast::<f32x8, i32x8>(v);
+    let mut sum = zero;
     let mut lo = f32x8::splat(f32::INFINITY);
     let mut hi = f32x8::splat(f32::NEG_INFINITY);
     let neg = |v: f32x8| cast::<f32x8, i32x8>(v.simd_lt(zero));
     let nil = |v: f32x8| cast::<f32x8, i32x8>(v.simd_eq(zero));
     let mut pairs = block.chunks_exact(16);
+    let mut wants = want.chunks_exact(16);
     for p in &mut pairs {
         let (a, b) = (vec8(&p[..8]), vec8(&p[8..]));
+        if CMP {
+            let w = wants.next().unwrap_or(&[0.0; 16]);
+            diff |= (bits(a) ^ bits(vec8(&w[..8]))) | (bits(b) ^ bits(vec8(&w[8..])));
+        }
         lt -= neg(a) + neg(b);
         eq -= nil(a) + nil(b);
         lo = lo.fast_min(a.fast_min(b));
         hi = hi.fast_max(a.fast_max(b));
-        s0 += a;
-        s1 += b;
+        sum += a + b;
     }
-    for c in pairs.remainder().chunks_exact(8) {
+    let rest = wants.remainder().chunks_exact(8);
+    for (c, w) in pairs
+        .remainder()
+        .chunks_exact(8)
+        .zip(rest.chain(std::iter::repeat(&[0.0; 8][..])))
+    {
         let a = vec8(c);
+        if CMP {
+            diff |= bits(a) ^ bits(vec8(w));
+        }
         lt -= neg(a);
         eq -= nil(a);
         lo = lo.fast_min(a);
         hi = hi.fast_max(a);
-        s0 += a;
+        sum += a;
     }
-    let sum = s0 + s1;
+    // Equal bits are the same value; other differences (NaN payloads,
+    // 0 against -0) are for `slices_same` to judge.
+    let same = !CMP || diff == i32x8::ZERO || vigil_engine::compare::slices_same(block, want);
     if !sum.is_finite().all() {
-        return false;
+        return (false, same);
     }
     let count = |x: i32x8| x.to_array().iter().map(|&c| c as usize).sum::<usize>();
     let (neg, zer) = (count(lt), count(eq));
@@ -224,7 +250,7 @@ fn finite_block(block: &[f32], acc: &mut Acc) -> bool {
         acc.lo = acc.lo.min(l as f64);
         acc.hi = acc.hi.max(h as f64);
     }
-    true
+    (true, same)
 }
 
 /// One block with NaN or infinities: every class counted.
@@ -269,13 +295,34 @@ impl Summarize for f32 {
     fn summarize_run(run: &[f32], acc: &mut Acc) {
         let whole = run.len() - run.len() % 8;
         for block in run[..whole].chunks(VCHUNK * 8) {
-            if !finite_block(block, acc) {
+            if !finite_block::<false>(block, &[], acc).0 {
                 mixed_block(block, acc);
             }
         }
         for &x in &run[whole..] {
             acc.push(x as f64);
         }
+    }
+
+    /// The comparison rides along in the all-finite kernel: one XOR and OR
+    /// per vector, no second read of `run`.
+    fn summarize_compared(run: &[f32], want: &[f32], acc: &mut Acc) -> bool {
+        let whole = run.len() - run.len() % 8;
+        let mut same = true;
+        for (block, w) in run[..whole]
+            .chunks(VCHUNK * 8)
+            .zip(want[..whole].chunks(VCHUNK * 8))
+        {
+            let (finite, s) = finite_block::<true>(block, w, acc);
+            same &= s;
+            if !finite {
+                mixed_block(block, acc);
+            }
+        }
+        for &x in &run[whole..] {
+            acc.push(x as f64);
+        }
+        same & vigil_engine::compare::slices_same(&run[whole..], &want[whole..])
     }
 
     fn all_finite(run: &[f32]) -> bool {
@@ -401,8 +448,7 @@ pub fn summarize_comparing<T: Summarize>(got: &[T], want: &[T], acc: &mut Acc) -
     let blocks = |g: &[T], w: &[T], a: &mut Acc| {
         let mut same = true;
         for (gb, wb) in g.chunks(T::BLOCK).zip(w.chunks(T::BLOCK)) {
-            same &= vigil_engine::compare::slices_same(gb, wb);
-            T::summarize_run(gb, a);
+            same &= T::summarize_compared(gb, wb, a);
         }
         same
     };

@@ -60,6 +60,25 @@ proptest! {
     }
 }
 
+/// The fused kernel compares bits first; bits that differ but mean the
+/// same value (another NaN payload, -0 for 0) are still the same, and a
+/// NaN against a number is not.
+#[test]
+fn other_nan_payloads_and_signed_zeros_compare_same() {
+    let n = 4096 + 37;
+    let v: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+    let mut got = v.clone();
+    let mut want = v.clone();
+    got[100] = f32::NAN;
+    want[100] = f32::from_bits(f32::NAN.to_bits() | 0x1234);
+    got[4100] = 0.0;
+    want[4100] = -0.0;
+    let t = |x: &Vec<f32>| Tensor::from_vec(&[n], x.clone()).unwrap();
+    assert_eq!(Health::of_compared(&t(&got), &t(&want)).unwrap().1, Some(true));
+    want[4120] = f32::NAN;
+    assert_eq!(Health::of_compared(&t(&got), &t(&want)).unwrap().1, Some(false));
+}
+
 #[test]
 fn different_layouts_leave_the_equality_to_the_caller() {
     let a = Tensor::from_vec(&[2, 3], (0..6).map(|i| i as f32).collect()).unwrap();
