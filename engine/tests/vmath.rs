@@ -9,7 +9,7 @@ use vigil_engine::ops::elementwise::{UnKind, Unary};
 use vigil_engine::ops::vmath::{MathFn, VMath};
 use vigil_engine::{Op, OpCtx, Tensor};
 
-const ALL: [MathFn; 15] = MathFn::ALL;
+const ALL: [MathFn; 16] = MathFn::ALL;
 
 /// The f64 reference, rounded to f32 once.
 fn reference(f: MathFn, x: f32) -> f32 {
@@ -30,6 +30,7 @@ fn reference(f: MathFn, x: f32) -> f32 {
         MathFn::Cosh => x.cosh(),
         MathFn::Expm1 => x.exp_m1(),
         MathFn::Log1p => x.ln_1p(),
+        MathFn::Erf => libm::erf(x),
     };
     y as f32
 }
@@ -188,6 +189,7 @@ fn special_values_match_numpy() {
         MathFn::Sinh,
         MathFn::Expm1,
         MathFn::Log1p,
+        MathFn::Erf,
     ] {
         assert_eq!(
             k(f, -0.0).to_bits(),
@@ -195,6 +197,9 @@ fn special_values_match_numpy() {
             "{f:?}(-0) keeps the sign"
         );
     }
+    assert_eq!(k(MathFn::Erf, f32::INFINITY), 1.0);
+    assert_eq!(k(MathFn::Erf, f32::NEG_INFINITY), -1.0);
+    assert!(k(MathFn::Erf, f32::NAN).is_nan());
     assert_eq!(k(MathFn::Atan, f32::INFINITY), std::f32::consts::FRAC_PI_2);
     assert_eq!(k(MathFn::Atan, f32::NEG_INFINITY), -std::f32::consts::FRAC_PI_2);
     assert_eq!(k(MathFn::Sinh, f32::NEG_INFINITY), f32::NEG_INFINITY);
@@ -315,6 +320,20 @@ proptest! {
             for (x, got) in xs.iter().zip(kernel(f, &xs)) {
                 check(f, *x, got).map_err(TestCaseError::fail)?;
             }
+        }
+    }
+
+    /// erf switches fits at |x| = 1 and is ±1 from 4: every f32 near
+    /// both, and across its whole curved range.
+    #[test]
+    fn erf_within_two_ulp_across_its_fits(
+        xs in prop::collection::vec(-6.0f32..6.0, 1..64),
+        edge in -64i32..64,
+    ) {
+        let near = |c: f32| f32::from_bits((c.to_bits() as i32 + edge) as u32);
+        let xs: Vec<f32> = xs.into_iter().chain([near(1.0), -near(1.0), near(4.0), -near(4.0)]).collect();
+        for (x, got) in xs.iter().zip(kernel(MathFn::Erf, &xs)) {
+            check(MathFn::Erf, *x, got).map_err(TestCaseError::fail)?;
         }
     }
 

@@ -703,7 +703,7 @@ fn run_unary_float<T: Float + VMath>(kind: UnKind, a: &Tensor, out: &Tensor) -> 
         UnKind::Log1p => map_math::<T>(MathFn::Log1p, a, out),
         UnKind::Expm1 => map_math::<T>(MathFn::Expm1, a, out),
         UnKind::Softplus => map1(a, out, softplus::<T>),
-        UnKind::Erf => map1(a, out, |x: T| via_f64(x, libm::erf)),
+        UnKind::Erf => map_math::<T>(MathFn::Erf, a, out),
         UnKind::Gelu => map1(a, out, |x: T| via_f64(x, gelu)),
         UnKind::Round => map1(a, out, |x: T| via_f64(x, f64::round_ties_even)),
         _ => run_unary_num::<T>(kind, a, out),

@@ -20,6 +20,7 @@ pub mod cumsum;
 pub mod einsum;
 pub mod elements;
 pub mod elementwise;
+mod erf;
 pub mod fill;
 pub mod intdiv;
 pub mod layer_norm;

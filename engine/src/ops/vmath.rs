@@ -29,7 +29,9 @@
 //!   and rounded once (its f32 versions reach 3 and 4 ULP); tan lanes at
 //!   or above |x| = 65536 go through the scalar f64 function.
 //!
-//! `wide` has no `erf`, so erf stays scalar (`libm`, in f64) in the op.
+//! - `erf`: `wide` has none, and no maintained crate vectorizes it; see
+//!   `ops/erf.rs` (two Chebyshev fits made from `libm` at first use,
+//!   evaluated in `f64x4`).
 //!
 //! f64 uses the standard library's scalar functions (correctly handled
 //! special values, ≤ 1 ULP), as numpy does without AVX-512.
@@ -84,10 +86,11 @@ pub enum MathFn {
     Cosh,
     Expm1,
     Log1p,
+    Erf,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 15] = [
+    pub const ALL: [MathFn; 16] = [
         MathFn::Exp,
         MathFn::Log,
         MathFn::Sqrt,
@@ -103,6 +106,7 @@ impl MathFn {
         MathFn::Cosh,
         MathFn::Expm1,
         MathFn::Log1p,
+        MathFn::Erf,
     ];
 }
 
@@ -256,6 +260,7 @@ fn apply8(f: MathFn, v: f32x8) -> f32x8 {
         ),
         MathFn::Expm1 => via_f64x4(v, |d| d.exp_m1()),
         MathFn::Log1p => v.ln_1p(),
+        MathFn::Erf => via_f64x4(v, |d| super::erf::erf4(super::erf::fit(), d)),
     }
 }
 
@@ -307,7 +312,7 @@ impl VMath for f32 {
                 }
             };
         }
-        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p)
+        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf)
     }
 
     fn map_inplace(f: MathFn, buf: &mut [f32]) {
@@ -318,7 +323,7 @@ impl VMath for f32 {
                 }
             };
         }
-        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p)
+        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf)
     }
 
     fn one(f: MathFn, x: f32) -> f32 {
@@ -344,6 +349,7 @@ fn f64_fn(f: MathFn) -> fn(f64) -> f64 {
         MathFn::Cosh => f64::cosh,
         MathFn::Expm1 => f64::exp_m1,
         MathFn::Log1p => f64::ln_1p,
+        MathFn::Erf => libm::erf,
         MathFn::Sigmoid => |x: f64| {
             let e = (-x.abs()).exp();
             if x < 0.0 {
