@@ -386,6 +386,11 @@ impl Tensor {
     /// A new C-contiguous buffer holding this view's elements.
     pub fn deep_copy(&self) -> Result<Tensor> {
         let out = Tensor::uninit(self.dtype(), self.shape())?;
+        if self.is_contiguous() {
+            // One memcpy (snapshots copy every parameter per run).
+            crate::dispatch_all!(self.dtype(), T => self.read_contiguous(|s: &[T]| out.write_contiguous(|d: &mut [T]| d.copy_from_slice(s)))??);
+            return Ok(out);
+        }
         crate::dispatch_all!(self.dtype(), T => self.read(|s: ArrayViewD<'_, T>| out.write(|mut d: ArrayViewMutD<'_, T>| d.assign(&s)))??);
         Ok(out)
     }
