@@ -982,8 +982,6 @@ fn reshape(x: &A, shape: &[i64]) -> A {
     A { shape, ..x.clone() }
 }
 
-/// The reference for one node: `op` applied to `ins` with `at`.
-
 /// `at`'s bool `key`, `default` when absent.
 fn at_bool_or(at: &At, key: &str, default: bool) -> bool {
     match at_get(at, key) {
@@ -1196,6 +1194,7 @@ fn einsum_ref(eq: &str, xs: &[&A]) -> A {
     A::build(dt, oshape.clone(), |ix| acc[flat(&oshape, ix)])
 }
 
+/// The reference for one node: `op` applied to `ins` with `at`.
 pub fn eval(op: &str, ins: &[&A], at: &At) -> A {
     let base = op.strip_suffix("_inplace").unwrap_or(op);
     let inplace = base != op;

@@ -1,7 +1,6 @@
 //! `vigil import` end to end on small ONNX models written by the test.
 
 mod common;
-#[allow(dead_code)]
 #[path = "../onnx/tests/support/mod.rs"]
 mod onnx_support;
 
