@@ -474,13 +474,23 @@ mod tests {
         a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
     }
 
+    /// Bit equality, except that any NaN matches any NaN: the bits of a NaN
+    /// that arithmetic makes (a sum of NaN and -NaN) are not specified by
+    /// Rust, and may change with the operand order the compiler picks.
+    fn same_bits_any_nan(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
         /// The planar walk gives what the gather table gives with the
         /// reference steps ([`Num::maximum`], `+`), bit for bit, for max
         /// (NaN, -inf, NaN with its sign bit set, and ±0 among the inputs)
-        /// and both averages, with strides, dilations, pads and ceil_mode,
+        /// and both averages (NaN bits aside), with strides, dilations, pads and ceil_mode,
         /// in 1-D and 2-D.
         #[test]
         fn planar_pools_match_the_gather_table(
@@ -519,7 +529,7 @@ mod tests {
                     let avg = Reduce { init: 0.0, step: |s, v| s + v, finish: Finish::Mean { padded: c } };
                     average_reduce::<f64>(c).planes(&x, &mut fast, &axes).unwrap();
                     avg.table(&x, &mut general, &axes).unwrap();
-                    prop_assert!(same_bits(&fast, &general), "avg {c:?} {:?}: {:?} vs {:?}", axes, fast, general);
+                    prop_assert!(same_bits_any_nan(&fast, &general), "avg {c:?} {:?}: {:?} vs {:?}", axes, fast, general);
                 }
             }
         }
