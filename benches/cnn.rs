@@ -8,6 +8,10 @@
 //! - the memory-bound ops: `max_pool` 3×3 stride 2, `batch_norm`, `relu`,
 //!   `add`, with a plain copy of the same bytes as the bandwidth yardstick;
 //!   throughput in bytes read and written.
+//!
+//! `VIGIL_PAIRED=REPS cargo bench --bench cnn` instead times the pools at
+//! the stem's shape against a copy of their input, on one thread,
+//! alternating rep by rep in one process, and prints median ratios.
 
 use std::hint::black_box;
 
@@ -101,5 +105,65 @@ fn memory_bound(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, conv, memory_bound);
+/// The common pools against a copy of their input (`[1, 64, 112, 112]`
+/// f32), one thread, sides alternated rep by rep; medians.
+fn pools_paired(reps: usize) {
+    use std::time::Instant;
+    vigil::engine::parallel::set_intra_op(false);
+    let reg = OpRegistry::builtin();
+    let x = ramp(&[1, 64, 112, 112], 1);
+    let window = |op: &'static str, k: usize, s: usize, p: usize| {
+        let a = Attrs::new()
+            .with("kernel_shape", vec![k, k])
+            .with("strides", vec![s, s])
+            .with("pads", vec![p, p, p, p]);
+        let name = format!("{op} {k}x{k}/{s} pad {p}");
+        (name, reg.make(op, &a).expect("op"))
+    };
+    let pools = [
+        window("max_pool", 3, 2, 1),
+        window("max_pool", 2, 2, 0),
+        window("max_pool", 3, 1, 1),
+        window("average_pool", 2, 2, 0),
+        window("average_pool", 3, 2, 1),
+        window("average_pool", 3, 1, 1),
+    ];
+    let mut copy = Vec::new();
+    let mut times = vec![Vec::new(); pools.len()];
+    let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;
+    for _ in 0..reps {
+        let s = Instant::now();
+        black_box(x.deep_copy().expect("copy"));
+        copy.push(ms(s));
+        for ((_, op), t) in pools.iter().zip(&mut times) {
+            let s = Instant::now();
+            black_box(
+                op.compute(std::slice::from_ref(&x), &mut OpCtx::new("pool"))
+                    .expect("pool"),
+            );
+            t.push(ms(s));
+        }
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let c = med(&mut copy);
+    println!("copy of the input {c:7.3} ms");
+    for ((name, _), t) in pools.iter().zip(&mut times) {
+        let m = med(t);
+        println!("{name:<24} {m:7.3} ms  {:5.2}x the copy", m / c);
+    }
+    vigil::engine::parallel::set_intra_op(true);
+}
+
+fn paired_or_criterion(c: &mut Criterion) {
+    if let Some(reps) = std::env::var("VIGIL_PAIRED").ok().and_then(|r| r.parse().ok()) {
+        return pools_paired(reps);
+    }
+    conv(c);
+    memory_bound(c);
+}
+
+criterion_group!(benches, paired_or_criterion);
 criterion_main!(benches);

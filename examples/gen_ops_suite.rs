@@ -751,6 +751,8 @@ fn reduce(kind: &str, x: &A, axes: Option<&[i64]>, keepdims: bool) -> A {
             let r = match (kind, x.dt.is_float()) {
                 ("sum", true) => V::F(vals.iter().map(|&v| fv(v)).sum()),
                 ("sum", false) => V::I(vals.iter().fold(0i64, |a, &v| a.wrapping_add(iv(v)))),
+                ("prod", true) => V::F(vals.iter().map(|&v| fv(v)).product()),
+                ("prod", false) => V::I(vals.iter().fold(1i64, |a, &v| a.wrapping_mul(iv(v)))),
                 ("mean", true) => V::F(vals.iter().map(|&v| fv(v)).sum::<f64>() / vals.len() as f64),
                 ("max", true) => V::F(vals.iter().fold(f64::NEG_INFINITY, |a, &v| maximum_f(a, fv(v)))),
                 ("min", true) => V::F(vals.iter().fold(f64::INFINITY, |a, &v| minimum_f(a, fv(v)))),
@@ -980,6 +982,218 @@ fn reshape(x: &A, shape: &[i64]) -> A {
     A { shape, ..x.clone() }
 }
 
+/// `at`'s bool `key`, `default` when absent.
+fn at_bool_or(at: &At, key: &str, default: bool) -> bool {
+    match at_get(at, key) {
+        None => default,
+        Some(_) => at_bool(at, key),
+    }
+}
+
+/// The multi-indices of `x` with the one of `axis` replaced.
+fn with_axis(ix: &[usize], axis: usize, i: usize) -> Vec<usize> {
+    let mut j = ix.to_vec();
+    j[axis] = i;
+    j
+}
+
+/// numpy's `arange(start, limit, delta)` from three 0-d arrays.
+fn range_ref(start: &A, limit: &A, delta: &A) -> A {
+    let dt = start.dt;
+    let (n, at): (usize, Box<dyn Fn(usize) -> V>) = if dt.is_float() {
+        let (s, l, d) = (fv(start.v[0]), fv(limit.v[0]), fv(delta.v[0]));
+        (
+            ((l - s) / d).ceil().max(0.0) as usize,
+            Box::new(move |i| V::F(s + i as f64 * d)),
+        )
+    } else {
+        let (s, l, d) = (iv(start.v[0]), iv(limit.v[0]), iv(delta.v[0]));
+        let n = if d > 0 {
+            (l - s + d - 1) / d
+        } else {
+            (s - l - d - 1) / -d
+        };
+        (n.max(0) as usize, Box::new(move |i| V::I(s + i as i64 * d)))
+    };
+    A::build(dt, vec![n], |ix| at(ix[0]))
+}
+
+/// numpy's `cumsum` along `axis`, optionally exclusive and from the end.
+fn cumsum_ref(x: &A, axis: i64, exclusive: bool, reverse: bool) -> A {
+    let ax = resolve_axis(axis, x.shape.len());
+    let d = x.shape[ax];
+    A::build(x.dt, x.shape.clone(), |ix| {
+        let i = ix[ax];
+        let take: Vec<usize> = if reverse {
+            ((i + usize::from(exclusive))..d).collect()
+        } else {
+            (0..(i + usize::from(!exclusive))).collect()
+        };
+        let vals = take.iter().map(|&k| x.get(&with_axis(ix, ax, k)));
+        if x.dt.is_float() {
+            V::F(vals.map(fv).sum())
+        } else {
+            V::I(vals.map(iv).fold(0i64, i64::wrapping_add))
+        }
+    })
+}
+
+/// numpy's `triu(x, k)` / `tril(x, k)` over the last two axes.
+fn trilu_ref(x: &A, upper: bool, k: i64) -> A {
+    let r = x.shape.len();
+    let zero = match x.dt {
+        Dt::F32 | Dt::F64 => V::F(0.0),
+        Dt::I64 | Dt::I32 => V::I(0),
+        Dt::Bool => V::B(false),
+    };
+    A::build(x.dt, x.shape.clone(), |ix| {
+        let diff = ix[r - 1] as i64 - ix[r - 2] as i64;
+        let keep = if upper { diff >= k } else { diff <= k };
+        if keep {
+            x.get(ix)
+        } else {
+            zero
+        }
+    })
+}
+
+/// An index value of `indices` resolved against length `d` (negative counts
+/// from the end).
+fn index_at(v: V, d: usize) -> usize {
+    let i = iv(v);
+    let j = if i < 0 { i + d as i64 } else { i };
+    assert!((0..d as i64).contains(&j), "reference: index {i} outside {d}");
+    j as usize
+}
+
+/// numpy's `take_along_axis(x, indices, axis)`.
+fn gather_elements_ref(x: &A, ind: &A, axis: i64) -> A {
+    let ax = resolve_axis(axis, x.shape.len());
+    A::build(x.dt, ind.shape.clone(), |ix| {
+        x.get(&with_axis(ix, ax, index_at(ind.get(ix), x.shape[ax])))
+    })
+}
+
+/// A copy of `x` with `updates` written (or combined, `reduction`) at
+/// `indices` along `axis`, in C order of `indices`.
+fn scatter_elements_ref(x: &A, ind: &A, upd: &A, axis: i64, reduction: &str) -> A {
+    let ax = resolve_axis(axis, x.shape.len());
+    let mut out = x.clone();
+    for ix in indices(&ind.shape) {
+        let at = flat(&x.shape, &with_axis(&ix, ax, index_at(ind.get(&ix), x.shape[ax])));
+        let (old, u) = (out.v[at], upd.get(&ix));
+        let new = match reduction {
+            "none" => u,
+            "add" => binary("add", x.dt, old, u),
+            "mul" => binary("mul", x.dt, old, u),
+            "max" => binary("maximum", x.dt, old, u),
+            "min" => binary("minimum", x.dt, old, u),
+            other => panic!("reference: reduction {other}"),
+        };
+        out.v[at] = fix(x.dt, new);
+    }
+    out
+}
+
+/// 1 at the first maximum (or first NaN) of each lane along `axis`.
+fn hardmax_ref(x: &A, axis: i64) -> A {
+    let ax = resolve_axis(axis, x.shape.len());
+    A::build(x.dt, x.shape.clone(), |ix| {
+        let lane: Vec<V> = (0..x.shape[ax]).map(|k| x.get(&with_axis(ix, ax, k))).collect();
+        V::F(if argmax_of(&lane) == ix[ax] as i64 {
+            1.0
+        } else {
+            0.0
+        })
+    })
+}
+
+/// Layer normalization over axes `axis..`: `[y, mean, inv_std]`, the
+/// statistics in f64 and rounded once.
+fn layer_norm_ref(x: &A, scale: Option<&A>, bias: Option<&A>, axis: i64, eps: f64) -> Vec<A> {
+    let ax = resolve_axis(axis, x.shape.len());
+    let inner: usize = numel(&x.shape[ax..]);
+    let outer: usize = numel(&x.shape[..ax]);
+    let param = |p: Option<&A>, fill: f64| -> Vec<f64> {
+        match p {
+            None => vec![fill; inner],
+            Some(p) => {
+                let b = bcast_to(p, &x.shape[ax..]);
+                b.v.iter().map(|&v| fv(v)).collect()
+            }
+        }
+    };
+    let (sc, bi) = (param(scale, 1.0), param(bias, 0.0));
+    let mut y = Vec::new();
+    let (mut means, mut invs) = (Vec::new(), Vec::new());
+    for o in 0..outer {
+        let block: Vec<f64> = x.v[o * inner..(o + 1) * inner].iter().map(|&v| fv(v)).collect();
+        let mean = block.iter().sum::<f64>() / inner as f64;
+        let var = block.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / inner as f64;
+        let inv = 1.0 / (var + eps).sqrt();
+        y.extend(
+            block
+                .iter()
+                .enumerate()
+                .map(|(k, v)| (v - mean) * inv * sc[k] + bi[k]),
+        );
+        means.push(mean);
+        invs.push(inv);
+    }
+    let stat_shape: Vec<usize> = (0..x.shape.len())
+        .map(|d| if d < ax { x.shape[d] } else { 1 })
+        .collect();
+    let round = |shape: &[usize], v: Vec<f64>| A::build(x.dt, shape.to_vec(), |ix| V::F(v[flat(shape, ix)]));
+    vec![
+        round(&x.shape, y),
+        round(&stat_shape, means),
+        round(&stat_shape, invs),
+    ]
+}
+
+/// numpy's `einsum` for an explicit equation of letter labels (no `...`):
+/// every combination of label values, summed over the labels the output
+/// leaves out.
+fn einsum_ref(eq: &str, xs: &[&A]) -> A {
+    let eq: String = eq.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = eq.split_once("->").expect("reference: explicit einsum equation");
+    let terms: Vec<Vec<char>> = lhs.split(',').map(|t| t.chars().collect()).collect();
+    let out: Vec<char> = rhs.chars().collect();
+    let mut labels: Vec<char> = Vec::new();
+    let mut size = BTreeMap::new();
+    for (t, x) in terms.iter().zip(xs) {
+        for (&l, &d) in t.iter().zip(&x.shape) {
+            assert_eq!(*size.entry(l).or_insert(d), d, "reference: label {l}");
+            if !labels.contains(&l) {
+                labels.push(l);
+            }
+        }
+    }
+    let dims: Vec<usize> = labels.iter().map(|l| size[l]).collect();
+    let oshape: Vec<usize> = out.iter().map(|l| size[l]).collect();
+    let dt = xs[0].dt;
+    let mut acc = vec![if dt.is_float() { V::F(0.0) } else { V::I(0) }; numel(&oshape)];
+    for combo in indices(&dims) {
+        let val = |l: char| combo[labels.iter().position(|&m| m == l).expect("label")];
+        let mut p = if dt.is_float() { V::F(1.0) } else { V::I(1) };
+        for (t, x) in terms.iter().zip(xs) {
+            let ix: Vec<usize> = t.iter().map(|&l| val(l)).collect();
+            p = match (p, x.get(&ix)) {
+                (V::F(a), V::F(b)) => V::F(a * b),
+                (V::I(a), V::I(b)) => V::I(a.wrapping_mul(b)),
+                other => panic!("reference: einsum of {other:?}"),
+            };
+        }
+        let o = flat(&oshape, &out.iter().map(|&l| val(l)).collect::<Vec<_>>());
+        acc[o] = match (acc[o], p) {
+            (V::F(a), V::F(b)) => V::F(a + b),
+            (V::I(a), V::I(b)) => V::I(a.wrapping_add(b)),
+            other => panic!("reference: einsum of {other:?}"),
+        };
+    }
+    A::build(dt, oshape.clone(), |ix| acc[flat(&oshape, ix)])
+}
+
 /// The reference for one node: `op` applied to `ins` with `at`.
 pub fn eval(op: &str, ins: &[&A], at: &At) -> A {
     let base = op.strip_suffix("_inplace").unwrap_or(op);
@@ -1023,7 +1237,7 @@ pub fn eval(op: &str, ins: &[&A], at: &At) -> A {
             let to = at_dtype(at, "dtype").expect("cast dtype");
             ins[0].map(to, |x| cast(x, to))
         }
-        "sum" | "mean" | "max" | "min" => reduce(
+        "sum" | "mean" | "max" | "min" | "prod" => reduce(
             base,
             ins[0],
             at_list(at, "axes").as_deref(),
@@ -1076,6 +1290,41 @@ pub fn eval(op: &str, ins: &[&A], at: &At) -> A {
         "concat" => concat(ins, at_i64(at, "axis").unwrap_or(0)),
         "stack" => stack(ins, at_i64(at, "axis").unwrap_or(0)),
         "copy" => ins[0].clone(),
+        "isnan" => ins[0].map(Dt::Bool, |v| V::B(matches!(v, V::F(x) if x.is_nan()))),
+        "isinf" => {
+            let (pos, neg) = (
+                at_bool_or(at, "detect_positive", true),
+                at_bool_or(at, "detect_negative", true),
+            );
+            ins[0].map(Dt::Bool, |v| {
+                V::B(matches!(v, V::F(x) if (pos && x == f64::INFINITY) || (neg && x == f64::NEG_INFINITY)))
+            })
+        }
+        "range" => range_ref(ins[0], ins[1], ins[2]),
+        "cumsum" => cumsum_ref(
+            ins[0],
+            at_i64(at, "axis").unwrap_or(0),
+            at_bool(at, "exclusive"),
+            at_bool(at, "reverse"),
+        ),
+        "trilu" => trilu_ref(
+            ins[0],
+            at_bool_or(at, "upper", true),
+            at_i64(at, "k").unwrap_or(0),
+        ),
+        "gather_elements" => gather_elements_ref(ins[0], ins[1], at_i64(at, "axis").unwrap_or(0)),
+        "scatter_elements" => {
+            let red = match at_get(at, "reduction") {
+                Some(J::Str(r)) => r.clone(),
+                _ => "none".to_string(),
+            };
+            scatter_elements_ref(ins[0], ins[1], ins[2], at_i64(at, "axis").unwrap_or(0), &red)
+        }
+        "hardmax" => hardmax_ref(ins[0], at_i64(at, "axis").unwrap_or(-1)),
+        "einsum" => match at_get(at, "equation") {
+            Some(J::Str(eq)) => einsum_ref(eq, ins),
+            other => panic!("reference: einsum equation {other:?}"),
+        },
         "set_subtensor" | "inc_subtensor" => {
             assert_eq!(ins[0].dt, ins[1].dt);
             subtensor(base == "inc_subtensor", ins[0], ins[1], &decode_all(&ins[2..]))
@@ -1282,6 +1531,43 @@ impl Case {
         self.nodes.push(J::Obj(kv));
         self.define(out, value);
         out.to_string()
+    }
+
+    /// `outs = op(ins...)` for an op with several outputs (`layer_norm`),
+    /// with their reference values.
+    pub fn op_outs(&mut self, outs: &[&str], op: &str, ins: &[&str], at: At) {
+        let vals: Vec<&A> = ins
+            .iter()
+            .map(|i| self.env[*i].as_ref().expect("a deterministic input"))
+            .collect();
+        let values = match op {
+            "layer_norm" => layer_norm_ref(
+                vals[0],
+                vals.get(1).copied(),
+                vals.get(2).copied(),
+                at_i64(&at, "axis").unwrap_or(-1),
+                match at_get(&at, "epsilon") {
+                    Some(J::Num(e)) => *e,
+                    _ => 1e-5,
+                },
+            ),
+            other => panic!("reference: {other} has one output"),
+        };
+        assert_eq!(values.len(), outs.len(), "{}: {op} outputs", self.name);
+        let mut kv = vec![
+            ("name", s(&format!("n{}_{op}", self.n_nodes))),
+            ("op", s(op)),
+            ("inputs", strs(ins)),
+            ("outputs", strs(outs)),
+        ];
+        self.n_nodes += 1;
+        if !at.is_empty() {
+            kv.push(("attrs", J::Obj(at)));
+        }
+        self.nodes.push(J::Obj(kv));
+        for (o, v) in outs.iter().zip(values) {
+            self.define(o, Some(v));
+        }
     }
 
     /// Like [`Case::op_as`] with a generated output name.
@@ -3232,6 +3518,288 @@ fn random_cases(v: &mut Vec<Case>) {
     }
 }
 
+/// The ops added with the ONNX import: isnan, isinf, range, cumsum, trilu,
+/// gather_elements, scatter_elements, prod, hardmax, layer_norm, einsum.
+fn onnx_op_cases(v: &mut Vec<Case>) {
+    let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -1.5, 2.0];
+    for dt in FLOATS {
+        let d = dt.name();
+        let mut c = Case::new(
+            format!("isnan_isinf_{d}"),
+            format!("isnan and isinf (both signs, +inf only, -inf only) of {d} [2, 3] with NaN and ±inf; on its transpose too"),
+        );
+        let x = A::from_f64(dt, &[2, 3], &specials);
+        c.input("x", &x);
+        c.op_as("nan", "isnan", &["x"], vec![]);
+        c.op_as("inf", "isinf", &["x"], vec![]);
+        c.op_as("pos", "isinf", &["x"], at1("detect_negative", J::Bool(false)));
+        c.op_as("neg", "isinf", &["x"], at1("detect_positive", J::Bool(false)));
+        c.strided("xt", &x, 0);
+        c.op_as("nan_t", "isnan", &["xt"], vec![]);
+        c.out("nan").out("inf").out("pos").out("neg").out("nan_t");
+        v.push(c);
+    }
+    {
+        let mut c = Case::new("isnan_isinf_i64", "isnan and isinf of i64: all false");
+        c.input("x", &A::ints(Dt::I64, &[4], &[0, -1, 7, i64::MAX]));
+        c.op_as("nan", "isnan", &["x"], vec![]);
+        c.op_as("inf", "isinf", &["x"], vec![]);
+        c.out("nan").out("inf");
+        v.push(c);
+    }
+    for dt in NUMERIC {
+        let d = dt.name();
+        let mut c = Case::new(
+            format!("range_{d}"),
+            format!("range of {d}: upward, downward, and empty (limit behind start)"),
+        );
+        let (a, b, step) = if dt.is_float() {
+            (0.5, 3.0, 0.75)
+        } else {
+            (-2.0, 9.0, 3.0)
+        };
+        for (name, x) in [("s", a), ("l", b), ("d", step), ("nd", -step)] {
+            c.input(name, &A::scalar(dt, x));
+        }
+        c.op_as("up", "range", &["s", "l", "d"], vec![]);
+        c.op_as("down", "range", &["l", "s", "nd"], vec![]);
+        c.op_as("none", "range", &["l", "s", "d"], vec![]);
+        c.out("up").out("down").out("none");
+        v.push(c);
+    }
+    for dt in NUMERIC {
+        let d = dt.name();
+        let name = format!("cumsum_{d}");
+        let mut rng = Rng::new(&name);
+        let mut c = Case::new(
+            &name,
+            format!("cumsum of {d} [3, 4] along 0, -1 exclusive, 1 reverse, -1 exclusive reverse; along 0 of a transpose"),
+        );
+        let x = gen(dt, &[3, 4], || {
+            rng.step(-8.0, 8.0, if dt.is_float() { 0.25 } else { 1.0 })
+        });
+        c.input("x", &x);
+        c.op_as("a0", "cumsum", &["x"], vec![]);
+        c.op_as(
+            "ex",
+            "cumsum",
+            &["x"],
+            vec![("axis", J::Int(-1)), ("exclusive", J::Bool(true))],
+        );
+        c.op_as(
+            "rev",
+            "cumsum",
+            &["x"],
+            vec![("axis", J::Int(1)), ("reverse", J::Bool(true))],
+        );
+        c.op_as(
+            "both",
+            "cumsum",
+            &["x"],
+            vec![
+                ("axis", J::Int(-1)),
+                ("exclusive", J::Bool(true)),
+                ("reverse", J::Bool(true)),
+            ],
+        );
+        c.strided("xt", &gen(dt, &[3, 4], || rng.step(-8.0, 8.0, 1.0)), 0);
+        c.op_as("t0", "cumsum", &["xt"], vec![]);
+        c.out("a0").out("ex").out("rev").out("both").out("t0");
+        v.push(c);
+    }
+    {
+        let mut c = Case::new("cumsum_i32_wrap", "i32 cumsum wraps on overflow");
+        c.input("x", &A::ints(Dt::I32, &[3], &[i32::MAX as i64, 5, -3]));
+        c.op_as("y", "cumsum", &["x"], vec![]);
+        c.out("y");
+        v.push(c);
+    }
+    for dt in DTYPES {
+        let d = dt.name();
+        let name = format!("trilu_{d}");
+        let mut rng = Rng::new(&name);
+        let mut c = Case::new(
+            &name,
+            format!("triu and tril of {d} [2, 3, 4] with k 0, 1, -1; triu of a transpose"),
+        );
+        let x = gen(dt, &[2, 3, 4], || rng.step(1.0, 9.0, 1.0));
+        c.input("x", &x);
+        c.op_as("u", "trilu", &["x"], vec![]);
+        c.op_as("u1", "trilu", &["x"], at1("k", J::Int(1)));
+        c.op_as("l", "trilu", &["x"], at1("upper", J::Bool(false)));
+        c.op_as(
+            "lm1",
+            "trilu",
+            &["x"],
+            vec![("upper", J::Bool(false)), ("k", J::Int(-1))],
+        );
+        c.strided("xt", &gen(dt, &[4, 3], || rng.step(1.0, 9.0, 1.0)), 0);
+        c.op_as("ut", "trilu", &["xt"], vec![]);
+        c.out("u").out("u1").out("l").out("lm1").out("ut");
+        v.push(c);
+    }
+    for dt in NUMERIC {
+        let d = dt.name();
+        let name = format!("gather_scatter_elements_{d}");
+        let mut rng = Rng::new(&name);
+        let mut c = Case::new(
+            &name,
+            format!(
+                "gather_elements of {d} [3, 4] along 0 and -1 (negative indices); scatter_elements along 1 with \
+                 none (a repeated index: the last write wins), add and max"
+            ),
+        );
+        let x = gen(dt, &[3, 4], || rng.step(-8.0, 8.0, 1.0));
+        c.input("x", &x);
+        c.input("i0", &A::ints(Dt::I64, &[2, 4], &[0, 2, -1, 1, 2, 0, 1, -3]));
+        c.input("i1", &A::ints(Dt::I64, &[3, 2], &[3, 0, -1, 1, 2, 2]));
+        c.op_as("g0", "gather_elements", &["x", "i0"], vec![]);
+        c.op_as("g1", "gather_elements", &["x", "i1"], at1("axis", J::Int(-1)));
+        c.input("u", &gen(dt, &[3, 2], || rng.step(-8.0, 8.0, 1.0)));
+        c.op_as(
+            "s_none",
+            "scatter_elements",
+            &["x", "i1", "u"],
+            at1("axis", J::Int(1)),
+        );
+        c.op_as(
+            "s_add",
+            "scatter_elements",
+            &["x", "i1", "u"],
+            vec![("axis", J::Int(1)), ("reduction", s("add"))],
+        );
+        c.op_as(
+            "s_max",
+            "scatter_elements",
+            &["x", "i1", "u"],
+            vec![("axis", J::Int(1)), ("reduction", s("max"))],
+        );
+        c.out("g0").out("g1").out("s_none").out("s_add").out("s_max");
+        v.push(c);
+    }
+    for dt in NUMERIC {
+        let d = dt.name();
+        let name = format!("prod_{d}_axes");
+        let mut rng = Rng::new(&name);
+        let mut c = Case::new(
+            &name,
+            format!("prod of {d} [2, 3, 4]: all axes, [1], [-1] keepdims, [] and an empty axis (1)"),
+        );
+        let from: &[f64] = if dt.is_float() {
+            &[-2.0, -1.0, -0.5, 0.5, 1.0, 2.0]
+        } else {
+            &[-3.0, -1.0, 1.0, 2.0, 3.0]
+        };
+        let x = gen(dt, &[2, 3, 4], || rng.pick(from));
+        c.input("x", &x);
+        c.op_as("all", "prod", &["x"], vec![]);
+        c.op_as("ax1", "prod", &["x"], at1("axes", ints(&[1])));
+        c.op_as(
+            "keep",
+            "prod",
+            &["x"],
+            vec![("axes", ints(&[-1])), ("keepdims", J::Bool(true))],
+        );
+        c.op_as("none", "prod", &["x"], at1("axes", ints(&[])));
+        c.input("e", &gen(dt, &[2, 0], || 1.0));
+        c.op_as("empty", "prod", &["e"], at1("axes", ints(&[1])));
+        c.out("all").out("ax1").out("keep").out("none").out("empty");
+        v.push(c);
+    }
+    {
+        let mut c = Case::new("prod_i32_wrap", "the i32 product keeps i32 and wraps on overflow");
+        c.input("x", &A::ints(Dt::I32, &[3], &[65536, 65536, 3]));
+        c.op_as("p", "prod", &["x"], vec![]);
+        c.out("p");
+        v.push(c);
+    }
+    for dt in FLOATS {
+        let d = dt.name();
+        let mut c = Case::new(
+            format!("hardmax_{d}"),
+            format!(
+                "hardmax of {d} [3, 4] along -1 (ties: the first; a NaN lane: its first NaN) and along 0"
+            ),
+        );
+        let x = A::from_f64(
+            dt,
+            &[3, 4],
+            &[
+                1.0,
+                3.0,
+                3.0,
+                -1.0,
+                0.5,
+                f64::NAN,
+                2.0,
+                f64::NAN,
+                -2.0,
+                -0.5,
+                -0.25,
+                -4.0,
+            ],
+        );
+        c.input("x", &x);
+        c.op_as("h", "hardmax", &["x"], vec![]);
+        c.op_as("h0", "hardmax", &["x"], at1("axis", J::Int(0)));
+        c.out("h").out("h0");
+        v.push(c);
+    }
+    for dt in FLOATS {
+        let d = dt.name();
+        let name = format!("layer_norm_{d}");
+        let mut rng = Rng::new(&name);
+        let mut c = Case::new(
+            &name,
+            format!("layer_norm of {d} [2, 3, 4] over the last axis with scale and bias, and over axes 1.. without"),
+        );
+        let x = gen(dt, &[2, 3, 4], || rng.step(-4.0, 4.0, 0.25));
+        c.input("x", &x);
+        c.input("scale", &gen(dt, &[4], || rng.step(-2.0, 2.0, 0.5)));
+        c.input("bias", &gen(dt, &[4], || rng.step(-2.0, 2.0, 0.5)));
+        c.op_outs(
+            &["y", "mean", "inv"],
+            "layer_norm",
+            &["x", "scale", "bias"],
+            vec![],
+        );
+        c.op_outs(
+            &["y1", "mean1", "inv1"],
+            "layer_norm",
+            &["x"],
+            vec![("axis", J::Int(1)), ("epsilon", J::Num(0.5))],
+        );
+        c.out("y")
+            .out("mean")
+            .out("inv")
+            .out("y1")
+            .out("mean1")
+            .out("inv1");
+        v.push(c);
+    }
+    for dt in NUMERIC {
+        let d = dt.name();
+        let name = format!("einsum_{d}");
+        let mut rng = Rng::new(&name);
+        let mut c = Case::new(
+            &name,
+            format!("einsum on {d}: batched matmul bij,bjk->bik, a diagonal ii->i, a transpose ij->ji, a full sum ij->"),
+        );
+        let a = gen(dt, &[2, 3, 4], || rng.step(-4.0, 4.0, 1.0));
+        let b = gen(dt, &[2, 4, 2], || rng.step(-4.0, 4.0, 1.0));
+        let sq = gen(dt, &[3, 3], || rng.step(-4.0, 4.0, 1.0));
+        c.input("a", &a);
+        c.input("b", &b);
+        c.input("sq", &sq);
+        c.op_as("mm", "einsum", &["a", "b"], at1("equation", s("bij,bjk->bik")));
+        c.op_as("diag", "einsum", &["sq"], at1("equation", s("ii->i")));
+        c.op_as("tr", "einsum", &["sq"], at1("equation", s("ij->ji")));
+        c.op_as("total", "einsum", &["sq"], at1("equation", s("ij->")));
+        c.out("mm").out("diag").out("tr").out("total");
+        v.push(c);
+    }
+}
+
 fn main() {
     let root: PathBuf = std::env::args_os()
         .nth(1)
@@ -3250,6 +3818,7 @@ fn main() {
     copy_op_cases(&mut v);
     subtensor_cases(&mut v);
     nn_cases(&mut v);
+    onnx_op_cases(&mut v);
     random_cases(&mut v);
     write_suite(
         &root,

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use vigil_onnx::{import_with, read_model, write_case, InputSource, Options};
+use vigil_onnx::{import_for, read_model, write_case, InputSource, Options};
 
 use crate::suite::CaseRef;
 
@@ -110,12 +110,8 @@ pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
         };
         // A data set's inputs may stand in for constants (the node
         // tests feed Reshape's shape or ReduceSum's axes as inputs).
-        let known = match &t.source {
-            InputSource::DataSet(d) => Some(d.as_path()),
-            _ => None,
-        };
         let done = read_model(&t.model)
-            .and_then(|m| import_with(&m, &Options::default(), known))
+            .and_then(|m| import_for(&m, &Options::default(), &t.source))
             .and_then(|m| write_case(&m, &t.source, &location));
         match done {
             Ok(()) => cases.push(case),

@@ -19,6 +19,18 @@ pub use error::{ImportError, Result};
 pub use import::{import, import_with, sanitize, Imported, Initializers, Options};
 pub use model::{decode_model, read_model, read_tensor_file};
 
+/// Imports `model` for a case fed from `src`: a test data set's inputs may
+/// stand in where an op needs an import-time constant (a shape, axes,
+/// pads; see [`import_with`]), so the case holds for those input values.
+/// `vigil import` and `vigil run` on ONNX directories both come here.
+pub fn import_for(model: &onnx_protobuf::ModelProto, opts: &Options, src: &InputSource) -> Result<Imported> {
+    let known = match src {
+        InputSource::DataSet(d) => Some(d.as_path()),
+        _ => None,
+    };
+    import_with(model, opts, known)
+}
+
 /// Reads and imports the model at `path`.
 pub fn import_file(path: &std::path::Path, opts: &Options) -> Result<Imported> {
     import(&read_model(path)?, opts)

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use vigil_onnx::{data_sets, import_file, write_case, Initializers, InputSource, Options};
+use vigil_onnx::{data_sets, import_for, read_model, write_case, Initializers, InputSource, Options};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum InitializersAs {
@@ -75,7 +75,9 @@ pub fn run(a: ImportArgs) -> Result<ExitCode> {
             InitializersAs::Parameters => Initializers::Parameters,
         },
     };
-    let model = import_file(&a.model, &opts)?;
+    // A data set's inputs stand in where an op needs an import-time
+    // constant, as under `vigil run`.
+    let model = import_for(&read_model(&a.model)?, &opts, &src)?;
     write_case(&model, &src, &a.out)?;
     super::emit(&format!(
         "{}: {} nodes, {} inputs, {} outputs -> {}\n",

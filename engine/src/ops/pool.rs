@@ -81,18 +81,61 @@ impl Pool {
 }
 
 /// A window reduction: the elements inside the input are folded into
-/// `init` with `step`, then `finish(acc, inside, window)` gives the output
-/// (`inside`: how many taps read inside the input).
-struct Reduce<T, S, F> {
+/// `init` with `step`, then `finish` gives the output.
+struct Reduce<'a, T, S> {
     init: T,
     step: S,
-    finish: F,
+    finish: Finish<'a>,
 }
 
-impl<T: Num, S, F> Reduce<T, S, F>
+/// What turns a window's folded value into its output.
+#[derive(Clone, Copy, Debug)]
+enum Finish<'a> {
+    /// The value itself, a NaN as [`Num::maximum`]'s own NaN.
+    Max,
+    /// The sum over the number of taps inside the input or, with `padded`
+    /// (`count_include_pad`), the window's count inside the padded input.
+    Mean { padded: Option<&'a [usize]> },
+}
+
+impl Finish<'_> {
+    /// The output of window `i` whose `inside` taps folded to `acc`.
+    fn one<T: Num>(self, acc: T, inside: usize, i: usize) -> T {
+        match self {
+            Finish::Max => T::maximum(acc, acc),
+            Finish::Mean { padded } => acc / count::<T>(padded.map_or(inside, |c| c[i])),
+        }
+    }
+
+    /// [`Finish::one`] over output row `row` (windows from `first` on,
+    /// `inside` taps each), as one vector loop: the divisors go through
+    /// `divs` first.
+    fn row<T: Num>(self, row: &mut [T], first: usize, inside: impl Iterator<Item = usize>, divs: &mut [T]) {
+        match self {
+            Finish::Max => row.iter_mut().for_each(|m| *m = T::maximum(*m, *m)),
+            Finish::Mean { padded } => {
+                let divs = &mut divs[..row.len()];
+                match padded {
+                    Some(c) => divs
+                        .iter_mut()
+                        .zip(&c[first..])
+                        .for_each(|(d, &n)| *d = count::<T>(n)),
+                    None => divs.iter_mut().zip(inside).for_each(|(d, n)| *d = count::<T>(n)),
+                }
+                row.iter_mut().zip(divs.iter()).for_each(|(s, &d)| *s = *s / d);
+            }
+        }
+    }
+}
+
+/// `n` as a divisor in T.
+fn count<T: Num>(n: usize) -> T {
+    <T as num_traits::NumCast>::from(n).unwrap_or_else(T::one)
+}
+
+impl<T: Num, S> Reduce<'_, T, S>
 where
     S: Fn(T, T) -> T,
-    F: Fn(T, usize, usize) -> T,
 {
     /// Pools every contiguous input plane of `x` into the matching plane of
     /// `out`: 1-D and 2-D windows walk the input rows directly (see
@@ -126,7 +169,7 @@ where
                         n += 1;
                     }
                 }
-                *d = (self.finish)(acc, n, i);
+                *d = self.finish.one(acc, n, i);
             }
         }
         Ok(())
@@ -135,37 +178,141 @@ where
     /// One 2-D plane, an output row at a time: each kernel tap updates the
     /// whole run of windows that read it inside the input, so consecutive
     /// steps touch independent accumulators (no chain of dependent max or add
-    /// per window) and a stride-1 run is a straight vector loop. The taps
-    /// inside a window form the rectangle `h.taps_inside` × `cols`.
+    /// per window) and every run is a straight vector loop. A strided row is
+    /// first split into its `stride` phases (`phases`), so that the inputs
+    /// of consecutive windows sit side by side. Each window still folds its
+    /// taps in the gather table's order (rows, then columns), so results are
+    /// bit for bit the table's. The taps inside a window form the rectangle
+    /// `h.taps_inside` × `cols`.
     fn planar(&self, xp: &[T], dst: &mut [T], h: &Axis1, w: &Axis1, cols: &[(usize, usize)]) {
-        let runs: Vec<(usize, usize)> = (0..w.kernel).map(|kw| w.outputs_inside(kw)).collect();
+        let s = w.stride;
+        // Each kernel column's run of windows and where its first input
+        // sits in the split row (phase-major: phase p at p * len).
+        let len = w.input.div_ceil(s);
+        let runs: Vec<(usize, usize, usize)> = (0..w.kernel)
+            .map(|kw| {
+                let (lo, hi) = w.outputs_inside(kw);
+                let iw = if lo < hi {
+                    (w.start(lo) + (kw * w.dilation) as i64) as usize
+                } else {
+                    0
+                };
+                (lo, hi, (iw % s) * len + iw / s)
+            })
+            .filter(|&(lo, hi, _)| lo < hi)
+            .collect();
+        let mut split = vec![self.init; if s == 1 { 0 } else { s * len }];
+        let mut divs = vec![self.init; w.output];
         for (oh, row) in dst.chunks_exact_mut(w.output).enumerate() {
             row.fill(self.init);
             let (kh_lo, kh_hi) = h.taps_inside(oh);
             for kh in kh_lo..kh_hi {
                 let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
                 let src = &xp[ih * w.input..(ih + 1) * w.input];
-                for (kw, &(lo, hi)) in runs.iter().enumerate() {
-                    if lo == hi {
-                        continue;
-                    }
-                    let iw = (w.start(lo) + (kw * w.dilation) as i64) as usize;
-                    let acc = &mut row[lo..hi];
-                    if w.stride == 1 {
-                        acc.iter_mut()
-                            .zip(&src[iw..])
-                            .for_each(|(a, &v)| *a = (self.step)(*a, v));
-                    } else {
-                        acc.iter_mut()
-                            .zip(src[iw..].iter().step_by(w.stride))
-                            .for_each(|(a, &v)| *a = (self.step)(*a, v));
+                let src = if s == 1 {
+                    src
+                } else {
+                    phases(src, s, &mut split);
+                    &split[..]
+                };
+                // Windows every tap reads inside take their taps in one pass
+                // (2 or 3 wide), the rest tap by tap; either way in order.
+                let (mid_lo, mid_hi) = match (runs.len() == w.kernel, w.kernel) {
+                    (true, 2) => self.fused::<2>(row, src, &runs),
+                    (true, 3) => self.fused::<3>(row, src, &runs),
+                    _ => (0, 0),
+                };
+                for &(lo, hi, at) in &runs {
+                    for (a, b) in [(lo, hi.min(mid_lo)), (lo.max(mid_hi), hi)] {
+                        if a < b {
+                            row[a..b]
+                                .iter_mut()
+                                .zip(&src[at + (a - lo)..at + (b - lo)])
+                                .for_each(|(acc, &v)| *acc = (self.step)(*acc, v));
+                        }
                     }
                 }
             }
-            for (ow, (d, &(kw_lo, kw_hi))) in row.iter_mut().zip(cols).enumerate() {
-                *d = (self.finish)(*d, (kh_hi - kh_lo) * (kw_hi - kw_lo), oh * w.output + ow);
-            }
+            let inside = cols.iter().map(|&(lo, hi)| (kh_hi - kh_lo) * (hi - lo));
+            self.finish.row(row, oh * w.output, inside, &mut divs);
         }
+    }
+
+    /// Folds all `K` taps of the windows every tap reads inside the input
+    /// (`runs`: one per tap, as [`Reduce::planar`] has them) in one pass,
+    /// and returns those windows' range (empty when there are none).
+    fn fused<const K: usize>(
+        &self,
+        row: &mut [T],
+        src: &[T],
+        runs: &[(usize, usize, usize)],
+    ) -> (usize, usize) {
+        let lo = runs.iter().map(|r| r.0).max().unwrap_or(0);
+        let hi = runs.iter().map(|r| r.1).min().unwrap_or(0);
+        if lo >= hi {
+            return (0, 0);
+        }
+        let n = hi - lo;
+        let taps: [&[T]; K] = std::array::from_fn(|k| {
+            let at = runs[k].2 + (lo - runs[k].0);
+            &src[at..at + n]
+        });
+        for (j, acc) in row[lo..hi].iter_mut().enumerate() {
+            let mut v = *acc;
+            for t in &taps {
+                v = (self.step)(v, t[j]);
+            }
+            *acc = v;
+        }
+        (lo, hi)
+    }
+}
+
+/// Splits `src` into its `s` phases: `out[p * len + j] = src[j * s + p]`
+/// with `len = ceil(src.len() / s)` (a phase's missing tail is left as is;
+/// no window reads it).
+fn phases<T: Copy>(src: &[T], s: usize, out: &mut [T]) {
+    let len = src.len().div_ceil(s);
+    if s == 2 {
+        let (even, odd) = out.split_at_mut(len);
+        for ((e, o), pair) in even.iter_mut().zip(odd.iter_mut()).zip(src.chunks_exact(2)) {
+            *e = pair[0];
+            *o = pair[1];
+        }
+        if src.len() % 2 == 1 {
+            even[len - 1] = src[src.len() - 1];
+        }
+        return;
+    }
+    for (j, chunk) in src.chunks(s).enumerate() {
+        for (p, &v) in chunk.iter().enumerate() {
+            out[p * len + j] = v;
+        }
+    }
+}
+
+/// Max pooling: [`Num::maximum`] folded over each window, NaN winning.
+/// The step keeps the accumulator on ties (as `maximum` keeps its first
+/// operand) and on NaN, and takes a NaN tap, as one compare and select
+/// that vectorizes; [`Finish::Max`] turns a NaN into `maximum`'s own NaN,
+/// so the result is `maximum`'s bit for bit.
+#[allow(clippy::eq_op)] // `a != a`: NaN, for any numeric T
+fn max_reduce<T: Num>() -> Reduce<'static, T, impl Fn(T, T) -> T> {
+    Reduce {
+        init: T::min_value(),
+        step: |a: T, b: T| if (a >= b) | (a != a) { a } else { b },
+        finish: Finish::Max,
+    }
+}
+
+/// Average pooling: the sum of the taps inside the input over their
+/// number or, with `padded` (`count_include_pad`), the window's count
+/// inside the padded input.
+fn average_reduce<T: Num>(padded: Option<&[usize]>) -> Reduce<'_, T, impl Fn(T, T) -> T> {
+    Reduce {
+        init: T::zero(),
+        step: |s: T, v: T| s + v,
+        finish: Finish::Mean { padded },
     }
 }
 
@@ -188,24 +335,10 @@ fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Resul
                 None => &mut tmp[..],
             };
             match p.kind {
-                PoolKind::Max => {
-                    let r = Reduce {
-                        init: T::min_value(),
-                        step: T::maximum,
-                        finish: |m, _, _| m,
-                    };
-                    r.planes(xs, dst, axes)?
-                }
+                PoolKind::Max => max_reduce::<T>().planes(xs, dst, axes)?,
                 PoolKind::Average { count_include_pad } => {
                     let counts = count_include_pad.then(|| padded_counts(axes));
-                    let r = Reduce {
-                        init: T::zero(),
-                        step: |s, v| s + v,
-                        finish: |s, n, i| {
-                            let n = counts.as_ref().map_or(n, |c| c[i]);
-                            s / <T as num_traits::NumCast>::from(n).unwrap_or_else(T::one)
-                        },
-                    };
+                    let r = average_reduce::<T>(counts.as_deref());
                     r.planes(xs, dst, axes)?
                 }
             }
@@ -336,18 +469,36 @@ mod tests {
         (0usize..8, 1usize..4, 1usize..4, 1usize..3, 0usize..3, 0usize..3)
     }
 
+    /// Bit equality, any NaN matching only a NaN with the same bits.
+    fn same_bits(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
+    }
+
+    /// Bit equality, except that any NaN matches any NaN: the bits of a NaN
+    /// that arithmetic makes (a sum of NaN and -NaN) are not specified by
+    /// Rust, and may change with the operand order the compiler picks.
+    fn same_bits_any_nan(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
-        /// The planar walk gives what the gather table gives, for max (NaN
-        /// included) and both averages, with ceil_mode, in 1-D and 2-D.
+        /// The planar walk gives what the gather table gives with the
+        /// reference steps ([`Num::maximum`], `+`), bit for bit, for max
+        /// (NaN, -inf, NaN with its sign bit set, and ±0 among the inputs)
+        /// and both averages (NaN bits aside), with strides, dilations, pads and ceil_mode,
+        /// in 1-D and 2-D.
         #[test]
         fn planar_pools_match_the_gather_table(
             h in axis(),
             w in axis(),
             ceil in any::<bool>(),
             planes in 1usize..3,
-            nan_at in any::<Option<prop::sample::Index>>(),
+            specials in prop::collection::vec((any::<prop::sample::Index>(), 0usize..5), 0..4),
         ) {
             for spec in [vec![w], vec![h, w]] {
                 let win = Window {
@@ -363,25 +514,44 @@ mod tests {
                 let n = planes * input.iter().product::<usize>();
                 let o = planes * axes.iter().map(|a| a.output).product::<usize>();
                 let mut x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 101) as f64 - 50.0).collect();
-                if let (Some(at), true) = (&nan_at, n > 0) {
-                    x[at.index(n)] = f64::NAN;
+                for (at, kind) in &specials {
+                    if n > 0 {
+                        x[at.index(n)] = [f64::NAN, -f64::NAN, f64::NEG_INFINITY, 0.0, -0.0][*kind];
+                    }
                 }
-                let max = Reduce { init: f64::MIN, step: <f64 as Num>::maximum, finish: |m, _, _| m };
+                let max = Reduce { init: <f64 as Num>::min_value(), step: <f64 as Num>::maximum, finish: Finish::Max };
                 let counts = padded_counts(&axes);
-                let avg = Reduce { init: 0.0, step: |s, v| s + v, finish: |s, n, _| s / n as f64 };
-                let avg_pad = Reduce { init: 0.0, step: |s, v| s + v, finish: |s, _, i| s / counts[i] as f64 };
-                let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()));
                 let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
-                max.planes(&x, &mut fast, &axes).unwrap();
+                max_reduce::<f64>().planes(&x, &mut fast, &axes).unwrap();
                 max.table(&x, &mut general, &axes).unwrap();
-                prop_assert!(same(&fast, &general), "max {:?}: {:?} vs {:?}", axes, fast, general);
-                avg.planes(&x, &mut fast, &axes).unwrap();
-                avg.table(&x, &mut general, &axes).unwrap();
-                prop_assert!(same(&fast, &general), "avg {:?}: {:?} vs {:?}", axes, fast, general);
-                avg_pad.planes(&x, &mut fast, &axes).unwrap();
-                avg_pad.table(&x, &mut general, &axes).unwrap();
-                prop_assert!(same(&fast, &general), "avg pad {:?}: {:?} vs {:?}", axes, fast, general);
+                prop_assert!(same_bits(&fast, &general), "max {:?}: {:?} vs {:?}", axes, fast, general);
+                for c in [None, Some(&counts[..])] {
+                    let avg = Reduce { init: 0.0, step: |s, v| s + v, finish: Finish::Mean { padded: c } };
+                    average_reduce::<f64>(c).planes(&x, &mut fast, &axes).unwrap();
+                    avg.table(&x, &mut general, &axes).unwrap();
+                    prop_assert!(same_bits_any_nan(&fast, &general), "avg {c:?} {:?}: {:?} vs {:?}", axes, fast, general);
+                }
             }
+        }
+
+        /// Integer max pools agree with the table too (no NaN to carry).
+        #[test]
+        fn integer_max_pools_match_the_gather_table(h in axis(), w in axis(), ceil in any::<bool>()) {
+            let win = Window {
+                strides: vec![h.2, w.2],
+                dilations: vec![h.3, w.3],
+                pads: vec![h.4, w.4, h.5, w.5],
+                ceil_mode: ceil,
+                ..Window::default()
+            };
+            let Ok(axes) = win.resolve("pool", &[h.0, w.0], &[h.1, w.1]) else { return Ok(()) };
+            let x: Vec<i64> = (0..h.0 * w.0).map(|i| ((i * 7919) % 101) as i64 - 50).collect();
+            let o = axes.iter().map(|a| a.output).product::<usize>();
+            let reference = Reduce { init: <i64 as Num>::min_value(), step: <i64 as Num>::maximum, finish: Finish::Max };
+            let (mut fast, mut general) = (vec![1; o], vec![2; o]);
+            max_reduce::<i64>().planes(&x, &mut fast, &axes).unwrap();
+            reference.table(&x, &mut general, &axes).unwrap();
+            prop_assert_eq!(fast, general);
         }
     }
 }
