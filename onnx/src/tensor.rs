@@ -34,6 +34,12 @@ pub fn elem_of(d: DType) -> DataType {
         DType::I64 => DataType::INT64,
         DType::I32 => DataType::INT32,
         DType::Bool => DataType::BOOL,
+        DType::U8 => DataType::UINT8,
+        DType::I8 => DataType::INT8,
+        DType::U16 => DataType::UINT16,
+        DType::I16 => DataType::INT16,
+        DType::U32 => DataType::UINT32,
+        DType::U64 => DataType::UINT64,
     }
 }
 
@@ -95,6 +101,29 @@ fn elements<T: Copy, const W: usize>(
     Ok(v)
 }
 
+/// A typed field's values narrowed to `T`: ONNX keeps 8- and 16-bit
+/// integers in `int32_data` and u32 in `uint64_data`. A value out of `T`'s
+/// range is an error naming the tensor.
+fn narrow<S: Copy + std::fmt::Display, T: TryFrom<S>>(t: &TensorProto, what: &str, typed: &[S]) -> Result<Vec<T>> {
+    typed
+        .iter()
+        .map(|&v| {
+            T::try_from(v).map_err(|_| {
+                bad(
+                    t,
+                    what,
+                    format!("value {v} is out of range of {}", dtype_name(t.data_type)),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The ONNX name of an element type, lower case.
+fn dtype_name(elem: i32) -> String {
+    DataType::from_i32(elem).map_or(format!("#{elem}"), |d| format!("{d:?}").to_lowercase())
+}
+
 /// A Vigil tensor with the proto's dtype, shape and data; `what` names it
 /// in errors when the proto has no name.
 pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
@@ -134,6 +163,30 @@ pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
             &shape,
             elements(t, what, n, i32::from_le_bytes, t.int32_data.clone())?,
         ),
+        DType::U8 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u8::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::I8 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i8::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::U16 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u16::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::I16 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i16::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::U32 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u32::from_le_bytes, narrow(t, what, &t.uint64_data)?)?,
+        ),
+        DType::U64 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u64::from_le_bytes, t.uint64_data.clone())?,
+        ),
         DType::Bool => {
             let typed = t.int32_data.iter().map(|&v| v as u8).collect();
             let bytes: Vec<u8> = elements(t, what, n, |b: [u8; 1]| b[0], typed)?;
@@ -150,31 +203,27 @@ pub fn to_proto(t: &Tensor, name: &str) -> Result<TensorProto> {
     p.name = name.to_string();
     p.dims = t.shape().iter().map(|&d| d as i64).collect();
     p.data_type = elem_of(t.dtype()).value();
-    p.raw_data = match t.dtype() {
-        DType::F32 => t
-            .to_array::<f32>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::F64 => t
-            .to_array::<f64>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::I64 => t
-            .to_array::<i64>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::I32 => t
-            .to_array::<i32>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::Bool => t.to_array::<bool>()?.iter().map(|&v| v as u8).collect(),
-    };
+    p.raw_data = vigil_engine::dispatch_num!(t.dtype(),
+        T => t.to_array::<T>()?.iter().flat_map(|&v| LeBytes::le_bytes(v)).collect(),
+        t.to_array::<bool>()?.iter().map(|&v| v as u8).collect());
     Ok(p)
 }
+
+/// Little-endian bytes of one element, as `raw_data` holds them.
+trait LeBytes: Copy {
+    fn le_bytes(self) -> Vec<u8>;
+}
+
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for $t {
+            fn le_bytes(self) -> Vec<u8> {
+                self.to_le_bytes().to_vec()
+            }
+        }
+    )*};
+}
+le_bytes!(f32, f64, i64, i32, u8, i8, u16, i16, u32, u64);
 
 #[cfg(test)]
 mod tests {
