@@ -15,6 +15,12 @@ pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
         Some(DataType::INT64) => Ok(DType::I64),
         Some(DataType::INT32) => Ok(DType::I32),
         Some(DataType::BOOL) => Ok(DType::Bool),
+        Some(DataType::UINT8) => Ok(DType::U8),
+        Some(DataType::INT8) => Ok(DType::I8),
+        Some(DataType::UINT16) => Ok(DType::U16),
+        Some(DataType::INT16) => Ok(DType::I16),
+        Some(DataType::UINT32) => Ok(DType::U32),
+        Some(DataType::UINT64) => Ok(DType::U64),
         Some(d) => Err(ImportError::UnsupportedDtype {
             what: what.to_string(),
             dtype: format!("{d:?}").to_lowercase(),
