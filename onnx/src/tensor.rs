@@ -263,6 +263,46 @@ mod tests {
     }
 
     #[test]
+    fn narrow_integers_come_from_int32_data_and_u32_u64_from_uint64_data() {
+        let typed = |dt: DataType, i32s: Vec<i32>, u64s: Vec<u64>| {
+            let mut p = TensorProto::new();
+            p.name = "c".into();
+            p.data_type = dt.value();
+            p.dims = vec![2];
+            p.int32_data = i32s;
+            p.uint64_data = u64s;
+            to_tensor(&p, "c")
+        };
+        let u8s = typed(DataType::UINT8, vec![0, 255], vec![]).unwrap();
+        assert_eq!(u8s.to_array::<u8>().unwrap().as_slice().unwrap(), &[0, 255]);
+        let i8s = typed(DataType::INT8, vec![-128, 127], vec![]).unwrap();
+        assert_eq!(i8s.to_array::<i8>().unwrap().as_slice().unwrap(), &[-128, 127]);
+        let u16s = typed(DataType::UINT16, vec![65535, 1], vec![]).unwrap();
+        assert_eq!(u16s.to_array::<u16>().unwrap().as_slice().unwrap(), &[65535, 1]);
+        let i16s = typed(DataType::INT16, vec![-32768, 3], vec![]).unwrap();
+        assert_eq!(i16s.to_array::<i16>().unwrap().as_slice().unwrap(), &[-32768, 3]);
+        let u32s = typed(DataType::UINT32, vec![], vec![u32::MAX as u64, 0]).unwrap();
+        assert_eq!(u32s.to_array::<u32>().unwrap().as_slice().unwrap(), &[u32::MAX, 0]);
+        let u64s = typed(DataType::UINT64, vec![], vec![u64::MAX, 1 << 63]).unwrap();
+        assert_eq!(u64s.to_array::<u64>().unwrap().as_slice().unwrap(), &[u64::MAX, 1 << 63]);
+        let e = typed(DataType::UINT8, vec![256, 0], vec![]).unwrap_err().to_string();
+        assert!(e.contains("tensor 'c': value 256 is out of range of uint8"), "{e}");
+        let e = typed(DataType::UINT32, vec![], vec![1 << 32, 0]).unwrap_err().to_string();
+        assert!(e.contains("value 4294967296 is out of range of uint32"), "{e}");
+        // raw_data round trips, little-endian.
+        for t in [u8s, i8s, u16s, i16s, u32s, u64s] {
+            let p = to_proto(&t, "r").unwrap();
+            assert_eq!(p.raw_data.len(), 2 * t.dtype().size());
+            assert_eq!(dtype_of(p.data_type, "r").unwrap(), t.dtype());
+            let back = to_tensor(&p, "r").unwrap();
+            let c = vigil_engine::compare::compare(&back, &t, vigil_engine::compare::Tolerance::EXACT).unwrap();
+            assert!(c.is_exact(), "{}", t.dtype());
+        }
+        let p = to_proto(&Tensor::from_vec(&[1], vec![0x0102u16]).unwrap(), "le").unwrap();
+        assert_eq!(p.raw_data, [2, 1]);
+    }
+
+    #[test]
     fn bad_tensors_name_themselves() {
         let mut p = TensorProto::new();
         p.name = "w".into();
