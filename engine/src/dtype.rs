@@ -213,16 +213,52 @@ fn f64_to_i32(v: f64) -> i32 {
     }
 }
 
-element!(i64, I64, 0x5A5A_5A5A_5A5A_5A5A, |x: i64| x as f64, f64_to_i64, |v: i64| v);
-element!(i32, I32, 0x5A5A_5A5A, |x: i32| x as f64, f64_to_i32, |v: i64| v as i32);
+element!(
+    i64,
+    I64,
+    0x5A5A_5A5A_5A5A_5A5A,
+    |x: i64| x as f64,
+    f64_to_i64,
+    |v: i64| v
+);
+element!(i32, I32, 0x5A5A_5A5A, |x: i32| x as f64, f64_to_i32, |v: i64| v
+    as i32);
 // Narrower integers as numpy's C casts compile on x86-64: 8 and 16 bits
 // through the 32-bit conversion, then the low bits; u32 and u64 convert
 // their upper half exactly (NaN and values below it as the signed
 // conversion of their width, values above the type as 0).
-element!(u8, U8, 0x5A, |x: u8| x as f64, |v: f64| f64_to_i32(v) as u8, |v: i64| v as u8);
-element!(i8, I8, 0x5A, |x: i8| x as f64, |v: f64| f64_to_i32(v) as i8, |v: i64| v as i8);
-element!(u16, U16, 0x5A5A, |x: u16| x as f64, |v: f64| f64_to_i32(v) as u16, |v: i64| v as u16);
-element!(i16, I16, 0x5A5A, |x: i16| x as f64, |v: f64| f64_to_i32(v) as i16, |v: i64| v as i16);
+element!(
+    u8,
+    U8,
+    0x5A,
+    |x: u8| x as f64,
+    |v: f64| f64_to_i32(v) as u8,
+    |v: i64| v as u8
+);
+element!(
+    i8,
+    I8,
+    0x5A,
+    |x: i8| x as f64,
+    |v: f64| f64_to_i32(v) as i8,
+    |v: i64| v as i8
+);
+element!(
+    u16,
+    U16,
+    0x5A5A,
+    |x: u16| x as f64,
+    |v: f64| f64_to_i32(v) as u16,
+    |v: i64| v as u16
+);
+element!(
+    i16,
+    I16,
+    0x5A5A,
+    |x: i16| x as f64,
+    |v: f64| f64_to_i32(v) as i16,
+    |v: i64| v as i16
+);
 element!(
     u32,
     U32,

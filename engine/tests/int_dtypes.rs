@@ -8,7 +8,14 @@ use vigil_engine::graph::{GraphFile, ValueDecl};
 use vigil_engine::tensor::pool;
 use vigil_engine::{Attrs, DType, Element, Executor, OpCtx, OpRegistry, PoolPolicy, Scalar, Tensor};
 
-const INTS: [DType; 6] = [DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::U64];
+const INTS: [DType; 6] = [
+    DType::U8,
+    DType::I8,
+    DType::U16,
+    DType::I16,
+    DType::U32,
+    DType::U64,
+];
 
 fn vals<T: Element>(t: &Tensor) -> Vec<T> {
     t.to_array::<T>().unwrap().iter().copied().collect()
@@ -62,7 +69,8 @@ fn npy_files_round_trip_with_numpy_descriptors() {
         assert!(header.contains(descr), "{}: {header}", x.dtype());
         let back = Tensor::read_npy(&path).unwrap();
         assert_eq!(back.dtype(), x.dtype());
-        let same = vigil_engine::compare::compare(&back, &x, vigil_engine::compare::Tolerance::EXACT).unwrap();
+        let same =
+            vigil_engine::compare::compare(&back, &x, vigil_engine::compare::Tolerance::EXACT).unwrap();
         assert!(same.is_exact(), "{}", x.dtype());
     }
     // u64 above 2^53 survives exactly (no trip through f64).
@@ -88,13 +96,23 @@ fn json_constants_take_exact_integers_in_range() {
         ("u64", "[0, 18446744073709551615]"),
     ];
     for (dt, data) in ok {
-        let g = GraphFile::parse(&graph(dt, data)).unwrap().to_graph(None, &reg).unwrap();
-        let out = Executor::new(&g).unwrap().run(&Default::default()).unwrap().outputs;
+        let g = GraphFile::parse(&graph(dt, data))
+            .unwrap()
+            .to_graph(None, &reg)
+            .unwrap();
+        let out = Executor::new(&g)
+            .unwrap()
+            .run(&Default::default())
+            .unwrap()
+            .outputs;
         let c = &out[0].1;
         assert_eq!(c.dtype().name(), dt);
         // Written back exactly, u64::MAX included.
         let decl = ValueDecl::inline("c", c).unwrap();
-        assert_eq!(serde_json::to_string(&decl.data).unwrap().replace(',', ", "), data);
+        assert_eq!(
+            serde_json::to_string(&decl.data).unwrap().replace(',', ", "),
+            data
+        );
     }
     for (dt, data) in [
         ("u8", "[256]"),
@@ -110,7 +128,10 @@ fn json_constants_take_exact_integers_in_range() {
             .to_graph(None, &reg)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("constant 'c': data[0]") && e.contains(&format!("not a {dt}")), "{e}");
+        assert!(
+            e.contains("constant 'c': data[0]") && e.contains(&format!("not a {dt}")),
+            "{e}"
+        );
     }
 }
 
@@ -118,17 +139,68 @@ fn json_constants_take_exact_integers_in_range() {
 fn float_to_int_casts_give_numpys_values_on_x86_64() {
     // np.array(a).astype(t) for each t, numpy 2 on x86-64: truncation in
     // range; out of range the C conversions' bits (undefined in ONNX).
-    let a = t(vec![300.7f64, -1.5, 1e10, f64::NAN, -129.0, 70000.0, 1e20, -1e20, 1.8e19, 2e19, f64::INFINITY]);
+    let a = t(vec![
+        300.7f64,
+        -1.5,
+        1e10,
+        f64::NAN,
+        -129.0,
+        70000.0,
+        1e20,
+        -1e20,
+        1.8e19,
+        2e19,
+        f64::INFINITY,
+    ]);
     let cast = |d: DType| a.cast(d).unwrap().to_f64_vec().unwrap();
-    assert_eq!(cast(DType::U8), [44.0, 255.0, 0.0, 0.0, 127.0, 112.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-    assert_eq!(cast(DType::I8), [44.0, -1.0, 0.0, 0.0, 127.0, 112.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-    assert_eq!(cast(DType::U16), [300.0, 65535.0, 0.0, 0.0, 65407.0, 4464.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-    assert_eq!(cast(DType::I16), [300.0, -1.0, 0.0, 0.0, -129.0, 4464.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(
+        cast(DType::U8),
+        [44.0, 255.0, 0.0, 0.0, 127.0, 112.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    assert_eq!(
+        cast(DType::I8),
+        [44.0, -1.0, 0.0, 0.0, 127.0, 112.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    assert_eq!(
+        cast(DType::U16),
+        [300.0, 65535.0, 0.0, 0.0, 65407.0, 4464.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    assert_eq!(
+        cast(DType::I16),
+        [300.0, -1.0, 0.0, 0.0, -129.0, 4464.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
     let h = 2147483648.0;
-    assert_eq!(cast(DType::U32), [300.0, 4294967295.0, 0.0, h, 4294967167.0, 70000.0, 0.0, h, 0.0, 0.0, 0.0]);
+    assert_eq!(
+        cast(DType::U32),
+        [
+            300.0,
+            4294967295.0,
+            0.0,
+            h,
+            4294967167.0,
+            70000.0,
+            0.0,
+            h,
+            0.0,
+            0.0,
+            0.0
+        ]
+    );
     assert_eq!(
         vals::<u64>(&a.cast(DType::U64).unwrap()),
-        [300, u64::MAX, 10_000_000_000, 1 << 63, u64::MAX - 128, 70000, 0, 1 << 63, 18_000_000_000_000_000_000, 0, 0]
+        [
+            300,
+            u64::MAX,
+            10_000_000_000,
+            1 << 63,
+            u64::MAX - 128,
+            70000,
+            0,
+            1 << 63,
+            18_000_000_000_000_000_000,
+            0,
+            0
+        ]
     );
 }
 
@@ -143,48 +215,109 @@ fn int_to_int_casts_keep_the_low_bits() {
     assert_eq!(vals::<i64>(&big.cast(DType::I64).unwrap()), [-1, i64::MIN]);
     assert_eq!(vals::<u32>(&big.cast(DType::U32).unwrap()), [u32::MAX, 0]);
     // To floats a u64 rounds once, as numpy's does.
-    assert_eq!(vals::<f32>(&big.cast(DType::F32).unwrap()), [1.8446744e19, 9.223372e18]);
-    assert_eq!(vals::<f64>(&big.cast(DType::F64).unwrap()), [1.8446744073709552e19, 9.223372036854776e18]);
-    assert_eq!(vals::<bool>(&t(vec![0u8, 2]).cast(DType::Bool).unwrap()), [false, true]);
-    assert_eq!(vals::<u16>(&t(vec![true, false]).cast(DType::U16).unwrap()), [1, 0]);
+    assert_eq!(
+        vals::<f32>(&big.cast(DType::F32).unwrap()),
+        [1.8446744e19, 9.223372e18]
+    );
+    assert_eq!(
+        vals::<f64>(&big.cast(DType::F64).unwrap()),
+        [1.8446744073709552e19, 9.223372036854776e18]
+    );
+    assert_eq!(
+        vals::<bool>(&t(vec![0u8, 2]).cast(DType::Bool).unwrap()),
+        [false, true]
+    );
+    assert_eq!(
+        vals::<u16>(&t(vec![true, false]).cast(DType::U16).unwrap()),
+        [1, 0]
+    );
 }
 
 #[test]
 fn arithmetic_wraps_and_division_truncates() {
     let a = t(vec![250u8, 3, 0]);
     let b = t(vec![10u8, 5, 1]);
-    assert_eq!(vals::<u8>(&op("add", Attrs::new(), &[a.clone(), b.clone()]).unwrap()), [4, 8, 1]);
-    assert_eq!(vals::<u8>(&op("sub", Attrs::new(), &[a.clone(), b.clone()]).unwrap()), [240, 254, 255]);
-    assert_eq!(vals::<u8>(&op("mul", Attrs::new(), &[a.clone(), b.clone()]).unwrap()), [196, 15, 0]);
-    assert_eq!(vals::<u8>(&op("div_trunc", Attrs::new(), &[a, b]).unwrap()), [25, 0, 0]);
+    assert_eq!(
+        vals::<u8>(&op("add", Attrs::new(), &[a.clone(), b.clone()]).unwrap()),
+        [4, 8, 1]
+    );
+    assert_eq!(
+        vals::<u8>(&op("sub", Attrs::new(), &[a.clone(), b.clone()]).unwrap()),
+        [240, 254, 255]
+    );
+    assert_eq!(
+        vals::<u8>(&op("mul", Attrs::new(), &[a.clone(), b.clone()]).unwrap()),
+        [196, 15, 0]
+    );
+    assert_eq!(
+        vals::<u8>(&op("div_trunc", Attrs::new(), &[a, b]).unwrap()),
+        [25, 0, 0]
+    );
     let i = t(vec![127i8, -128, -7]);
     let one = t(vec![1i8, -1, 2]);
-    assert_eq!(vals::<i8>(&op("add", Attrs::new(), &[i.clone(), one.clone()]).unwrap()), [-128, 127, -5]);
-    assert_eq!(vals::<i8>(&op("div_trunc", Attrs::new(), &[i.clone(), one.clone()]).unwrap()), [127, -128, -3]);
-    assert_eq!(vals::<i8>(&op("mod", Attrs::new(), &[i.clone(), one]).unwrap()), [0, 0, 1]);
+    assert_eq!(
+        vals::<i8>(&op("add", Attrs::new(), &[i.clone(), one.clone()]).unwrap()),
+        [-128, 127, -5]
+    );
+    assert_eq!(
+        vals::<i8>(&op("div_trunc", Attrs::new(), &[i.clone(), one.clone()]).unwrap()),
+        [127, -128, -3]
+    );
+    assert_eq!(
+        vals::<i8>(&op("mod", Attrs::new(), &[i.clone(), one]).unwrap()),
+        [0, 0, 1]
+    );
     // abs of the signed minimum wraps; unsigned negation wraps (numpy).
-    assert_eq!(vals::<i8>(&op("abs", Attrs::new(), &[i]).unwrap()), [127, -128, 7]);
-    assert_eq!(vals::<u16>(&op("neg", Attrs::new(), &[t(vec![1u16, 0])]).unwrap()), [65535, 0]);
+    assert_eq!(
+        vals::<i8>(&op("abs", Attrs::new(), &[i]).unwrap()),
+        [127, -128, 7]
+    );
+    assert_eq!(
+        vals::<u16>(&op("neg", Attrs::new(), &[t(vec![1u16, 0])]).unwrap()),
+        [65535, 0]
+    );
     let big = t(vec![u64::MAX, 1]);
-    assert_eq!(vals::<u64>(&op("add", Attrs::new(), &[big.clone(), big]).unwrap()), [u64::MAX - 1, 2]);
+    assert_eq!(
+        vals::<u64>(&op("add", Attrs::new(), &[big.clone(), big]).unwrap()),
+        [u64::MAX - 1, 2]
+    );
 }
 
 #[test]
 fn reductions_comparisons_and_float_only_ops() {
     let x = Tensor::from_vec(&[2, 3], vec![200u8, 100, 1, 3, 255, 0]).unwrap();
-    let sum = op("sum", Attrs::new().with("axes", vec![1i64]), &[x.clone()]).unwrap();
-    assert_eq!((sum.dtype(), vals::<u8>(&sum)), (DType::U8, vec![45, 2]), "u8 sums wrap");
-    let max = op("max", Attrs::new(), &[x.clone()]).unwrap();
+    let sum = op(
+        "sum",
+        Attrs::new().with("axes", vec![1i64]),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
+    assert_eq!(
+        (sum.dtype(), vals::<u8>(&sum)),
+        (DType::U8, vec![45, 2]),
+        "u8 sums wrap"
+    );
+    let max = op("max", Attrs::new(), std::slice::from_ref(&x)).unwrap();
     assert_eq!(vals::<u8>(&max), [255]);
-    let am = op("argmax", Attrs::new().with("axis", 1i64), &[x.clone()]).unwrap();
+    let am = op(
+        "argmax",
+        Attrs::new().with("axis", 1i64),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
     assert_eq!(vals::<i64>(&am), [0, 1]);
     let y = Tensor::from_vec(&[2, 3], vec![-5i16, 7, 0, 9, -9, 1]).unwrap();
-    assert_eq!(vals::<i16>(&op("min", Attrs::new(), &[y.clone()]).unwrap()), [-9]);
+    assert_eq!(
+        vals::<i16>(&op("min", Attrs::new(), std::slice::from_ref(&y)).unwrap()),
+        [-9]
+    );
     let gt = op("gt", Attrs::new(), &[y.clone(), Tensor::scalar(Scalar::I16(0))]).unwrap();
     assert_eq!(vals::<bool>(&gt), [false, true, false, true, false, true]);
     // Float-only ops refuse integers with a one-line error, never a panic.
     for name in ["exp", "sqrt", "mean"] {
-        let e = op(name, Attrs::new(), &[x.clone()]).unwrap_err().to_string();
+        let e = op(name, Attrs::new(), std::slice::from_ref(&x))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(name) && e.contains("u8") && !e.contains('\n'), "{e}");
     }
 }
@@ -201,6 +334,7 @@ fn poisoned_buffers_hold_0x5a_bytes() {
     assert!(pool::take::<u64>(N).iter().all(|&x| x == 0x5A5A_5A5A_5A5A_5A5A));
     for d in INTS {
         let s = vigil_engine::tensor::storage::Storage::uninit(d, 3);
-        s.with_bytes(|b| assert!(b.iter().all(|&x| x == 0x5A), "{d}")).unwrap();
+        s.with_bytes(|b| assert!(b.iter().all(|&x| x == 0x5A), "{d}"))
+            .unwrap();
     }
 }

@@ -110,7 +110,11 @@ fn elements<T: Copy, const W: usize>(
 /// A typed field's values narrowed to `T`: ONNX keeps 8- and 16-bit
 /// integers in `int32_data` and u32 in `uint64_data`. A value out of `T`'s
 /// range is an error naming the tensor.
-fn narrow<S: Copy + std::fmt::Display, T: TryFrom<S>>(t: &TensorProto, what: &str, typed: &[S]) -> Result<Vec<T>> {
+fn narrow<S: Copy + std::fmt::Display, T: TryFrom<S>>(
+    t: &TensorProto,
+    what: &str,
+    typed: &[S],
+) -> Result<Vec<T>> {
     typed
         .iter()
         .map(|&v| {
@@ -282,12 +286,25 @@ mod tests {
         let i16s = typed(DataType::INT16, vec![-32768, 3], vec![]).unwrap();
         assert_eq!(i16s.to_array::<i16>().unwrap().as_slice().unwrap(), &[-32768, 3]);
         let u32s = typed(DataType::UINT32, vec![], vec![u32::MAX as u64, 0]).unwrap();
-        assert_eq!(u32s.to_array::<u32>().unwrap().as_slice().unwrap(), &[u32::MAX, 0]);
+        assert_eq!(
+            u32s.to_array::<u32>().unwrap().as_slice().unwrap(),
+            &[u32::MAX, 0]
+        );
         let u64s = typed(DataType::UINT64, vec![], vec![u64::MAX, 1 << 63]).unwrap();
-        assert_eq!(u64s.to_array::<u64>().unwrap().as_slice().unwrap(), &[u64::MAX, 1 << 63]);
-        let e = typed(DataType::UINT8, vec![256, 0], vec![]).unwrap_err().to_string();
-        assert!(e.contains("tensor 'c': value 256 is out of range of uint8"), "{e}");
-        let e = typed(DataType::UINT32, vec![], vec![1 << 32, 0]).unwrap_err().to_string();
+        assert_eq!(
+            u64s.to_array::<u64>().unwrap().as_slice().unwrap(),
+            &[u64::MAX, 1 << 63]
+        );
+        let e = typed(DataType::UINT8, vec![256, 0], vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tensor 'c': value 256 is out of range of uint8"),
+            "{e}"
+        );
+        let e = typed(DataType::UINT32, vec![], vec![1 << 32, 0])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("value 4294967296 is out of range of uint32"), "{e}");
         // raw_data round trips, little-endian.
         for t in [u8s, i8s, u16s, i16s, u32s, u64s] {
@@ -295,7 +312,8 @@ mod tests {
             assert_eq!(p.raw_data.len(), 2 * t.dtype().size());
             assert_eq!(dtype_of(p.data_type, "r").unwrap(), t.dtype());
             let back = to_tensor(&p, "r").unwrap();
-            let c = vigil_engine::compare::compare(&back, &t, vigil_engine::compare::Tolerance::EXACT).unwrap();
+            let c =
+                vigil_engine::compare::compare(&back, &t, vigil_engine::compare::Tolerance::EXACT).unwrap();
             assert!(c.is_exact(), "{}", t.dtype());
         }
         let p = to_proto(&Tensor::from_vec(&[1], vec![0x0102u16]).unwrap(), "le").unwrap();

@@ -85,7 +85,10 @@ fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result
             (DType::Bool, Value::Bool(b)) => T::from_scalar(crate::Scalar::Bool(*b)),
             (dt, Value::Number(n)) if dt.is_int() => {
                 let x = n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
-                T::from_scalar(x.and_then(|x| crate::Scalar::from_i128(dt, x)).ok_or_else(|| bad(i, v))?)
+                T::from_scalar(
+                    x.and_then(|x| crate::Scalar::from_i128(dt, x))
+                        .ok_or_else(|| bad(i, v))?,
+                )
             }
             (DType::F32 | DType::F64, Value::Number(n)) => T::from_f64(n.as_f64().ok_or_else(|| bad(i, v))?),
             (DType::F32 | DType::F64, Value::String(s)) if matches!(s.as_str(), "nan" | "inf" | "-inf") => {
