@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use vigil::engine::{DType, Element, Tensor};
+use vigil::engine::{Element, Tensor};
 
 // ----- helpers ----------------------------------------------------------------
 
@@ -67,13 +67,7 @@ fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
             want.shape()
         ));
     }
-    let same = match got.dtype() {
-        DType::F32 => elems_equal::<f32>(got, want),
-        DType::F64 => elems_equal::<f64>(got, want),
-        DType::I64 => elems_equal::<i64>(got, want),
-        DType::I32 => elems_equal::<i32>(got, want),
-        DType::Bool => elems_equal::<bool>(got, want),
-    };
+    let same = vigil::engine::dispatch_all!(got.dtype(), T => elems_equal::<T>(got, want));
     if same {
         Ok(())
     } else {

@@ -17,6 +17,12 @@ pub enum DType {
     I64,
     I32,
     Bool,
+    U8,
+    I8,
+    U16,
+    I16,
+    U32,
+    U64,
 }
 
 impl DType {
@@ -30,14 +36,27 @@ impl DType {
         }
     }
 
-    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool];
+    pub const ALL: [DType; 11] = [
+        DType::F32,
+        DType::F64,
+        DType::I64,
+        DType::I32,
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::U16,
+        DType::I16,
+        DType::U32,
+        DType::U64,
+    ];
 
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
-            DType::F32 | DType::I32 => 4,
-            DType::F64 | DType::I64 => 8,
-            DType::Bool => 1,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::U16 | DType::I16 => 2,
+            DType::Bool | DType::U8 | DType::I8 => 1,
         }
     }
 
@@ -48,6 +67,12 @@ impl DType {
             DType::I64 => "i64",
             DType::I32 => "i32",
             DType::Bool => "bool",
+            DType::U8 => "u8",
+            DType::I8 => "i8",
+            DType::U16 => "u16",
+            DType::I16 => "i16",
+            DType::U32 => "u32",
+            DType::U64 => "u64",
         }
     }
 
@@ -61,6 +86,15 @@ impl DType {
 
     pub fn is_numeric(self) -> bool {
         self != DType::Bool
+    }
+
+    /// Integer dtypes (not bool).
+    pub fn is_int(self) -> bool {
+        self.is_numeric() && !self.is_float()
+    }
+
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
     }
 }
 
@@ -160,31 +194,94 @@ element!(
     |v: i64| v as f32
 );
 element!(f64, F64, f64::NAN, |x: f64| x, |v: f64| v, |v: i64| v as f64);
-// Float to integer as numpy does on x86-64: truncation, and the integer
-// minimum for NaN, infinities and values out of range.
+/// Float to integer as numpy does on x86-64: truncation, and the integer
+/// minimum for NaN, infinities and values out of range.
+fn f64_to_i64(v: f64) -> i64 {
+    if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v) {
+        v as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// [`f64_to_i64`] for 32 bits.
+fn f64_to_i32(v: f64) -> i32 {
+    if v > -2147483649.0 && v < 2147483648.0 {
+        v as i32
+    } else {
+        i32::MIN
+    }
+}
+
 element!(
     i64,
     I64,
     0x5A5A_5A5A_5A5A_5A5A,
     |x: i64| x as f64,
-    |v: f64| if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v) {
-        v as i64
-    } else {
-        i64::MIN
-    },
+    f64_to_i64,
     |v: i64| v
 );
+element!(i32, I32, 0x5A5A_5A5A, |x: i32| x as f64, f64_to_i32, |v: i64| v
+    as i32);
+// Narrower integers as numpy's C casts compile on x86-64: 8 and 16 bits
+// through the 32-bit conversion, then the low bits; u32 and u64 convert
+// their upper half exactly (NaN and values below it as the signed
+// conversion of their width, values above the type as 0).
 element!(
-    i32,
-    I32,
+    u8,
+    U8,
+    0x5A,
+    |x: u8| x as f64,
+    |v: f64| f64_to_i32(v) as u8,
+    |v: i64| v as u8
+);
+element!(
+    i8,
+    I8,
+    0x5A,
+    |x: i8| x as f64,
+    |v: f64| f64_to_i32(v) as i8,
+    |v: i64| v as i8
+);
+element!(
+    u16,
+    U16,
+    0x5A5A,
+    |x: u16| x as f64,
+    |v: f64| f64_to_i32(v) as u16,
+    |v: i64| v as u16
+);
+element!(
+    i16,
+    I16,
+    0x5A5A,
+    |x: i16| x as f64,
+    |v: f64| f64_to_i32(v) as i16,
+    |v: i64| v as i16
+);
+element!(
+    u32,
+    U32,
     0x5A5A_5A5A,
-    |x: i32| x as f64,
-    |v: f64| if v > -2147483649.0 && v < 2147483648.0 {
-        v as i32
-    } else {
-        i32::MIN
+    |x: u32| x as f64,
+    |v: f64| match v {
+        v if v >= 4_294_967_296.0 => 0,
+        v if v >= 2_147_483_648.0 => v as u32,
+        v => f64_to_i32(v) as u32,
     },
-    |v: i64| v as i32
+    |v: i64| v as u32
+);
+element!(
+    u64,
+    U64,
+    0x5A5A_5A5A_5A5A_5A5A,
+    |x: u64| x as f64,
+    |v: f64| match v {
+        v if v >= 1.844_674_407_370_955_2e19 => 0,
+        v if v >= 9.223_372_036_854_776e18 => v as u64,
+        v => f64_to_i64(v) as u64,
+    },
+    |v: i64| v as u64
 );
 element!(
     bool,
@@ -221,7 +318,7 @@ pub trait Num:
 }
 
 macro_rules! num_int {
-    ($t:ty) => {
+    ($t:ty, $pow:ident, $abs:expr) => {
         impl Num for $t {
             fn min_value() -> Self {
                 <$t>::MIN
@@ -244,45 +341,61 @@ macro_rules! num_int {
             fn mul_w(a: Self, b: Self) -> Self {
                 a.wrapping_mul(b)
             }
+            /// Unsigned integers wrap too: numpy's `-uint8(1)` is 255.
             fn neg_w(a: Self) -> Self {
                 a.wrapping_neg()
             }
             fn pow(a: Self, b: Self) -> Self {
-                // numpy errors on negative integer powers; we give 0 (or the
-                // exact reciprocal for |a| == 1) instead of failing mid-run.
-                if b < 0 {
-                    match a {
-                        1 => 1,
-                        -1 => {
-                            if b % 2 == 0 {
-                                1
-                            } else {
-                                -1
-                            }
-                        }
-                        _ => 0,
-                    }
-                } else {
-                    // Square-and-multiply with wrapping, for any exponent.
-                    let (mut base, mut e, mut acc) = (a, b, 1 as $t);
-                    while e > 0 {
-                        if e & 1 == 1 {
-                            acc = acc.wrapping_mul(base);
-                        }
-                        base = base.wrapping_mul(base);
-                        e >>= 1;
-                    }
-                    acc
-                }
+                $pow(a, b)
             }
+            #[allow(clippy::redundant_closure_call)]
             fn abs(a: Self) -> Self {
-                a.wrapping_abs()
+                ($abs)(a)
             }
         }
     };
 }
-num_int!(i32);
-num_int!(i64);
+
+/// Square-and-multiply with wrapping, for any non-negative exponent.
+fn pow_wrapping<T: num_traits::PrimInt + num_traits::WrappingMul>(a: T, b: T) -> T {
+    let (mut base, mut e, mut acc) = (a, b, T::one());
+    while e > T::zero() {
+        if e & T::one() == T::one() {
+            acc = acc.wrapping_mul(&base);
+        }
+        base = base.wrapping_mul(&base);
+        e = e >> 1;
+    }
+    acc
+}
+
+/// numpy errors on negative integer powers; we give 0 (or the exact
+/// reciprocal for |a| == 1) instead of failing mid-run.
+fn pow_signed<T: num_traits::PrimInt + num_traits::WrappingMul + num_traits::Signed>(a: T, b: T) -> T {
+    if b >= T::zero() {
+        pow_wrapping(a, b)
+    } else if a == T::one() {
+        a
+    } else if a == -T::one() {
+        if b % (T::one() + T::one()) == T::zero() {
+            T::one()
+        } else {
+            a
+        }
+    } else {
+        T::zero()
+    }
+}
+
+// abs of the signed minimum wraps to itself, as numpy's does.
+num_int!(i32, pow_signed, <i32>::wrapping_abs);
+num_int!(i64, pow_signed, <i64>::wrapping_abs);
+num_int!(i8, pow_signed, <i8>::wrapping_abs);
+num_int!(i16, pow_signed, <i16>::wrapping_abs);
+num_int!(u8, pow_wrapping, |a| a);
+num_int!(u16, pow_wrapping, |a| a);
+num_int!(u32, pow_wrapping, |a| a);
+num_int!(u64, pow_wrapping, |a| a);
 
 macro_rules! num_float {
     ($t:ty) => {
@@ -345,28 +458,10 @@ impl Float for f64 {}
 #[macro_export]
 macro_rules! dispatch_all {
     ($dt:expr, $T:ident => $body:expr) => {
-        match $dt {
-            $crate::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::DType::Bool => {
-                type $T = bool;
-                $body
-            }
-        }
+        $crate::dispatch_num!($dt, $T => $body, {
+            type $T = bool;
+            $body
+        })
     };
 }
 
@@ -389,6 +484,30 @@ macro_rules! dispatch_num {
             }
             $crate::DType::I32 => {
                 type $T = i32;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
                 $body
             }
             $crate::DType::Bool => $else,
@@ -422,6 +541,12 @@ pub enum Scalar {
     I64(i64),
     I32(i32),
     Bool(bool),
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    U64(u64),
 }
 
 impl Scalar {
@@ -432,6 +557,12 @@ impl Scalar {
             Scalar::I64(_) => DType::I64,
             Scalar::I32(_) => DType::I32,
             Scalar::Bool(_) => DType::Bool,
+            Scalar::U8(_) => DType::U8,
+            Scalar::I8(_) => DType::I8,
+            Scalar::U16(_) => DType::U16,
+            Scalar::I16(_) => DType::I16,
+            Scalar::U32(_) => DType::U32,
+            Scalar::U64(_) => DType::U64,
         }
     }
 
@@ -442,7 +573,44 @@ impl Scalar {
             Scalar::I64(v) => v as f64,
             Scalar::I32(v) => v as f64,
             Scalar::Bool(v) => v as u8 as f64,
+            Scalar::U8(v) => v as f64,
+            Scalar::I8(v) => v as f64,
+            Scalar::U16(v) => v as f64,
+            Scalar::I16(v) => v as f64,
+            Scalar::U32(v) => v as f64,
+            Scalar::U64(v) => v as f64,
         }
+    }
+
+    /// An integer scalar's exact value; `None` for floats and bool.
+    pub fn to_i128(self) -> Option<i128> {
+        Some(match self {
+            Scalar::I64(x) => i128::from(x),
+            Scalar::I32(x) => i128::from(x),
+            Scalar::U8(x) => i128::from(x),
+            Scalar::I8(x) => i128::from(x),
+            Scalar::U16(x) => i128::from(x),
+            Scalar::I16(x) => i128::from(x),
+            Scalar::U32(x) => i128::from(x),
+            Scalar::U64(x) => i128::from(x),
+            Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => return None,
+        })
+    }
+
+    /// `v` as a scalar of integer dtype `dt`; `None` when `dt` is not an
+    /// integer dtype or `v` is outside its range.
+    pub fn from_i128(dt: DType, v: i128) -> Option<Scalar> {
+        Some(match dt {
+            DType::I64 => Scalar::I64(i64::try_from(v).ok()?),
+            DType::I32 => Scalar::I32(i32::try_from(v).ok()?),
+            DType::U8 => Scalar::U8(u8::try_from(v).ok()?),
+            DType::I8 => Scalar::I8(i8::try_from(v).ok()?),
+            DType::U16 => Scalar::U16(u16::try_from(v).ok()?),
+            DType::I16 => Scalar::I16(i16::try_from(v).ok()?),
+            DType::U32 => Scalar::U32(u32::try_from(v).ok()?),
+            DType::U64 => Scalar::U64(u64::try_from(v).ok()?),
+            DType::F32 | DType::F64 | DType::Bool => return None,
+        })
     }
 
     /// The value as `T`: exact when the dtypes match, else through f64.

@@ -16,6 +16,9 @@ fn decode(dtype: DType, b: &[u8]) -> (Value, f64) {
         a.copy_from_slice(&b[..N]);
         a
     }
+    fn int<T: Into<Value> + vigil_engine::Element>(v: T) -> (Value, f64) {
+        (v.into(), v.to_f64())
+    }
     match dtype {
         DType::F32 => {
             let v = f32::from_ne_bytes(arr(b)) as f64;
@@ -25,14 +28,14 @@ fn decode(dtype: DType, b: &[u8]) -> (Value, f64) {
             let v = f64::from_ne_bytes(arr(b));
             (json_f64(v), v)
         }
-        DType::I64 => {
-            let v = i64::from_ne_bytes(arr(b));
-            (json!(v), v as f64)
-        }
-        DType::I32 => {
-            let v = i32::from_ne_bytes(arr(b));
-            (json!(v), v as f64)
-        }
+        DType::I64 => int(i64::from_ne_bytes(arr(b))),
+        DType::I32 => int(i32::from_ne_bytes(arr(b))),
+        DType::U8 => int(b[0]),
+        DType::I8 => int(i8::from_ne_bytes(arr(b))),
+        DType::U16 => int(u16::from_ne_bytes(arr(b))),
+        DType::I16 => int(i16::from_ne_bytes(arr(b))),
+        DType::U32 => int(u32::from_ne_bytes(arr(b))),
+        DType::U64 => int(u64::from_ne_bytes(arr(b))),
         DType::Bool => {
             let v = b[0] != 0;
             (json!(v), if v { 1.0 } else { 0.0 })

@@ -355,6 +355,12 @@ macro_rules! exact_summary {
 }
 exact_summary!(i32);
 exact_summary!(i64);
+exact_summary!(u8);
+exact_summary!(i8);
+exact_summary!(u16);
+exact_summary!(i16);
+exact_summary!(u32);
+exact_summary!(u64);
 
 impl Summarize for bool {
     /// Masks (`gt`, `eq`...) are common outputs: count the trues in one

@@ -32,7 +32,7 @@ pub enum ImportError {
         version: i64,
         supported: String,
     },
-    #[error("{what}: unsupported dtype {dtype} (Vigil has f32 f64 i64 i32 bool)")]
+    #[error("{what}: unsupported dtype {dtype} (Vigil has {})", vigil_dtypes())]
     UnsupportedDtype { what: String, dtype: String },
     #[error("tensor '{tensor}': external data is not supported (save the model with its data inline)")]
     ExternalData { tensor: String },
@@ -62,3 +62,9 @@ pub enum ImportError {
 }
 
 pub type Result<T> = std::result::Result<T, ImportError>;
+
+/// Vigil's dtype names, space-separated, for the unsupported-dtype error.
+fn vigil_dtypes() -> String {
+    let names: Vec<&str> = vigil_engine::DType::ALL.iter().map(|d| d.name()).collect();
+    names.join(" ")
+}

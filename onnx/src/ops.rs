@@ -2,7 +2,7 @@
 //! docs/onnx.md for the table). Inputs that ONNX passes as tensors but that
 //! Vigil takes as attrs (shapes, axes, pads) must be known at import time.
 
-use vigil_engine::{Attrs, DType, Element, Tensor};
+use vigil_engine::{Attrs, DType, Element, Num, Tensor};
 
 use crate::error::{ImportError, Result};
 use crate::import::{Importer, NodeCtx, Value, FOLD_LIMIT};
@@ -737,21 +737,14 @@ fn empty_max_min(
             (true, false) => None,
         })
         .collect();
-    let value = match (x.ty.dtype, max) {
-        (DType::Bool, m) => f64::from(u8::from(!m)),
-        (DType::I32, true) => f64::from(i32::MIN),
-        (DType::I32, false) => f64::from(i32::MAX),
-        (DType::I64, true) => i64::MIN as f64,
-        (DType::I64, false) => i64::MAX as f64,
-        (_, true) => f64::NEG_INFINITY,
-        (_, false) => f64::INFINITY,
-    };
     // A constant made here: attrs (JSON) cannot hold ±inf for a `full` node.
-    fn make<T: Element>(shape: &[usize], v: f64) -> vigil_engine::Result<Tensor> {
-        Tensor::from_vec(shape, vec![T::from_f64(v); shape.iter().product()])
+    fn make<T: Element>(shape: &[usize], v: T) -> vigil_engine::Result<Tensor> {
+        Tensor::from_vec(shape, vec![v; shape.iter().product()])
     }
-    let t = vigil_engine::dispatch_all!(x.ty.dtype, T => make::<T>(&shape, value))
-        .map_err(|e| c.unsupported(e.to_string()))?;
+    let t = vigil_engine::dispatch_num!(x.ty.dtype,
+        T => make::<T>(&shape, if max { <T as Num>::min_value() } else { <T as Num>::max_value() }),
+        make(&shape, !max))
+    .map_err(|e| c.unsupported(e.to_string()))?;
     Ok(Some(imp.constant(c.out(), t)))
 }
 

@@ -15,6 +15,12 @@ pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
         Some(DataType::INT64) => Ok(DType::I64),
         Some(DataType::INT32) => Ok(DType::I32),
         Some(DataType::BOOL) => Ok(DType::Bool),
+        Some(DataType::UINT8) => Ok(DType::U8),
+        Some(DataType::INT8) => Ok(DType::I8),
+        Some(DataType::UINT16) => Ok(DType::U16),
+        Some(DataType::INT16) => Ok(DType::I16),
+        Some(DataType::UINT32) => Ok(DType::U32),
+        Some(DataType::UINT64) => Ok(DType::U64),
         Some(d) => Err(ImportError::UnsupportedDtype {
             what: what.to_string(),
             dtype: format!("{d:?}").to_lowercase(),
@@ -34,6 +40,12 @@ pub fn elem_of(d: DType) -> DataType {
         DType::I64 => DataType::INT64,
         DType::I32 => DataType::INT32,
         DType::Bool => DataType::BOOL,
+        DType::U8 => DataType::UINT8,
+        DType::I8 => DataType::INT8,
+        DType::U16 => DataType::UINT16,
+        DType::I16 => DataType::INT16,
+        DType::U32 => DataType::UINT32,
+        DType::U64 => DataType::UINT64,
     }
 }
 
@@ -95,6 +107,33 @@ fn elements<T: Copy, const W: usize>(
     Ok(v)
 }
 
+/// A typed field's values narrowed to `T`: ONNX keeps 8- and 16-bit
+/// integers in `int32_data` and u32 in `uint64_data`. A value out of `T`'s
+/// range is an error naming the tensor.
+fn narrow<S: Copy + std::fmt::Display, T: TryFrom<S>>(
+    t: &TensorProto,
+    what: &str,
+    typed: &[S],
+) -> Result<Vec<T>> {
+    typed
+        .iter()
+        .map(|&v| {
+            T::try_from(v).map_err(|_| {
+                bad(
+                    t,
+                    what,
+                    format!("value {v} is out of range of {}", dtype_name(t.data_type)),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The ONNX name of an element type, lower case.
+fn dtype_name(elem: i32) -> String {
+    DataType::from_i32(elem).map_or(format!("#{elem}"), |d| format!("{d:?}").to_lowercase())
+}
+
 /// A Vigil tensor with the proto's dtype, shape and data; `what` names it
 /// in errors when the proto has no name.
 pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
@@ -134,6 +173,30 @@ pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
             &shape,
             elements(t, what, n, i32::from_le_bytes, t.int32_data.clone())?,
         ),
+        DType::U8 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u8::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::I8 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i8::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::U16 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u16::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::I16 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, i16::from_le_bytes, narrow(t, what, &t.int32_data)?)?,
+        ),
+        DType::U32 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u32::from_le_bytes, narrow(t, what, &t.uint64_data)?)?,
+        ),
+        DType::U64 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u64::from_le_bytes, t.uint64_data.clone())?,
+        ),
         DType::Bool => {
             let typed = t.int32_data.iter().map(|&v| v as u8).collect();
             let bytes: Vec<u8> = elements(t, what, n, |b: [u8; 1]| b[0], typed)?;
@@ -150,31 +213,27 @@ pub fn to_proto(t: &Tensor, name: &str) -> Result<TensorProto> {
     p.name = name.to_string();
     p.dims = t.shape().iter().map(|&d| d as i64).collect();
     p.data_type = elem_of(t.dtype()).value();
-    p.raw_data = match t.dtype() {
-        DType::F32 => t
-            .to_array::<f32>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::F64 => t
-            .to_array::<f64>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::I64 => t
-            .to_array::<i64>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::I32 => t
-            .to_array::<i32>()?
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
-        DType::Bool => t.to_array::<bool>()?.iter().map(|&v| v as u8).collect(),
-    };
+    p.raw_data = vigil_engine::dispatch_num!(t.dtype(),
+        T => t.to_array::<T>()?.iter().flat_map(|&v| LeBytes::le_bytes(v)).collect(),
+        t.to_array::<bool>()?.iter().map(|&v| v as u8).collect());
     Ok(p)
 }
+
+/// Little-endian bytes of one element, as `raw_data` holds them.
+trait LeBytes: Copy {
+    fn le_bytes(self) -> Vec<u8>;
+}
+
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for $t {
+            fn le_bytes(self) -> Vec<u8> {
+                self.to_le_bytes().to_vec()
+            }
+        }
+    )*};
+}
+le_bytes!(f32, f64, i64, i32, u8, i8, u16, i16, u32, u64);
 
 #[cfg(test)]
 mod tests {
@@ -205,6 +264,60 @@ mod tests {
             back.to_array::<bool>().unwrap().as_slice().unwrap(),
             &[true, false, true]
         );
+    }
+
+    #[test]
+    fn narrow_integers_come_from_int32_data_and_u32_u64_from_uint64_data() {
+        let typed = |dt: DataType, i32s: Vec<i32>, u64s: Vec<u64>| {
+            let mut p = TensorProto::new();
+            p.name = "c".into();
+            p.data_type = dt.value();
+            p.dims = vec![2];
+            p.int32_data = i32s;
+            p.uint64_data = u64s;
+            to_tensor(&p, "c")
+        };
+        let u8s = typed(DataType::UINT8, vec![0, 255], vec![]).unwrap();
+        assert_eq!(u8s.to_array::<u8>().unwrap().as_slice().unwrap(), &[0, 255]);
+        let i8s = typed(DataType::INT8, vec![-128, 127], vec![]).unwrap();
+        assert_eq!(i8s.to_array::<i8>().unwrap().as_slice().unwrap(), &[-128, 127]);
+        let u16s = typed(DataType::UINT16, vec![65535, 1], vec![]).unwrap();
+        assert_eq!(u16s.to_array::<u16>().unwrap().as_slice().unwrap(), &[65535, 1]);
+        let i16s = typed(DataType::INT16, vec![-32768, 3], vec![]).unwrap();
+        assert_eq!(i16s.to_array::<i16>().unwrap().as_slice().unwrap(), &[-32768, 3]);
+        let u32s = typed(DataType::UINT32, vec![], vec![u32::MAX as u64, 0]).unwrap();
+        assert_eq!(
+            u32s.to_array::<u32>().unwrap().as_slice().unwrap(),
+            &[u32::MAX, 0]
+        );
+        let u64s = typed(DataType::UINT64, vec![], vec![u64::MAX, 1 << 63]).unwrap();
+        assert_eq!(
+            u64s.to_array::<u64>().unwrap().as_slice().unwrap(),
+            &[u64::MAX, 1 << 63]
+        );
+        let e = typed(DataType::UINT8, vec![256, 0], vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tensor 'c': value 256 is out of range of uint8"),
+            "{e}"
+        );
+        let e = typed(DataType::UINT32, vec![], vec![1 << 32, 0])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("value 4294967296 is out of range of uint32"), "{e}");
+        // raw_data round trips, little-endian.
+        for t in [u8s, i8s, u16s, i16s, u32s, u64s] {
+            let p = to_proto(&t, "r").unwrap();
+            assert_eq!(p.raw_data.len(), 2 * t.dtype().size());
+            assert_eq!(dtype_of(p.data_type, "r").unwrap(), t.dtype());
+            let back = to_tensor(&p, "r").unwrap();
+            let c =
+                vigil_engine::compare::compare(&back, &t, vigil_engine::compare::Tolerance::EXACT).unwrap();
+            assert!(c.is_exact(), "{}", t.dtype());
+        }
+        let p = to_proto(&Tensor::from_vec(&[1], vec![0x0102u16]).unwrap(), "le").unwrap();
+        assert_eq!(p.raw_data, [2, 1]);
     }
 
     #[test]

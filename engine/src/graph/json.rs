@@ -83,15 +83,12 @@ fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result
         // floats also take "nan", "inf" and "-inf".
         let x = match (T::DTYPE, v) {
             (DType::Bool, Value::Bool(b)) => T::from_scalar(crate::Scalar::Bool(*b)),
-            (DType::I64, Value::Number(n)) => {
-                T::from_scalar(crate::Scalar::I64(n.as_i64().ok_or_else(|| bad(i, v))?))
-            }
-            (DType::I32, Value::Number(n)) => {
-                let x = n
-                    .as_i64()
-                    .and_then(|x| i32::try_from(x).ok())
-                    .ok_or_else(|| bad(i, v))?;
-                T::from_scalar(crate::Scalar::I32(x))
+            (dt, Value::Number(n)) if dt.is_int() => {
+                let x = n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
+                T::from_scalar(
+                    x.and_then(|x| crate::Scalar::from_i128(dt, x))
+                        .ok_or_else(|| bad(i, v))?,
+                )
             }
             (DType::F32 | DType::F64, Value::Number(n)) => T::from_f64(n.as_f64().ok_or_else(|| bad(i, v))?),
             (DType::F32 | DType::F64, Value::String(s)) if matches!(s.as_str(), "nan" | "inf" | "-inf") => {
@@ -170,11 +167,11 @@ impl ValueDecl {
 
 fn json_number(v: f64, dt: DType, s: crate::Scalar) -> Value {
     match (dt, s) {
-        (DType::I64, crate::Scalar::I64(i)) => Value::from(i),
+        (_, crate::Scalar::U64(u)) => Value::from(u),
         (DType::Bool, crate::Scalar::Bool(b)) => Value::from(b),
+        _ if s.to_i128().is_some() => Value::from(s.to_i128().and_then(|i| i64::try_from(i).ok())),
         _ if v.is_nan() => Value::from("nan"),
         _ if v.is_infinite() => Value::from(if v > 0.0 { "inf" } else { "-inf" }),
-        (DType::I32, _) => Value::from(v as i64),
         _ => Value::from(v),
     }
 }

@@ -56,6 +56,12 @@ macro_rules! rem_int {
 }
 rem_int!(i32);
 rem_int!(i64);
+rem_int!(u8);
+rem_int!(i8);
+rem_int!(u16);
+rem_int!(i16);
+rem_int!(u32);
+rem_int!(u64);
 
 macro_rules! rem_float {
     ($t:ty) => {
@@ -109,7 +115,7 @@ impl Op for IntDiv {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         let (a, b) = (&inputs[0], &inputs[1]);
-        let ints = matches!(a.dtype, DType::I32 | DType::I64);
+        let ints = a.dtype.is_int();
         if a.dtype != b.dtype || a.dtype == DType::Bool || (self.kind == DivKind::Trunc && !ints) {
             return op_err(format!(
                 "op '{}' needs {} inputs of one dtype, got {} and {}",
@@ -137,13 +143,9 @@ impl Op for IntDiv {
         let (a, b) = (&inputs[0], &inputs[1]);
         let out = ctx.output(0, a.dtype(), &broadcast_concrete(a.shape(), b.shape())?)?;
         let kind = self.kind;
-        match a.dtype() {
-            DType::I32 => zip2::<i32, i32, i32>(a, b, &out, move |x, y| apply(kind, x, y))?,
-            DType::I64 => zip2::<i64, i64, i64>(a, b, &out, move |x, y| apply(kind, x, y))?,
-            DType::F32 => zip2::<f32, f32, f32>(a, b, &out, move |x, y| apply(kind, x, y))?,
-            DType::F64 => zip2::<f64, f64, f64>(a, b, &out, move |x, y| apply(kind, x, y))?,
-            DType::Bool => return op_err(format!("op '{}' does not take bool inputs", self.name())),
-        }
+        crate::dispatch_num!(a.dtype(),
+            T => zip2::<T, T, T>(a, b, &out, move |x, y| apply(kind, x, y))?,
+            return op_err(format!("op '{}' does not take bool inputs", self.name())));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

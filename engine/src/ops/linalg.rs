@@ -120,6 +120,12 @@ macro_rules! matmul_int {
 }
 matmul_int!(i32);
 matmul_int!(i64);
+matmul_int!(u8);
+matmul_int!(i8);
+matmul_int!(u16);
+matmul_int!(i16);
+matmul_int!(u32);
+matmul_int!(u64);
 
 /// One 2-D block product `c = a · b`.
 fn block<T: MatMulElem>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>, c: ArrayViewMutD<'_, T>) -> Result<()> {

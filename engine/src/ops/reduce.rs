@@ -186,6 +186,12 @@ macro_rules! reducible_int {
 }
 reducible_int!(i32);
 reducible_int!(i64);
+reducible_int!(u8);
+reducible_int!(i8);
+reducible_int!(u16);
+reducible_int!(i16);
+reducible_int!(u32);
+reducible_int!(u64);
 
 /// Reduces the flagged axes of `v` one at a time (highest first, so lower
 /// axis numbers stay valid), or all at once for a full reduction.

@@ -102,13 +102,9 @@ impl Subtensor {
             SubKind::Set => {
                 crate::dispatch_all!(dt, T => write_region::<T>(base, region, value, |d, v| *d = v))
             }
-            SubKind::Inc => match dt {
-                DType::F32 => write_region::<f32>(base, region, value, |d, v| *d += v),
-                DType::F64 => write_region::<f64>(base, region, value, |d, v| *d += v),
-                DType::I64 => write_region::<i64>(base, region, value, |d, v| *d = d.wrapping_add(v)),
-                DType::I32 => write_region::<i32>(base, region, value, |d, v| *d = d.wrapping_add(v)),
-                DType::Bool => self.err("does not take bool inputs"),
-            },
+            SubKind::Inc => crate::dispatch_num!(dt,
+                T => write_region::<T>(base, region, value, |d, v| *d = <T as crate::dtype::Num>::add_w(*d, v)),
+                self.err("does not take bool inputs")),
         }
     }
 }

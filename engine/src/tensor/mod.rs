@@ -512,6 +512,15 @@ fn cast_one<S: Element, D: Element>(s: S) -> D {
         // wrap into narrower integers, as numpy's astype does.
         Scalar::I64(v) => D::from_i64_wrapping(v),
         Scalar::I32(v) => D::from_i64_wrapping(v as i64),
+        Scalar::I16(v) => D::from_i64_wrapping(v as i64),
+        Scalar::I8(v) => D::from_i64_wrapping(v as i64),
+        Scalar::U32(v) => D::from_i64_wrapping(v as i64),
+        Scalar::U16(v) => D::from_i64_wrapping(v as i64),
+        Scalar::U8(v) => D::from_i64_wrapping(v as i64),
+        // Above i64::MAX a u64 is not an i64: floats round it once.
+        Scalar::U64(v) if D::DTYPE == DType::F32 => D::from_scalar(Scalar::F32(v as f32)),
+        Scalar::U64(v) if D::DTYPE.is_float() => D::from_f64(v as f64),
+        Scalar::U64(v) => D::from_i64_wrapping(v as i64),
         _ => D::from_f64(s.to_f64()),
     }
 }

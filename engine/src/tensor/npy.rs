@@ -36,6 +36,12 @@ fn dtype_of(descr: &str) -> Option<DType> {
         "<i8" | ">i8" => DType::I64,
         "<i4" | ">i4" => DType::I32,
         "|b1" => DType::Bool,
+        "|u1" => DType::U8,
+        "|i1" => DType::I8,
+        "<u2" | ">u2" => DType::U16,
+        "<i2" | ">i2" => DType::I16,
+        "<u4" | ">u4" => DType::U32,
+        "<u8" | ">u8" => DType::U64,
         _ => return None,
     })
 }
@@ -102,7 +108,7 @@ fn read_header(f: &mut impl Read, file_len: u64) -> std::result::Result<Header, 
             Descr::Str(s) => format!("'{s}'"),
             Descr::Other(s) => s.clone(),
         };
-        format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <i8, <i4, |b1, and >f4, >f8, >i8, >i4)")
+        format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <i8, <i4, |b1, |u1, |i1, <u2, <i2, <u4, <u8, and their > forms)")
     })?;
     if shape.len() > limit::MAX_RANK {
         return Err(format!(

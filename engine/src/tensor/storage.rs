@@ -88,6 +88,12 @@ pub enum Storage {
     I64(Rc<Buffer<i64>>),
     I32(Rc<Buffer<i32>>),
     Bool(Rc<Buffer<bool>>),
+    U8(Rc<Buffer<u8>>),
+    I8(Rc<Buffer<i8>>),
+    U16(Rc<Buffer<u16>>),
+    I16(Rc<Buffer<i16>>),
+    U32(Rc<Buffer<u32>>),
+    U64(Rc<Buffer<u64>>),
 }
 
 macro_rules! on_buffer {
@@ -98,6 +104,12 @@ macro_rules! on_buffer {
             Storage::I64($b) => $e,
             Storage::I32($b) => $e,
             Storage::Bool($b) => $e,
+            Storage::U8($b) => $e,
+            Storage::I8($b) => $e,
+            Storage::U16($b) => $e,
+            Storage::I16($b) => $e,
+            Storage::U32($b) => $e,
+            Storage::U64($b) => $e,
         }
     };
 }
@@ -110,6 +122,12 @@ impl Storage {
             Storage::I64(_) => DType::I64,
             Storage::I32(_) => DType::I32,
             Storage::Bool(_) => DType::Bool,
+            Storage::U8(_) => DType::U8,
+            Storage::I8(_) => DType::I8,
+            Storage::U16(_) => DType::U16,
+            Storage::I16(_) => DType::I16,
+            Storage::U32(_) => DType::U32,
+            Storage::U64(_) => DType::U64,
         }
     }
 
@@ -166,6 +184,12 @@ pub enum AnyVec {
     I64(Vec<i64>),
     I32(Vec<i32>),
     Bool(Vec<bool>),
+    U8(Vec<u8>),
+    I8(Vec<i8>),
+    U16(Vec<u16>),
+    I16(Vec<i16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
 }
 
 impl AnyVec {
@@ -176,6 +200,12 @@ impl AnyVec {
             AnyVec::I64(_) => DType::I64,
             AnyVec::I32(_) => DType::I32,
             AnyVec::Bool(_) => DType::Bool,
+            AnyVec::U8(_) => DType::U8,
+            AnyVec::I8(_) => DType::I8,
+            AnyVec::U16(_) => DType::U16,
+            AnyVec::I16(_) => DType::I16,
+            AnyVec::U32(_) => DType::U32,
+            AnyVec::U64(_) => DType::U64,
         }
     }
 
@@ -186,6 +216,12 @@ impl AnyVec {
             AnyVec::I64(v) => v.len(),
             AnyVec::I32(v) => v.len(),
             AnyVec::Bool(v) => v.len(),
+            AnyVec::U8(v) => v.len(),
+            AnyVec::I8(v) => v.len(),
+            AnyVec::U16(v) => v.len(),
+            AnyVec::I16(v) => v.len(),
+            AnyVec::U32(v) => v.len(),
+            AnyVec::U64(v) => v.len(),
         }
     }
 
