@@ -211,6 +211,28 @@ fn empty_max_is_the_identity_and_the_dropout_mask_is_all_true() {
 }
 
 #[test]
+fn empty_integer_max_and_min_are_the_dtype_extremes() {
+    let reduce = |op: &str, dt: DType| {
+        let m = model(
+            13,
+            vec![node(op, "r", &["x"], &["y"], vec![("axes", A::Ints(vec![1]))])],
+            vec![value("x", dt, &[2, 0])],
+            vec![],
+            vec![value("y", dt, &[2, 1])],
+        );
+        let out = run(&m, &[("x", Tensor::zeros(dt, &[2, 0]).unwrap())]);
+        assert_eq!(out[0].1.dtype(), dt);
+        out[0].1.clone()
+    };
+    // Through f64's -inf an i8 maximum was 0.
+    assert_eq!(vals(&reduce("ReduceMax", DType::I8)), [-128.0; 2]);
+    assert_eq!(vals(&reduce("ReduceMin", DType::I8)), [127.0; 2]);
+    assert_eq!(vals(&reduce("ReduceMax", DType::U16)), [0.0; 2]);
+    let min = reduce("ReduceMin", DType::U64);
+    assert_eq!(min.to_array::<u64>().unwrap().iter().copied().collect::<Vec<_>>(), [u64::MAX; 2]);
+}
+
+#[test]
 fn gelu_tanh_follows_its_formula() {
     let m = model(
         20,
