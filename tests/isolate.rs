@@ -16,6 +16,9 @@ use serde_json::Value;
 fn crash_ops(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vigil-crash-ops"))
         .args(args)
+        // Workers inherit it, and a crash must still be described by its
+        // cause, not by the backtrace lines it adds.
+        .env("RUST_BACKTRACE", "1")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run vigil-crash-ops")

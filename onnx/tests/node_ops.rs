@@ -229,7 +229,10 @@ fn empty_integer_max_and_min_are_the_dtype_extremes() {
     assert_eq!(vals(&reduce("ReduceMin", DType::I8)), [127.0; 2]);
     assert_eq!(vals(&reduce("ReduceMax", DType::U16)), [0.0; 2]);
     let min = reduce("ReduceMin", DType::U64);
-    assert_eq!(min.to_array::<u64>().unwrap().iter().copied().collect::<Vec<_>>(), [u64::MAX; 2]);
+    assert_eq!(
+        min.to_array::<u64>().unwrap().iter().copied().collect::<Vec<_>>(),
+        [u64::MAX; 2]
+    );
 }
 
 #[test]

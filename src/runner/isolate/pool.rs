@@ -225,6 +225,9 @@ fn backtrace_line(line: &str) -> bool {
     line.starts_with(char::is_whitespace)
         || line.starts_with("stack backtrace:")
         || line.starts_with("note: ")
+        // What the allocation-failure hook adds under RUST_BACKTRACE after
+        // its "memory allocation of N bytes failed".
+        || line.starts_with("skipping backtrace printing")
 }
 
 /// Calls `f` on each line of `r` (lossily decoded, without its newline)
@@ -243,5 +246,25 @@ fn for_each_line(r: impl Read, mut f: impl FnMut(&str) -> bool) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backtrace_line;
+
+    /// The line a crash is described by must be the cause, not the
+    /// backtrace (or its absence) that RUST_BACKTRACE adds after it.
+    #[test]
+    fn backtrace_lines_are_not_the_cause() {
+        for l in [
+            "stack backtrace:",
+            "   0: __rustc::rust_begin_unwind",
+            "note: Some details are omitted",
+            "skipping backtrace printing to avoid potential recursion",
+        ] {
+            assert!(backtrace_line(l), "{l}");
+        }
+        assert!(!backtrace_line("memory allocation of 1099511627776 bytes failed"));
     }
 }
