@@ -31,14 +31,19 @@ fn tiny_chain(n: usize) -> vigil::engine::Graph {
     g.build(&[&y]).expect("graph")
 }
 
+/// The feeds of [`tiny_chain`].
+fn tiny_feeds() -> HashMap<String, Tensor> {
+    HashMap::from([
+        ("x".to_string(), Tensor::from_vec(&[1], vec![0.5f32]).unwrap()),
+        ("c".to_string(), Tensor::from_vec(&[1], vec![1.0f32]).unwrap()),
+    ])
+}
+
 fn dispatch_overhead(c: &mut Criterion) {
     const N: usize = 10_000;
     let graph = tiny_chain(N);
     let exec = Executor::new(&graph).expect("exec");
-    let feeds = HashMap::from([
-        ("x".to_string(), Tensor::from_vec(&[1], vec![0.5f32]).unwrap()),
-        ("c".to_string(), Tensor::from_vec(&[1], vec![1.0f32]).unwrap()),
-    ]);
+    let feeds = tiny_feeds();
     let mut group = c.benchmark_group("dispatch");
     group.throughput(Throughput::Elements(N as u64));
     group.bench_function("tiny_ops_10k_graph", |b| {
@@ -55,10 +60,7 @@ fn dispatch_paired(reps: usize) {
     const N: usize = 10_000;
     let graph = tiny_chain(N);
     let exec = Executor::new(&graph).expect("exec");
-    let feeds = HashMap::from([
-        ("x".to_string(), Tensor::from_vec(&[1], vec![0.5f32]).unwrap()),
-        ("c".to_string(), Tensor::from_vec(&[1], vec![1.0f32]).unwrap()),
-    ]);
+    let feeds = tiny_feeds();
     black_box(exec.run(&feeds).expect("run"));
     let mut t: Vec<f64> = (0..reps.max(1))
         .map(|_| {
