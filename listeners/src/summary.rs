@@ -94,7 +94,7 @@ pub trait Summarize: Element {
     fn all_finite(run: &[Self]) -> bool;
 
     /// [`Summarize::summarize_run`] of `run`, and whether it equals `want`
-    /// (of one length) element for element, NaN matching NaN.
+    /// element for element, NaN matching NaN (never, at another length).
     fn summarize_compared(run: &[Self], want: &[Self], acc: &mut Acc) -> bool {
         let same = vigil_engine::compare::slices_same(run, want);
         Self::summarize_run(run, acc);
@@ -307,6 +307,10 @@ impl Summarize for f32 {
     /// The comparison rides along in the all-finite kernel: one XOR and OR
     /// per vector, no second read of `run`.
     fn summarize_compared(run: &[f32], want: &[f32], acc: &mut Acc) -> bool {
+        if run.len() != want.len() {
+            Self::summarize_run(run, acc);
+            return false;
+        }
         let whole = run.len() - run.len() % 8;
         let mut same = true;
         for (block, w) in run[..whole]
@@ -530,6 +534,17 @@ mod tests {
         let mut a = Acc::default();
         f32::summarize_run(&xs, &mut a);
         assert_eq!((a.pos_inf, a.positive), (1, 4093));
+    }
+
+    /// Another length is never equal, and the summary is still whole.
+    #[test]
+    fn comparing_with_another_length_is_unequal() {
+        let xs: Vec<f32> = (0..40).map(|i| i as f32).collect();
+        let (mut a, mut b) = (Acc::default(), Acc::default());
+        assert!(!f32::summarize_compared(&xs, &xs[..39], &mut a));
+        f32::summarize_run(&xs, &mut b);
+        assert_eq!(a, b);
+        assert!(f32::summarize_compared(&xs, &xs, &mut Acc::default()));
     }
 
     #[test]
