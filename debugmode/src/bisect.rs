@@ -46,6 +46,9 @@ pub fn culprit(
         listeners: false,
         poison: cfg.has(crate::Check::Poison),
         compare: true,
+        // Every source copied: the re-runs only happen on a divergence,
+        // and must not depend on which values the first run could share.
+        lend: false,
     };
     *runs += 1;
     let again = lockstep::run(inplace_graph, reference, gs.iso, feeds, cfg, opts)?;

@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value};
 use vigil_engine::compare::{compare, Comparison, Tolerance};
-use vigil_engine::exec::{copy_values, Copier, Cursor, RunOptions, Snapshot};
+use vigil_engine::exec::{
+    copy_destroyed, copy_values, destroyed_sources, Copier, Cursor, RunOptions, Snapshot,
+};
 use vigil_engine::graph::{Graph, NodeId, VarId, VarKind};
 use vigil_engine::ops::OpCtx;
 use vigil_engine::tensor::storage::BufferId;
@@ -30,6 +32,10 @@ pub struct Opts {
     pub listeners: bool,
     pub poison: bool,
     pub compare: bool,
+    /// The sources are lent read-only (see `vigil_engine::exec::Lent`):
+    /// the in-place run copies only those it overwrites and shares the
+    /// rest. Otherwise it copies every source.
+    pub lend: bool,
 }
 
 /// What one lockstep run found.
@@ -74,10 +80,10 @@ pub fn poison_buffer(t: &Tensor) -> vigil_engine::Result<()> {
 }
 
 /// Runs `inplace` beside `reference` (built with `iso`). The in-place run
-/// works on fresh copies of its values and of `feeds`; a copying reference
-/// too, a watching one on the values themselves. A reference value written
-/// after it was produced trips `iso`; the caller then repeats, with a
-/// copying reference, on values the tripped run never touched.
+/// works on fresh copies of its values and of `feeds` (with `opts.lend`,
+/// of those it overwrites); a copying reference too, a watching one on the
+/// values themselves. A reference value written after it was produced
+/// trips `iso`; the caller then repeats with a copying reference.
 pub fn run(
     inplace: &Graph,
     reference: &Graph,
@@ -86,11 +92,16 @@ pub fn run(
     cfg: &DebugConfig,
     opts: Opts,
 ) -> Result<Outcome> {
-    let (ig, ifeeds) = fresh(inplace, feeds)?;
+    let (ig, ifeeds) = if opts.lend {
+        copy_destroyed(inplace, feeds, &destroyed_sources(inplace))?
+    } else {
+        fresh(inplace, feeds)?
+    };
     let ie = Executor::new(&ig)?;
-    // A watching reference runs on the caller's values themselves (they
-    // are DebugMode's snapshot, not the user's): a write to them trips the
-    // watch, and the caller repeats everything on a new snapshot.
+    // A watching reference runs on the caller's values themselves, lent
+    // read-only: a write to one fails (and one to a value the reference
+    // produced trips the watch), and the caller repeats everything with a
+    // copying reference.
     let (rg, rfeeds) = if opts.compare && iso.is_copying() {
         fresh(reference, feeds)?
     } else if opts.compare {

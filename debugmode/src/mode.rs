@@ -4,14 +4,16 @@
 use std::collections::HashMap;
 
 use serde_json::json;
-use vigil_engine::exec::Snapshot;
+use std::sync::Arc;
+
+use vigil_engine::exec::Lent;
 use vigil_engine::graph::Graph;
 use vigil_engine::{inplace, Tensor};
 use vigil_findings::Kind;
 
 use crate::bisect::{self, Verdict};
 use crate::config::{Check, DebugConfig};
-use crate::error::Result;
+use crate::error::{DebugError, Result};
 use crate::isolate::{reference, Isolation};
 use crate::lockstep::{self, Opts};
 use crate::report::{DebugReport, DebugStats};
@@ -40,24 +42,35 @@ impl DebugMode {
             listeners: cfg.has(Check::Listeners),
             poison: cfg.has(Check::Poison),
             compare: cfg.has(Check::Lockstep),
+            lend: true,
         };
-        let mut snap = Snapshot::take(graph, feeds)?;
-        let mut iso = Isolation::watch();
-        let (pass, reference, out) = loop {
-            let user = snap.graph();
-            let pass = inplace::run(user)?;
-            let reference = reference(user, &iso)?;
-            let out = lockstep::run(&pass.graph, &reference, &iso, snap.feeds(), cfg, opts)?;
-            if !iso.tripped() {
-                break (pass, reference, out);
+        // The caller's values are lent read-only for the whole check: a
+        // write to one fails instead of changing it, so the runs can share
+        // them instead of copying them all first.
+        let _lent = Lent::new(graph, feeds);
+        let attempt = |iso: &Arc<Isolation>, opts: Opts| -> Result<_> {
+            let pass = inplace::run(graph)?;
+            let reference = reference(graph, iso)?;
+            let out = lockstep::run(&pass.graph, &reference, iso, feeds, cfg, opts)?;
+            Ok((pass, reference, out))
+        };
+        // The in-place run copies only the sources it overwrites, and the
+        // reference watches for writes to the values it produced.
+        let iso = Isolation::watch();
+        let (iso, (pass, reference, out)) = match attempt(&iso, opts) {
+            Ok(done) if !iso.tripped() => (iso, done),
+            Err(DebugError::Engine(vigil_engine::Error::ReadOnly { .. })) | Ok(_) => {
+                // An op wrote a value it had not declared: a lent source,
+                // or a reference value after it was produced. Repeat with
+                // every source copied and a reference whose ops work on
+                // private copies, so the findings can name the write.
+                let iso = Isolation::copying();
+                let done = attempt(&iso, Opts { lend: false, ..opts })?;
+                (iso, done)
             }
-            // A reference value was written after it was produced: the
-            // watching reference ran on the snapshot, so repeat on a new
-            // one, with a reference whose ops work on private copies.
-            snap = Snapshot::take(graph, feeds)?;
-            iso = Isolation::copying();
+            Err(e) => return Err(e),
         };
-        let user = snap.graph();
+        let user = graph;
         let mut stats = DebugStats {
             nodes: user.nodes().len(),
             rewrites: pass.rewrites.len(),
@@ -79,7 +92,7 @@ impl DebugMode {
                 iso: &iso,
                 rewrites: &pass.rewrites,
             };
-            match bisect::culprit(&graphs, snap.feeds(), cfg, &out, &mut stats.reruns)? {
+            match bisect::culprit(&graphs, feeds, cfg, &out, &mut stats.reruns)? {
                 Verdict::Nondeterministic(f) => findings.push(f),
                 Verdict::Culprit(f, r) => {
                     // The root-cause findings name the rewrite too.
@@ -100,17 +113,12 @@ impl DebugMode {
             }
         }
         if cfg.has(Check::Orders) {
-            findings.extend(crate::orders::check(
-                &pass.graph,
-                snap.feeds(),
-                cfg,
-                &mut stats.reruns,
-            )?);
+            findings.extend(crate::orders::check(&pass.graph, feeds, cfg, &mut stats.reruns)?);
         }
         if cfg.has(Check::Prealloc) {
             findings.extend(crate::prealloc::check(
                 &pass.graph,
-                snap.feeds(),
+                feeds,
                 cfg,
                 &mut stats.reruns,
             )?);
@@ -118,7 +126,7 @@ impl DebugMode {
         if cfg.has(Check::Gradient) {
             findings.extend(crate::gradcheck::check(
                 user,
-                snap.feeds(),
+                feeds,
                 &cfg.grad,
                 &cfg.autodiff.0,
                 cfg.seed,

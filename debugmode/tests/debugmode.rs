@@ -99,6 +99,33 @@ fn a_pure_op_that_mutates_its_input_is_caught_where_the_damage_shows() {
 }
 
 #[test]
+fn a_pure_op_that_mutates_a_fed_input_leaves_the_feed_alone_and_is_caught() {
+    // The feed is lent read-only to the first attempt, so the write fails
+    // there instead of landing; the check repeats on copies, where the
+    // write shows as the finding it is.
+    let g = graph(|_, x| {
+        let s = op(&x, "broken_scale6");
+        let t = x.exp().unwrap();
+        vec![s.add(&t).unwrap()]
+    });
+    let f = feeds(16);
+    let before = f["x"].to_f64_vec().unwrap();
+    let r = DebugMode::new(DebugConfig::default()).check(&g, &f).unwrap();
+    assert_eq!(f["x"].to_f64_vec().unwrap(), before);
+    let k = kinds(&r.findings);
+    assert!(k.contains(&"destroyed_input".to_string()), "{:#?}", r.findings);
+    let d = r
+        .findings
+        .iter()
+        .find(|f| f.kind == Kind::DESTROYED_INPUT)
+        .unwrap();
+    assert_eq!(d.op, "broken_scale6", "{d:#?}");
+    // A write to a lent value is refused, and the values can be written
+    // again once the check is over.
+    f["x"].write_contiguous(|s: &mut [f32]| s[0] = 1.5).unwrap();
+}
+
+#[test]
 fn a_bad_in_place_variant_is_named_by_bisection() {
     let g = graph(|_, x| {
         // Several accepted rewrites, one of them bad.

@@ -23,6 +23,10 @@ pub enum Error {
     /// A kernel tried to write a buffer that is also being read.
     #[error("{}aliasing violation: {msg}", node_prefix(.node))]
     Aliasing { node: Option<String>, msg: String },
+    /// A kernel tried to write a buffer lent read-only (see
+    /// `exec::Lent`): a value the run promised not to change.
+    #[error("{}write to read-only buffer {buffer} (a value lent to the run for reading only)", node_prefix(.node))]
+    ReadOnly { node: Option<String>, buffer: u64 },
     /// An op refused the output buffer the caller supplied (wrong dtype,
     /// shape or a self-overlapping layout).
     #[error("{}pre-allocated output {output}: {msg}", node_prefix(.node))]
@@ -89,6 +93,10 @@ impl Error {
             Error::Aliasing { node: None, msg } => Error::Aliasing {
                 node: Some(node.to_string()),
                 msg,
+            },
+            Error::ReadOnly { node: None, buffer } => Error::ReadOnly {
+                node: Some(node.to_string()),
+                buffer,
             },
             Error::PreallocRefused {
                 node: None,

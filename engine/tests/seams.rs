@@ -377,3 +377,35 @@ fn an_in_place_op_that_overwrites_a_parameter_fires_pre_update_before_the_write(
         ]
     );
 }
+
+#[test]
+fn lent_values_refuse_writes_until_every_lender_is_done() {
+    use vigil_engine::exec::Lent;
+    let b = vigil_engine::GraphBuilder::new("lend");
+    let x = b.input("x", DType::F32, &[3]);
+    let w = b.parameter("w", Tensor::from_vec(&[3], vec![1f32, 2., 3.]).unwrap());
+    let y = x.add(&w).unwrap();
+    let g = b.build(&[&y]).unwrap();
+    let feeds = HashMap::from([("x".to_string(), Tensor::from_vec(&[3], vec![0f32; 3]).unwrap())]);
+    let write = |t: &Tensor| t.write_contiguous(|s: &mut [f32]| s[0] = 9.0);
+    let param = match &g.var(g.var_id("w").unwrap()).kind {
+        vigil_engine::graph::VarKind::Parameter(t) => t.clone(),
+        _ => unreachable!(),
+    };
+    {
+        let _outer = Lent::new(&g, &feeds);
+        {
+            let _inner = Lent::new(&g, &feeds);
+            assert!(matches!(write(&feeds["x"]), Err(Error::ReadOnly { .. })));
+        }
+        // Still lent to the outer lender.
+        assert!(matches!(write(&param), Err(Error::ReadOnly { .. })));
+        // Reading and running are fine: the run writes only its own outputs.
+        let out = Executor::new(&g).unwrap().run(&feeds).unwrap();
+        assert_eq!(out.outputs[0].1.to_f64_vec().unwrap(), vec![1., 2., 3.]);
+    }
+    assert_eq!(param.to_f64_vec().unwrap(), vec![1., 2., 3.]);
+    write(&feeds["x"]).unwrap();
+    write(&param).unwrap();
+    assert_eq!(feeds["x"].to_f64_vec().unwrap(), vec![9., 0., 0.]);
+}

@@ -72,8 +72,8 @@ impl RunOutput {
 pub struct Executor<'g> {
     graph: &'g Graph,
     order: Vec<NodeId>,
-    /// Position in `order` of the last reader of each variable.
-    last_use: Vec<Option<usize>>,
+    /// The variables each position releases (see `Executor::build`).
+    release: Vec<SmallVec<[VarId; 4]>>,
     /// Source variables (inputs, parameters) that some node overwrites in
     /// place, through a view or not, in variable order.
     destroyed_sources: Vec<VarId>,
@@ -94,6 +94,25 @@ fn kind_word(kind: &VarKind) -> &'static str {
         VarKind::Constant(_) => "constant",
         VarKind::Output { .. } => "variable",
     }
+}
+
+/// The inputs and parameters that some node of `graph` overwrites in place
+/// (directly or through views): what a re-run must copy first.
+pub fn destroyed_sources(graph: &Graph) -> Vec<VarId> {
+    destroyed_by(graph, &DestroyHandler::new(graph))
+}
+
+fn destroyed_by(graph: &Graph, dh: &DestroyHandler) -> Vec<VarId> {
+    graph
+        .vars()
+        .iter()
+        .enumerate()
+        .filter(|(v, var)| {
+            matches!(var.kind, VarKind::Input { .. } | VarKind::Parameter(_))
+                && !dh.destroyers_of(dh.root(*v)).is_empty()
+        })
+        .map(|(v, _)| v)
+        .collect()
 }
 
 impl<'g> Executor<'g> {
@@ -147,16 +166,7 @@ impl<'g> Executor<'g> {
 
     fn build(graph: &'g Graph, order: Vec<NodeId>) -> Result<Executor<'g>> {
         let dh = DestroyHandler::new(graph);
-        let destroyed_sources = graph
-            .vars()
-            .iter()
-            .enumerate()
-            .filter(|(v, var)| {
-                matches!(var.kind, VarKind::Input { .. } | VarKind::Parameter(_))
-                    && !dh.destroyers_of(dh.root(*v)).is_empty()
-            })
-            .map(|(v, _)| v)
-            .collect();
+        let destroyed_sources = destroyed_by(graph, &dh);
         let constant_buffers = graph
             .vars()
             .iter()
@@ -188,10 +198,26 @@ impl<'g> Executor<'g> {
                 }
             }
         }
+        // What each position releases: the inputs it reads last, and its
+        // outputs nobody reads.
+        let release = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &n)| {
+                let node = graph.node(n);
+                let mut r: SmallVec<[VarId; 4]> = SmallVec::new();
+                for &v in node.inputs.iter().chain(&node.outputs) {
+                    if last_use[v].is_none_or(|p| p == pos) && !r.contains(&v) {
+                        r.push(v);
+                    }
+                }
+                r
+            })
+            .collect();
         Ok(Executor {
             graph,
             order,
-            last_use,
+            release,
             destroyed_sources,
             constant_buffers,
             preds,
@@ -547,15 +573,10 @@ impl<'g> Cursor<'_, 'g> {
             self.live.set(v, t);
         }
         // Release what this node read last, and outputs nobody reads.
-        let last_use = &self.exec.last_use;
-        let keep = &self.keep;
-        let dead = node
-            .inputs
-            .iter()
-            .chain(&node.outputs)
-            .copied()
-            .filter(|&v| !keep[v] && last_use[v].is_none_or(|p| p == pos));
-        for v in dead {
+        for &v in &self.exec.release[pos] {
+            if self.keep[v] {
+                continue;
+            }
             let Some((t, freed)) = self.live.take(v) else {
                 continue;
             };

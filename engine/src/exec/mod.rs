@@ -6,8 +6,10 @@ mod live;
 mod snapshot;
 mod updates;
 
-pub use executor::{Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step};
+pub use executor::{
+    destroyed_sources, Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step,
+};
 pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation};
 pub use live::LiveValues;
-pub use snapshot::{copy_values, Copier, Snapshot};
+pub use snapshot::{copy_destroyed, copy_values, Copier, Lent, Snapshot};
 pub use updates::updated_parameters;

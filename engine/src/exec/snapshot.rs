@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::error::Result;
-use crate::graph::{Graph, VarKind};
+use crate::graph::{Graph, VarId, VarKind};
 use crate::tensor::storage::BufferId;
 use crate::tensor::{Layout, Tensor};
 
@@ -96,4 +96,74 @@ pub fn copy_values(graph: &Graph, c: &mut Copier) -> Result<Graph> {
         }
     }
     Graph::new(graph.name(), sources, nodes, &outputs)
+}
+
+/// The caller's values lent read-only: every buffer behind `graph`'s
+/// constants and parameters and behind `feeds` refuses writes (with
+/// [`crate::Error::ReadOnly`]) until this is dropped. A run that must not
+/// change the values can then use them without a [`Snapshot`]'s copies: a
+/// kernel that writes one anyway fails before it changes anything.
+pub struct Lent {
+    tensors: Vec<Tensor>,
+}
+
+impl Lent {
+    pub fn new(graph: &Graph, feeds: &HashMap<String, Tensor>) -> Lent {
+        let tensors: Vec<Tensor> = graph
+            .vars()
+            .iter()
+            .filter_map(|v| match &v.kind {
+                VarKind::Constant(t) | VarKind::Parameter(t) => Some(t.clone()),
+                _ => None,
+            })
+            .chain(feeds.values().cloned())
+            .collect();
+        for t in &tensors {
+            t.storage().freeze();
+        }
+        Lent { tensors }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        for t in &self.tensors {
+            t.storage().thaw();
+        }
+    }
+}
+
+/// `graph`'s values and `feeds` for a run that overwrites only the sources
+/// in `destroyed` (see [`crate::exec::destroyed_sources`]): those are
+/// copied, everything else is shared. The executor refuses a destroyed
+/// source that shares its buffer with another source, so the copies share
+/// nothing with what is shared.
+pub fn copy_destroyed(
+    graph: &Graph,
+    feeds: &HashMap<String, Tensor>,
+    destroyed: &[VarId],
+) -> Result<(Graph, HashMap<String, Tensor>)> {
+    let mut c = Copier::default();
+    let is_destroyed = |name: &str| destroyed.iter().any(|&v| graph.var(v).name == name);
+    let params = destroyed
+        .iter()
+        .any(|&v| matches!(graph.var(v).kind, VarKind::Parameter(_)));
+    let g = if params {
+        let (mut sources, nodes, outputs) = graph.to_specs();
+        for s in &mut sources {
+            if let VarKind::Parameter(t) = &mut s.kind {
+                if is_destroyed(&s.name) {
+                    *t = c.copy(t)?;
+                }
+            }
+        }
+        Graph::new(graph.name(), sources, nodes, &outputs)?
+    } else {
+        graph.clone()
+    };
+    let f = feeds
+        .iter()
+        .map(|(k, t)| Ok((k.clone(), if is_destroyed(k) { c.copy(t)? } else { t.clone() })))
+        .collect::<Result<_>>()?;
+    Ok((g, f))
 }

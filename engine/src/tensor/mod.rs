@@ -388,7 +388,7 @@ impl Tensor {
         let out = Tensor::uninit(self.dtype(), self.shape())?;
         if self.is_contiguous() {
             // One memcpy (snapshots copy every parameter per run).
-            crate::dispatch_all!(self.dtype(), T => self.read_contiguous(|s: &[T]| out.write_contiguous(|d: &mut [T]| d.copy_from_slice(s)))??);
+            crate::dispatch_all!(self.dtype(), T => self.read_contiguous(|s: &[T]| out.write_contiguous(|d: &mut [T]| copy_slice(s, d)))??);
             return Ok(out);
         }
         crate::dispatch_all!(self.dtype(), T => self.read(|s: ArrayViewD<'_, T>| out.write(|mut d: ArrayViewMutD<'_, T>| d.assign(&s)))??);
@@ -586,4 +586,16 @@ pub fn resolve_reshape(from: &[usize], shape: &[i64]) -> Result<Vec<usize>> {
         ));
     }
     Ok(out)
+}
+
+/// `d.copy_from_slice(s)`, split across the rayon pool for long slices: a
+/// lone core does not reach the memory bandwidth a copy could use.
+fn copy_slice<T: Element>(s: &[T], d: &mut [T]) {
+    use rayon::prelude::*;
+    if !crate::parallel::split(s.len()) {
+        return d.copy_from_slice(s);
+    }
+    d.par_chunks_mut(crate::parallel::PASS_CHUNK)
+        .zip(s.par_chunks(crate::parallel::PASS_CHUNK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }

@@ -23,6 +23,10 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub struct Buffer<T: Element> {
     id: BufferId,
     version: Cell<u64>,
+    /// While above zero, writes fail with [`Error::ReadOnly`]: the buffer
+    /// is lent to a run that promised not to write it (see
+    /// `exec::Lent`). A count, so lending nests.
+    frozen: Cell<u32>,
     data: RefCell<Vec<T>>,
 }
 
@@ -31,6 +35,7 @@ impl<T: Element> Buffer<T> {
         Rc::new(Buffer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             version: Cell::new(0),
+            frozen: Cell::new(0),
             data: RefCell::new(v),
         })
     }
@@ -45,6 +50,15 @@ impl<T: Element> Buffer<T> {
 
     pub fn bump_version(&self) {
         self.version.set(self.version.get() + 1);
+    }
+
+    /// Refuses writes until a matching [`Buffer::thaw`].
+    pub fn freeze(&self) {
+        self.frozen.set(self.frozen.get() + 1);
+    }
+
+    pub fn thaw(&self) {
+        self.frozen.set(self.frozen.get().saturating_sub(1));
     }
 
     pub fn len(&self) -> usize {
@@ -65,6 +79,12 @@ impl<T: Element> Buffer<T> {
     /// Mutable access; bumps the version, so every write is visible to
     /// listeners that reuse hashes of unchanged buffers.
     pub fn borrow_mut(&self) -> Result<RefMut<'_, Vec<T>>> {
+        if self.frozen.get() > 0 {
+            return Err(Error::ReadOnly {
+                node: None,
+                buffer: self.id,
+            });
+        }
         let r = self.data.try_borrow_mut().map_err(|_| Error::Aliasing {
             node: None,
             msg: format!("buffer {} is in use", self.id),
@@ -141,6 +161,16 @@ impl Storage {
 
     pub fn bump_version(&self) {
         on_buffer!(self, b => b.bump_version())
+    }
+
+    /// Refuses writes (with [`Error::ReadOnly`]) until a matching
+    /// [`Storage::thaw`].
+    pub fn freeze(&self) {
+        on_buffer!(self, b => b.freeze())
+    }
+
+    pub fn thaw(&self) {
+        on_buffer!(self, b => b.thaw())
     }
 
     /// Number of elements in the buffer (not in any one view of it).
