@@ -224,7 +224,7 @@ fn plan(sa: &[usize], sb: &[usize]) -> Result<Plan> {
         ))
     })?;
     let with = |tail: &[usize]| batch.iter().chain(tail).copied().collect::<Vec<usize>>();
-    let mut out = batch.clone();
+    let mut out = batch.to_vec();
     if sa.len() > 1 {
         out.push(n);
     }

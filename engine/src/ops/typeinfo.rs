@@ -133,9 +133,10 @@ pub fn broadcast_shapes(a: &Option<Vec<i64>>, b: &Option<Vec<i64>>) -> Result<Op
 }
 
 /// numpy broadcasting of concrete shapes.
-pub fn broadcast_concrete(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+pub fn broadcast_concrete(a: &[usize], b: &[usize]) -> Result<crate::tensor::layout::Dims> {
     let n = a.len().max(b.len());
-    let mut out = vec![0usize; n];
+    // Inline up to rank 4: elementwise ops call this once per run.
+    let mut out: crate::tensor::layout::Dims = smallvec::smallvec![0usize; n];
     for i in 0..n {
         let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
         let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };

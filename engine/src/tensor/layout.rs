@@ -25,6 +25,9 @@ pub struct Layout {
     shape: Dims,
     strides: Strides,
     offset: usize,
+    /// Whether the view is C-contiguous, decided once when it is made:
+    /// kernels ask on every call to pick their slice path.
+    c_order: bool,
 }
 
 /// C-order strides of `shape`.
@@ -57,6 +60,7 @@ impl Layout {
             shape: Dims::from_slice(shape),
             strides: c_strides(shape),
             offset: 0,
+            c_order: true,
         }
     }
 
@@ -64,11 +68,7 @@ impl Layout {
     pub fn new(shape: impl Into<Dims>, strides: impl Into<Strides>, offset: usize) -> Layout {
         let (shape, strides) = (shape.into(), strides.into());
         assert_eq!(shape.len(), strides.len(), "shape and strides differ in rank");
-        Layout {
-            shape,
-            strides,
-            offset,
-        }
+        Layout::make(shape, strides, offset)
     }
 
     pub fn shape(&self) -> &[usize] {
@@ -100,6 +100,22 @@ impl Layout {
     /// True when the elements are in C order with no gaps (axes of length 1
     /// may have any stride).
     pub fn is_contiguous(&self) -> bool {
+        self.c_order
+    }
+
+    /// A layout from its parts, with its contiguity worked out.
+    fn make(shape: Dims, strides: Strides, offset: usize) -> Layout {
+        let mut l = Layout {
+            shape,
+            strides,
+            offset,
+            c_order: false,
+        };
+        l.c_order = l.compute_c_order();
+        l
+    }
+
+    fn compute_c_order(&self) -> bool {
         if self.size() == 0 {
             return true;
         }
@@ -206,11 +222,11 @@ impl Layout {
                 "perm {perm:?} is not a permutation of {n} axes"
             )));
         }
-        Ok(Layout {
-            shape: perm.iter().map(|&p| self.shape[p]).collect(),
-            strides: perm.iter().map(|&p| self.strides[p]).collect(),
-            offset: self.offset,
-        })
+        Ok(Layout::make(
+            perm.iter().map(|&p| self.shape[p]).collect(),
+            perm.iter().map(|&p| self.strides[p]).collect(),
+            self.offset,
+        ))
     }
 
     /// The axes in reverse order.
@@ -218,6 +234,7 @@ impl Layout {
         let mut l = self.clone();
         l.shape.reverse();
         l.strides.reverse();
+        l.c_order = l.compute_c_order();
         l
     }
 
@@ -245,11 +262,7 @@ impl Layout {
                 )));
             }
         }
-        Ok(Layout {
-            shape: Dims::from_slice(target),
-            strides,
-            offset: self.offset,
-        })
+        Ok(Layout::make(Dims::from_slice(target), strides, self.offset))
     }
 
     /// A new axis of length 1 at `axis` (negative counts from the end).
@@ -292,11 +305,11 @@ impl Layout {
             }
         }
         let keep = |i: &usize| !drop[*i];
-        Ok(Layout {
-            shape: (0..n).filter(keep).map(|i| self.shape[i]).collect(),
-            strides: (0..n).filter(keep).map(|i| self.strides[i]).collect(),
-            offset: self.offset,
-        })
+        Ok(Layout::make(
+            (0..n).filter(keep).map(|i| self.shape[i]).collect(),
+            (0..n).filter(keep).map(|i| self.strides[i]).collect(),
+            self.offset,
+        ))
     }
 
     /// The same elements in C order under `new_shape`, without copying, when
@@ -308,11 +321,11 @@ impl Layout {
             return None;
         }
         if self.size() == 0 || self.is_contiguous() {
-            return Some(Layout {
-                shape: Dims::from_slice(new_shape),
-                strides: c_strides(new_shape),
-                offset: self.offset,
-            });
+            return Some(Layout::make(
+                Dims::from_slice(new_shape),
+                c_strides(new_shape),
+                self.offset,
+            ));
         }
         // Axes of length 1 carry no stride information.
         let old: Vec<(usize, isize)> = self
@@ -355,11 +368,7 @@ impl Layout {
         for s in strides.iter_mut().skip(ni) {
             *s = 0;
         }
-        Some(Layout {
-            shape: Dims::from_slice(new_shape),
-            strides,
-            offset: self.offset,
-        })
+        Some(Layout::make(Dims::from_slice(new_shape), strides, self.offset))
     }
 }
 
