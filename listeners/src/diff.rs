@@ -28,6 +28,10 @@ fn decode(dtype: DType, b: &[u8]) -> (Value, f64) {
             let v = f64::from_ne_bytes(arr(b));
             (json_f64(v), v)
         }
+        DType::F16 => {
+            let v = vigil_engine::f16::from_ne_bytes(arr(b)).to_f64();
+            (json_f64(v), v)
+        }
         DType::I64 => int(i64::from_ne_bytes(arr(b))),
         DType::I32 => int(i32::from_ne_bytes(arr(b))),
         DType::U8 => int(b[0]),

@@ -366,6 +366,24 @@ exact_summary!(i16);
 exact_summary!(u32);
 exact_summary!(u64);
 
+/// f16 widened to f32 a block at a time and summarized by the f32 kernel
+/// (exact: every f16 is an f32). Blocks match f32's, so summarizing block
+/// by block still gives the bits of the whole.
+impl Summarize for vigil_engine::f16 {
+    const BLOCK: usize = <f32 as Summarize>::BLOCK;
+    fn summarize_run(run: &[Self], acc: &mut Acc) {
+        let mut wide = vec![0f32; run.len().min(Self::BLOCK)];
+        for block in run.chunks(Self::BLOCK) {
+            let w = &mut wide[..block.len()];
+            w.iter_mut().zip(block).for_each(|(w, x)| *w = x.to_f32());
+            f32::summarize_run(w, acc);
+        }
+    }
+    fn all_finite(run: &[Self]) -> bool {
+        run.iter().all(|x| x.is_finite())
+    }
+}
+
 impl Summarize for bool {
     /// Masks (`gt`, `eq`...) are common outputs: count the trues in one
     /// vectorizable pass instead of converting every element to f64.

@@ -85,6 +85,9 @@ fn random_input(ty: &TypeInfo, rng: &mut rand_chacha::ChaCha8Rng) -> Result<Tens
     Ok(match ty.dtype {
         DType::F32 => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?,
         DType::F64 => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f64>()).collect())?,
+        DType::F16 => {
+            Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?.cast(DType::F16)?
+        }
         DType::Bool => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<bool>()).collect())?,
         // Integers: 0..10, which every integer dtype holds.
         d => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen_range(0..10i64)).collect())?.cast(d)?,

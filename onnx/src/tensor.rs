@@ -12,6 +12,7 @@ pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
     match DataType::from_i32(elem) {
         Some(DataType::FLOAT) => Ok(DType::F32),
         Some(DataType::DOUBLE) => Ok(DType::F64),
+        Some(DataType::FLOAT16) => Ok(DType::F16),
         Some(DataType::INT64) => Ok(DType::I64),
         Some(DataType::INT32) => Ok(DType::I32),
         Some(DataType::BOOL) => Ok(DType::Bool),
@@ -37,6 +38,7 @@ pub fn elem_of(d: DType) -> DataType {
     match d {
         DType::F32 => DataType::FLOAT,
         DType::F64 => DataType::DOUBLE,
+        DType::F16 => DataType::FLOAT16,
         DType::I64 => DataType::INT64,
         DType::I32 => DataType::INT32,
         DType::Bool => DataType::BOOL,
@@ -165,6 +167,15 @@ pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
             &shape,
             elements(t, what, n, f64::from_le_bytes, t.double_data.clone())?,
         ),
+        // FLOAT16 keeps its bit patterns: two bytes each in raw_data, or
+        // one per int32_data entry.
+        DType::F16 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u16::from_le_bytes, narrow(t, what, &t.int32_data)?)?
+                .into_iter()
+                .map(vigil_engine::f16::from_bits)
+                .collect(),
+        ),
         DType::I64 => Tensor::from_vec(
             &shape,
             elements(t, what, n, i64::from_le_bytes, t.int64_data.clone())?,
@@ -233,7 +244,7 @@ macro_rules! le_bytes {
         }
     )*};
 }
-le_bytes!(f32, f64, i64, i32, u8, i8, u16, i16, u32, u64);
+le_bytes!(f32, f64, i64, i32, u8, i8, u16, i16, u32, u64, vigil_engine::f16);
 
 #[cfg(test)]
 mod tests {

@@ -90,8 +90,8 @@ fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result
                         .ok_or_else(|| bad(i, v))?,
                 )
             }
-            (DType::F32 | DType::F64, Value::Number(n)) => T::from_f64(n.as_f64().ok_or_else(|| bad(i, v))?),
-            (DType::F32 | DType::F64, Value::String(s)) if matches!(s.as_str(), "nan" | "inf" | "-inf") => {
+            (dt, Value::Number(n)) if dt.is_float() => T::from_f64(n.as_f64().ok_or_else(|| bad(i, v))?),
+            (dt, Value::String(s)) if dt.is_float() && matches!(s.as_str(), "nan" | "inf" | "-inf") => {
                 T::from_f64(s.parse::<f64>().map_err(|_| bad(i, v))?)
             }
             _ => return Err(bad(i, v)),
