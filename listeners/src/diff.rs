@@ -129,4 +129,15 @@ mod tests {
         assert_eq!(j["min_change"], -8.0);
         assert_eq!(j["max_change"], 3.0);
     }
+
+    #[test]
+    fn f16_elements_decode_from_two_bytes() {
+        let h = |v: f32| vigil_engine::f16::from_f32(v).to_ne_bytes();
+        let mut d = Diff::new(DType::F16);
+        d.note(&h(0.5), &h(0.5), || json!({ "flat": 0 }));
+        d.note(&h(0.5), &h(-65504.0), || json!({ "flat": 1 }));
+        let j = d.to_json();
+        assert_eq!(j["changed"], 1);
+        assert_eq!(j["first"][0], json!({"flat": 1, "old": 0.5, "new": -65504.0}));
+    }
 }

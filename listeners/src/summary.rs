@@ -535,6 +535,29 @@ mod tests {
         assert!(f32::all_finite(&xs[13..70]));
     }
 
+    /// f16 runs, widened block by block, count like the scalar path of
+    /// their f64 values, across more than one block.
+    #[test]
+    fn f16_runs_count_like_the_scalar_path() {
+        use vigil_engine::f16;
+        let n = 3 * <f16 as Summarize>::BLOCK + 5;
+        let mut xs: Vec<f16> = (0..n).map(|i| f16::from_f32((i % 97) as f32 - 48.0)).collect();
+        xs[3] = f16::NAN;
+        xs[n - 1] = f16::NEG_INFINITY;
+        xs[4000] = f16::INFINITY;
+        xs[5000] = f16::from_bits(1); // the smallest subnormal
+        let mut a = Acc::default();
+        f16::summarize_run(&xs, &mut a);
+        let mut b = Acc::default();
+        xs.iter().for_each(|x| b.push(x.to_f64()));
+        assert_eq!((a.nan, a.pos_inf, a.neg_inf), (1, 1, 1));
+        assert_eq!((a.negative, a.zero, a.positive), (b.negative, b.zero, b.positive));
+        assert_eq!((a.lo, a.hi), (b.lo, b.hi));
+        assert!((a.sum - b.sum).abs() < 1e-6, "f32 lanes drop the subnormal");
+        assert!(!f16::all_finite(&xs));
+        assert!(f16::all_finite(&xs[4..3000]));
+    }
+
     /// The finite kernel tells finiteness from its lane sums; a sum that
     /// overflows on finite elements must not count them as infinities.
     #[test]

@@ -278,6 +278,36 @@ mod tests {
     }
 
     #[test]
+    fn float16_comes_from_raw_data_or_int32_data_bit_patterns() {
+        use vigil_engine::f16;
+        let bits =
+            |t: &Tensor| -> Vec<u16> { t.to_array::<f16>().unwrap().iter().map(|x| x.to_bits()).collect() };
+        // 1.0, -2.5, 65504, -inf, the smallest subnormal, NaN.
+        let want = [0x3c00u16, 0xc100, 0x7bff, 0xfc00, 0x0001, 0x7e00];
+        let mut p = TensorProto::new();
+        p.name = "h".into();
+        p.data_type = DataType::FLOAT16.value();
+        p.dims = vec![2, 3];
+        p.raw_data = want.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let raw = to_tensor(&p, "h").unwrap();
+        assert_eq!((raw.dtype(), raw.shape()), (DType::F16, &[2usize, 3][..]));
+        assert_eq!(bits(&raw), want);
+        p.raw_data.clear();
+        p.int32_data = want.iter().map(|&b| b as i32).collect();
+        assert_eq!(bits(&to_tensor(&p, "h").unwrap()), want);
+        // A bit pattern above 16 bits is refused, naming the tensor.
+        p.int32_data[0] = 0x10000;
+        let e = to_tensor(&p, "h").unwrap_err().to_string();
+        assert!(e.contains("'h'") && e.contains("out of range of float16"), "{e}");
+        // Written back as raw_data, two bytes each.
+        let back = to_proto(&raw, "h").unwrap();
+        assert_eq!(back.data_type, DataType::FLOAT16.value());
+        assert_eq!(back.raw_data.len(), 12);
+        assert_eq!(bits(&to_tensor(&back, "h").unwrap()), want);
+        assert_eq!(elem_of(DType::F16), DataType::FLOAT16);
+    }
+
+    #[test]
     fn narrow_integers_come_from_int32_data_and_u32_u64_from_uint64_data() {
         let typed = |dt: DataType, i32s: Vec<i32>, u64s: Vec<u64>| {
             let mut p = TensorProto::new();
@@ -342,9 +372,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("tensor 'w': raw_data has 8 bytes"));
-        p.data_type = DataType::FLOAT16.value();
+        p.data_type = DataType::BFLOAT16.value();
         let e = to_tensor(&p, "x").unwrap_err().to_string();
-        assert!(e.contains("'w'") && e.contains("float16"), "{e}");
+        assert!(e.contains("'w'") && e.contains("bfloat16"), "{e}");
         // Found by fuzzing: an element count that fits but whose byte
         // count overflows was a multiplication overflow.
         p.data_type = DataType::FLOAT.value();
