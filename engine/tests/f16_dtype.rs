@@ -152,9 +152,9 @@ const TO_F16: [(f64, u16); 16] = [
     (65519.99, 0x7bff),
     (1e5, 0x7c00),
     (-1e5, 0xfc00),
-    (5.960464477539063e-08, 0x0001),  // the smallest subnormal
-    (2.980232238769531e-08, 0x0000),  // half of it: a tie, to even (0)
-    (2.9802322387695316e-08, 0x0001), // just above the tie
+    (5.960464477539063e-08, 0x0001),                 // the smallest subnormal
+    (2.980232238769531e-08, 0x0000),                 // half of it: a tie, to even (0)
+    (f64::from_bits(0x3e60_0000_0000_0001), 0x0001), // one f64 ULP above the tie
     (1e-8, 0x0000),
     (f64::NEG_INFINITY, 0xfc00),
     (2049.0, 0x6800),        // tie between 2048 and 2050: to even
@@ -178,7 +178,7 @@ fn casts_to_f16_round_to_nearest_even_overflow_and_keep_subnormals() {
     // half's own f64 conversion rounds through f32 here and gets 0.
     assert_eq!(
         bits(
-            &Tensor::from_vec(&[1], vec![2.9802322387695316e-08f64])
+            &Tensor::from_vec(&[1], vec![f64::from_bits(0x3e60_0000_0000_0001)])
                 .unwrap()
                 .cast(DType::F16)
                 .unwrap()
