@@ -27,6 +27,23 @@ fn halves(shape: &[usize], b: &[u16]) -> Tensor {
     Tensor::from_vec(shape, b.iter().map(|&b| h(b)).collect()).unwrap()
 }
 
+/// The value of the graph whose only constant is `decl` (JSON text).
+fn load(decl: &str) -> Tensor {
+    let text =
+        format!(r#"{{"format": "vigil-graph/1", "constants": [{decl}], "nodes": [], "outputs": ["c"]}}"#);
+    let g = GraphFile::parse(&text)
+        .unwrap()
+        .to_graph(None, &OpRegistry::builtin())
+        .unwrap();
+    Executor::new(&g)
+        .unwrap()
+        .run(&Default::default())
+        .unwrap()
+        .outputs
+        .remove(0)
+        .1
+}
+
 /// Runs the builtin op `name` on `inputs`.
 fn op(name: &str, attrs: Attrs, inputs: &[Tensor]) -> vigil_engine::Result<Tensor> {
     let op = OpRegistry::builtin().make(name, &attrs)?;
@@ -101,42 +118,12 @@ fn json_constants_round_trip_every_f16_exactly() {
     let all: Vec<f16> = (0..=u16::MAX).map(h).filter(|x| !x.is_nan()).collect();
     let t = Tensor::from_vec(&[all.len()], all.clone()).unwrap();
     let decl = ValueDecl::inline("c", &t).unwrap();
-    let text = format!(
-        r#"{{"format": "vigil-graph/1", "constants": [{}], "nodes": [], "outputs": ["c"]}}"#,
-        serde_json::to_string(&decl).unwrap()
-    );
-    let g = GraphFile::parse(&text)
-        .unwrap()
-        .to_graph(None, &OpRegistry::builtin())
-        .unwrap();
-    let out = Executor::new(&g)
-        .unwrap()
-        .run(&Default::default())
-        .unwrap()
-        .outputs;
-    assert_eq!(out[0].1.dtype(), DType::F16);
-    assert_eq!(
-        vals::<f16>(&out[0].1)
-            .iter()
-            .map(|x| x.to_bits())
-            .collect::<Vec<_>>(),
-        all.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-    );
+    let c = load(&serde_json::to_string(&decl).unwrap());
+    assert_eq!(c.dtype(), DType::F16);
+    assert_eq!(bits(&c), all.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
 
     // Literals round to nearest f16; "nan" and "inf" are taken.
-    let text = r#"{"format": "vigil-graph/1", "constants": [{"name": "c", "dtype": "f16",
-        "data": [0.1, 65520, "nan", "-inf", 1e-8]}], "nodes": [], "outputs": ["c"]}"#;
-    let g = GraphFile::parse(text)
-        .unwrap()
-        .to_graph(None, &OpRegistry::builtin())
-        .unwrap();
-    let c = Executor::new(&g)
-        .unwrap()
-        .run(&Default::default())
-        .unwrap()
-        .outputs
-        .remove(0)
-        .1;
+    let c = load(r#"{"name": "c", "dtype": "f16", "data": [0.1, 65520, "nan", "-inf", 1e-8]}"#);
     let b = bits(&c);
     assert_eq!((b[0], b[1], b[3], b[4]), (0x2e66, 0x7c00, 0xfc00, 0x0000));
     assert!(h(b[2]).is_nan());
@@ -388,4 +375,30 @@ fn ops_that_refuse_f16_say_so_in_one_line() {
         e.contains("neg") && e.contains("not") && e.contains("f16") && !e.contains('\n'),
         "{e}"
     );
+}
+
+#[test]
+fn widened_in_place_ops_write_their_f16_input() {
+    // batch_norm_inplace computes in f32 and rounds into x's own buffer.
+    let x = Tensor::from_vec(&[1, 2, 2], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let vecs: Vec<Tensor> = [[2.0f32, 0.5], [0.1, -0.1], [1.5, 3.5], [0.25, 1.0]]
+        .iter()
+        .map(|v| Tensor::from_vec(&[2], v.to_vec()).unwrap())
+        .collect();
+    let mut f32_in = vec![x.clone()];
+    f32_in.extend(vecs.iter().cloned());
+    let want = op("batch_norm", Attrs::new(), &f32_in).unwrap();
+    let x16 = x.cast(DType::F16).unwrap();
+    let mut f16_in = vec![x16.clone()];
+    f16_in.extend(vecs.iter().map(|v| v.cast(DType::F16).unwrap()));
+    let got = op("batch_norm_inplace", Attrs::new(), &f16_in).unwrap();
+    assert!(got.same_buffer(&x16), "the output is x's buffer");
+    assert_eq!(got.dtype(), DType::F16);
+    let c = compare(
+        &x16.cast(DType::F32).unwrap(),
+        &want,
+        Tolerance::default_for(DType::F16),
+    )
+    .unwrap();
+    assert!(c.is_close(), "{c:?}");
 }
