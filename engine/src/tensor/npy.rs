@@ -365,12 +365,13 @@ fn tensor_of<T: Element>(a: ArrayD<T>) -> std::result::Result<Tensor, String> {
     Ok(Tensor::from_array(&a))
 }
 
-/// `text` with its one `'<f2'`/`'>f2'` descriptor as the u16 one of the
-/// same byte order, or the reverse (same length, so the header's padding
-/// and length field stay valid).
+/// Rewrites the header's `'<f2'`/`'>f2'` descriptor (in `raw`, preamble
+/// and header) to the u16 one of the same byte order, or back: the same
+/// length, so the header's padding and length field stay valid. The search
+/// starts at the dict, past the preamble's binary length field.
 fn swap_descr(raw: &mut [u8], from: u8, to: u8) {
-    let n = raw.len();
-    if let Some(i) = (0..n.saturating_sub(2))
+    let dict = raw.iter().position(|&b| b == b'{').unwrap_or(raw.len());
+    if let Some(i) = (dict..raw.len().saturating_sub(2))
         .find(|&i| matches!(raw[i], b'<' | b'>') && raw[i + 1] == from && raw[i + 2] == b'2')
     {
         raw[i + 1] = to;
