@@ -415,6 +415,7 @@ fn write_case(dir: &Path, s: &Spec) -> Result<()> {
             shape: Some(v.shape.clone()),
             data: None,
             npy: Some(rel),
+            fill: None,
         };
     }
     std::fs::write(

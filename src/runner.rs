@@ -55,15 +55,16 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    /// `(rtol, atol)` for `dtype`: f32 1e-5/1e-6, f64 1e-12/1e-12, exact for
-    /// integers and bools (overrides apply to floats only).
+    /// `(rtol, atol)` for `dtype`: the engine's default for it
+    /// ([`vigil_engine::compare::Tolerance::default_for`]: f16 1e-3/1e-5,
+    /// f32 1e-5/1e-6, f64 1e-12/1e-12), exact for integers and bools
+    /// (overrides apply to floats only).
     pub fn for_dtype(&self, dtype: DType) -> (f64, f64) {
-        let (r, a) = match dtype {
-            DType::F32 => (1e-5, 1e-6),
-            DType::F64 => (1e-12, 1e-12),
-            _ => return (0.0, 0.0),
-        };
-        (self.rtol.unwrap_or(r), self.atol.unwrap_or(a))
+        if !dtype.is_float() {
+            return (0.0, 0.0);
+        }
+        let d = vigil_engine::compare::Tolerance::default_for(dtype);
+        (self.rtol.unwrap_or(d.rtol), self.atol.unwrap_or(d.atol))
     }
 }
 

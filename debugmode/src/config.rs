@@ -159,6 +159,7 @@ impl DebugConfig {
         match dtype {
             DType::F32 => self.tolerance_f32,
             DType::F64 => self.tolerance_f64,
+            DType::F16 => Tolerance::default_for(DType::F16),
             _ => Tolerance::EXACT,
         }
     }

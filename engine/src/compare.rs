@@ -26,6 +26,18 @@ impl Tolerance {
     pub fn new(rtol: f64, atol: f64) -> Tolerance {
         Tolerance { rtol, atol }
     }
+
+    /// The default for comparing values of `dtype`: a few ULP of relative
+    /// error for floats (f16's epsilon is 2^-10, about 1e-3; f32's 1.2e-7;
+    /// f64's 2.2e-16), exact for integers and bools.
+    pub fn default_for(dtype: DType) -> Tolerance {
+        match dtype {
+            DType::F16 => Tolerance::new(1e-3, 1e-5),
+            DType::F32 => Tolerance::new(1e-5, 1e-6),
+            DType::F64 => Tolerance::new(1e-12, 1e-12),
+            _ => Tolerance::EXACT,
+        }
+    }
 }
 
 /// At most this many mismatching elements are listed.
@@ -209,8 +221,13 @@ pub fn ulp_distance(x: f64, y: f64, dtype: DType) -> u64 {
         let b = v.to_bits() as i64;
         (if b < 0 { i64::MIN - b } else { b }) as i128
     }
+    fn ordered16(v: f64) -> i64 {
+        let b = crate::dtype::f16_from_f64(v).to_bits() as i16;
+        (if b < 0 { i16::MIN - b } else { b }) as i64
+    }
     match dtype {
         DType::F32 => (ordered32(x as f32) - ordered32(y as f32)).unsigned_abs(),
+        DType::F16 => (ordered16(x) - ordered16(y)).unsigned_abs(),
         DType::F64 => (ordered64(x) - ordered64(y)).unsigned_abs().min(u64::MAX as u128) as u64,
         _ => 0,
     }

@@ -13,6 +13,8 @@ use crate::tensor::storage::{AnyVec, Buffer, Storage};
 #[serde(rename_all = "lowercase")]
 pub enum DType {
     F32,
+    /// IEEE 754 binary16. Kernels compute in f32 and round once per op.
+    F16,
     F64,
     I64,
     I32,
@@ -32,12 +34,22 @@ impl DType {
     pub fn fmt_value(self, x: f64) -> String {
         match self {
             DType::F32 => (x as f32).to_string(),
+            DType::F16 => {
+                // The fewest significant digits that read back to the same f16.
+                let h = f16_from_f64(x);
+                (1..=5)
+                    .map(|p| format!("{:.*e}", p - 1, h.to_f64()))
+                    .find(|t| t.parse::<f64>().map(f16_from_f64) == Ok(h))
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .map_or_else(|| h.to_string(), |v| v.to_string())
+            }
             _ => x.to_string(),
         }
     }
 
-    pub const ALL: [DType; 11] = [
+    pub const ALL: [DType; 12] = [
         DType::F32,
+        DType::F16,
         DType::F64,
         DType::I64,
         DType::I32,
@@ -55,7 +67,7 @@ impl DType {
         match self {
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F64 | DType::I64 | DType::U64 => 8,
-            DType::U16 | DType::I16 => 2,
+            DType::U16 | DType::I16 | DType::F16 => 2,
             DType::Bool | DType::U8 | DType::I8 => 1,
         }
     }
@@ -63,6 +75,7 @@ impl DType {
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
+            DType::F16 => "f16",
             DType::F64 => "f64",
             DType::I64 => "i64",
             DType::I32 => "i32",
@@ -81,7 +94,7 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16)
     }
 
     pub fn is_numeric(self) -> bool {
@@ -106,17 +119,7 @@ impl fmt::Display for DType {
 
 /// A Rust type that can be a tensor element.
 pub trait Element:
-    Copy
-    + Default
-    + PartialEq
-    + PartialOrd
-    + fmt::Debug
-    + Send
-    + Sync
-    + 'static
-    + ndarray_npy::WritableElement
-    + ndarray_npy::ReadableElement
-    + bytemuck::NoUninit
+    Copy + Default + PartialEq + PartialOrd + fmt::Debug + Send + Sync + 'static + bytemuck::NoUninit
 {
     const DTYPE: DType;
     /// The typed buffer behind `s`, if `s` holds this type.
@@ -192,6 +195,35 @@ element!(
     |x: f32| x as f64,
     |v: f64| v as f32,
     |v: i64| v as f32
+);
+/// `v` rounded to the nearest f16, ties to even, as numpy's double to
+/// half conversion. half's `from_f64` rounds twice (through f32, or after
+/// dropping the low 32 mantissa bits), which is wrong just above a tie; so
+/// the first step here rounds to odd (truncate, then set the last bit when
+/// inexact), which f32's 13 spare bits make exact for the second, correctly
+/// rounded f32 to f16 step.
+pub fn f16_from_f64(v: f64) -> half::f16 {
+    let r = v as f32;
+    if v.is_nan() || r as f64 == v {
+        return half::f16::from_f32(r);
+    }
+    let toward_zero = if (r as f64).abs() > v.abs() {
+        f32::from_bits(r.to_bits() - 1)
+    } else {
+        r
+    };
+    half::f16::from_f32(f32::from_bits(toward_zero.to_bits() | 1))
+}
+
+element!(
+    half::f16,
+    F16,
+    half::f16::NAN,
+    |x: half::f16| x.to_f64(),
+    f16_from_f64,
+    // Through f64: exact for |v| < 2^53, and i64 beyond that rounds to a
+    // value far above f16's range (inf) either way.
+    |v: i64| f16_from_f64(v as f64)
 );
 element!(f64, F64, f64::NAN, |x: f64| x, |v: f64| v, |v: i64| v as f64);
 /// Float to integer as numpy does on x86-64: truncation, and the integer
@@ -426,7 +458,7 @@ macro_rules! num_float {
                 }
             }
             fn pow(a: Self, b: Self) -> Self {
-                a.powf(b)
+                num_traits::Float::powf(a, b)
             }
             fn add_w(a: Self, b: Self) -> Self {
                 a + b
@@ -441,18 +473,32 @@ macro_rules! num_float {
                 -a
             }
             fn abs(a: Self) -> Self {
-                a.abs()
+                num_traits::Float::abs(a)
             }
         }
     };
 }
 num_float!(f32);
 num_float!(f64);
+// half's arithmetic widens to f32, computes and rounds once: per op, as
+// numpy's float16 loops do.
+num_float!(half::f16);
 
 /// Float elements.
-pub trait Float: Num + num_traits::Float {}
+pub trait Float: Num + num_traits::Float {
+    /// The sum of `v` as numpy's `add.reduce` gives it: f16 accumulates in
+    /// f32 and rounds once (a sum in f16 steps would round at every add).
+    fn sum_of<D: ndarray::Dimension>(v: &ndarray::ArrayView<'_, Self, D>) -> Self {
+        v.sum()
+    }
+}
 impl Float for f32 {}
 impl Float for f64 {}
+impl Float for half::f16 {
+    fn sum_of<D: ndarray::Dimension>(v: &ndarray::ArrayView<'_, Self, D>) -> Self {
+        half::f16::from_f32(v.iter().map(|x| x.to_f32()).sum())
+    }
+}
 
 /// Runs `$body` with `$T` bound to the Rust type of `$dt`, for every dtype.
 #[macro_export]
@@ -476,6 +522,10 @@ macro_rules! dispatch_num {
             }
             $crate::DType::F64 => {
                 type $T = f64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = $crate::f16;
                 $body
             }
             $crate::DType::I64 => {
@@ -528,6 +578,10 @@ macro_rules! dispatch_float {
                 type $T = f64;
                 $body
             }
+            $crate::DType::F16 => {
+                type $T = $crate::f16;
+                $body
+            }
             _ => $else,
         }
     };
@@ -537,6 +591,7 @@ macro_rules! dispatch_float {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
     F32(f32),
+    F16(half::f16),
     F64(f64),
     I64(i64),
     I32(i32),
@@ -553,6 +608,7 @@ impl Scalar {
     pub fn dtype(self) -> DType {
         match self {
             Scalar::F32(_) => DType::F32,
+            Scalar::F16(_) => DType::F16,
             Scalar::F64(_) => DType::F64,
             Scalar::I64(_) => DType::I64,
             Scalar::I32(_) => DType::I32,
@@ -569,6 +625,7 @@ impl Scalar {
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::F32(v) => v as f64,
+            Scalar::F16(v) => v.to_f64(),
             Scalar::F64(v) => v,
             Scalar::I64(v) => v as f64,
             Scalar::I32(v) => v as f64,
@@ -593,7 +650,7 @@ impl Scalar {
             Scalar::I16(x) => i128::from(x),
             Scalar::U32(x) => i128::from(x),
             Scalar::U64(x) => i128::from(x),
-            Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => return None,
+            Scalar::F32(_) | Scalar::F16(_) | Scalar::F64(_) | Scalar::Bool(_) => return None,
         })
     }
 
@@ -609,7 +666,7 @@ impl Scalar {
             DType::I16 => Scalar::I16(i16::try_from(v).ok()?),
             DType::U32 => Scalar::U32(u32::try_from(v).ok()?),
             DType::U64 => Scalar::U64(u64::try_from(v).ok()?),
-            DType::F32 | DType::F64 | DType::Bool => return None,
+            DType::F32 | DType::F16 | DType::F64 | DType::Bool => return None,
         })
     }
 

@@ -12,6 +12,8 @@ pub mod tensor;
 
 pub use dtype::{DType, Element, Float, Num, Scalar};
 pub use error::{Error, Result};
+/// The f16 element type, for code outside the engine that names it.
+pub use half::f16;
 pub use ops::{Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo, ViewKind};
 pub use tensor::{IndexSpec, Layout, Tensor};
 pub mod destroy;

@@ -524,10 +524,10 @@ fn registry_has_every_elementwise_op() {
         .to_string();
     assert!(e.contains("dtype"), "{e}");
     let e = r
-        .make("cast", &vigil_engine::Attrs::new().with("dtype", "f16"))
+        .make("cast", &vigil_engine::Attrs::new().with("dtype", "bf16"))
         .unwrap_err()
         .to_string();
-    assert!(e.contains("f16"), "{e}");
+    assert!(e.contains("bf16"), "{e}");
 }
 
 // ----- comparisons and where ------------------------------------------------------

@@ -28,6 +28,10 @@ fn decode(dtype: DType, b: &[u8]) -> (Value, f64) {
             let v = f64::from_ne_bytes(arr(b));
             (json_f64(v), v)
         }
+        DType::F16 => {
+            let v = vigil_engine::f16::from_ne_bytes(arr(b)).to_f64();
+            (json_f64(v), v)
+        }
         DType::I64 => int(i64::from_ne_bytes(arr(b))),
         DType::I32 => int(i32::from_ne_bytes(arr(b))),
         DType::U8 => int(b[0]),
@@ -124,5 +128,16 @@ mod tests {
         assert_eq!(j["first"][0], json!({"flat": 1, "old": 2.0, "new": 5.0}));
         assert_eq!(j["min_change"], -8.0);
         assert_eq!(j["max_change"], 3.0);
+    }
+
+    #[test]
+    fn f16_elements_decode_from_two_bytes() {
+        let h = |v: f32| vigil_engine::f16::from_f32(v).to_ne_bytes();
+        let mut d = Diff::new(DType::F16);
+        d.note(&h(0.5), &h(0.5), || json!({ "flat": 0 }));
+        d.note(&h(0.5), &h(-65504.0), || json!({ "flat": 1 }));
+        let j = d.to_json();
+        assert_eq!(j["changed"], 1);
+        assert_eq!(j["first"][0], json!({"flat": 1, "old": 0.5, "new": -65504.0}));
     }
 }

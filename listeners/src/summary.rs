@@ -366,6 +366,24 @@ exact_summary!(i16);
 exact_summary!(u32);
 exact_summary!(u64);
 
+/// f16 widened to f32 a block at a time and summarized by the f32 kernel
+/// (exact: every f16 is an f32). Blocks match f32's, so summarizing block
+/// by block still gives the bits of the whole.
+impl Summarize for vigil_engine::f16 {
+    const BLOCK: usize = <f32 as Summarize>::BLOCK;
+    fn summarize_run(run: &[Self], acc: &mut Acc) {
+        let mut wide = vec![0f32; run.len().min(Self::BLOCK)];
+        for block in run.chunks(Self::BLOCK) {
+            let w = &mut wide[..block.len()];
+            w.iter_mut().zip(block).for_each(|(w, x)| *w = x.to_f32());
+            f32::summarize_run(w, acc);
+        }
+    }
+    fn all_finite(run: &[Self]) -> bool {
+        run.iter().all(|x| x.is_finite())
+    }
+}
+
 impl Summarize for bool {
     /// Masks (`gt`, `eq`...) are common outputs: count the trues in one
     /// vectorizable pass instead of converting every element to f64.
@@ -515,6 +533,29 @@ mod tests {
         assert!((a.sum - b.sum).abs() < 1e-9);
         assert!(!f32::all_finite(&xs));
         assert!(f32::all_finite(&xs[13..70]));
+    }
+
+    /// f16 runs, widened block by block, count like the scalar path of
+    /// their f64 values, across more than one block.
+    #[test]
+    fn f16_runs_count_like_the_scalar_path() {
+        use vigil_engine::f16;
+        let n = 3 * <f16 as Summarize>::BLOCK + 5;
+        let mut xs: Vec<f16> = (0..n).map(|i| f16::from_f32((i % 97) as f32 - 48.0)).collect();
+        xs[3] = f16::NAN;
+        xs[n - 1] = f16::NEG_INFINITY;
+        xs[4000] = f16::INFINITY;
+        xs[5000] = f16::from_bits(1); // the smallest subnormal
+        let mut a = Acc::default();
+        f16::summarize_run(&xs, &mut a);
+        let mut b = Acc::default();
+        xs.iter().for_each(|x| b.push(x.to_f64()));
+        assert_eq!((a.nan, a.pos_inf, a.neg_inf), (1, 1, 1));
+        assert_eq!((a.negative, a.zero, a.positive), (b.negative, b.zero, b.positive));
+        assert_eq!((a.lo, a.hi), (b.lo, b.hi));
+        assert!((a.sum - b.sum).abs() < 1e-6, "f32 lanes drop the subnormal");
+        assert!(!f16::all_finite(&xs));
+        assert!(f16::all_finite(&xs[4..3000]));
     }
 
     /// The finite kernel tells finiteness from its lane sums; a sum that

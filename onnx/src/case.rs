@@ -17,11 +17,15 @@ use crate::tensor::to_tensor;
 /// Values with at most this many elements are written inline in graph.json.
 pub const INLINE_LIMIT: usize = 16;
 
-/// The declaration of a constant or parameter: inline when small, else an
-/// `.npy` file under `constants/` or `parameters/`.
+/// The declaration of a constant or parameter: inline when small, a
+/// `fill` when every element is one value (a folded ConstantOfShape), else
+/// an `.npy` file under `constants/` or `parameters/`.
 pub fn value_decl(name: &str, t: &Tensor, param: bool) -> Result<ValueDecl> {
     if t.size() <= INLINE_LIMIT {
         return Ok(ValueDecl::inline(name, t)?);
+    }
+    if let Some(d) = ValueDecl::fill_of(name, t)? {
+        return Ok(d);
     }
     Ok(ValueDecl {
         name: name.to_string(),
@@ -32,6 +36,7 @@ pub fn value_decl(name: &str, t: &Tensor, param: bool) -> Result<ValueDecl> {
             "{}/{name}.npy",
             if param { "parameters" } else { "constants" }
         )),
+        fill: None,
     })
 }
 
@@ -85,6 +90,9 @@ fn random_input(ty: &TypeInfo, rng: &mut rand_chacha::ChaCha8Rng) -> Result<Tens
     Ok(match ty.dtype {
         DType::F32 => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?,
         DType::F64 => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f64>()).collect())?,
+        DType::F16 => {
+            Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?.cast(DType::F16)?
+        }
         DType::Bool => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<bool>()).collect())?,
         // Integers: 0..10, which every integer dtype holds.
         d => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen_range(0..10i64)).collect())?.cast(d)?,

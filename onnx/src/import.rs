@@ -16,8 +16,8 @@ use crate::tensor::{dtype_of, to_tensor};
 /// graph loader ignores it, so findings can point back at the model.
 pub const SOURCE_ATTR: &str = vigil_engine::graph::SOURCE_ATTR;
 
-/// Folded results up to this many elements become constants; larger
-/// ConstantOfShape results become `full` nodes, so cases stay small.
+/// A data set's inputs up to this many elements may stand in for
+/// import-time constants (no op needs a larger one).
 pub const FOLD_LIMIT: usize = 1 << 16;
 
 /// How initializers enter the graph.

@@ -5,7 +5,7 @@
 use vigil_engine::{Attrs, DType, Element, Num, Tensor};
 
 use crate::error::{ImportError, Result};
-use crate::import::{Importer, NodeCtx, Value, FOLD_LIMIT};
+use crate::import::{Importer, NodeCtx, Value};
 use crate::tensor::{dtype_of, to_tensor};
 
 /// ONNX input `k`, which must be present.
@@ -832,25 +832,25 @@ fn constant_of_shape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         Some(t) => to_tensor(t, &format!("{}.value", c.onnx_name))?,
         None => Tensor::from_vec(&[1], vec![0f32]).map_err(|e| c.unsupported(e.to_string()))?,
     };
-    let v = fill.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?;
-    let Some(&v) = v.first() else {
+    if fill.size() != 1 {
         return Err(c.bad_attr("value", "must hold one element"));
-    };
-    let attrs = Attrs::new()
-        .with("shape", shape.clone())
-        .with("dtype", fill.dtype().name())
-        .with("value", v);
-    if shape.iter().product::<usize>() > FOLD_LIMIT {
+    }
+    // Folded at any size the allocation limit allows: the case declares
+    // it as a one-line `fill` constant. Past the limit, a `full` node.
+    let n = vigil_engine::tensor::limit::numel(&shape).map_err(|e| c.unsupported(e.to_string()))?;
+    if vigil_engine::tensor::limit::check_alloc(fill.dtype(), n).is_err() {
+        let v = fill.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?[0];
+        let attrs = Attrs::new()
+            .with("shape", shape.clone())
+            .with("dtype", fill.dtype().name())
+            .with("value", v);
         return out(imp, c, "full", attrs, &[]);
     }
-    let made = vigil_engine::OpRegistry::builtin()
-        .make("full", &attrs)
-        .and_then(|op| op.compute(&[], &mut vigil_engine::OpCtx::new(&c.name)))
+    let t = fill
+        .reshape(&[])
+        .and_then(|one| one.broadcast_to(&shape))
+        .and_then(|b| b.to_contiguous())
         .map_err(|e| c.unsupported(e.to_string()))?;
-    let t = made
-        .into_iter()
-        .next()
-        .ok_or_else(|| c.unsupported("no result"))?;
     Ok(imp.constant(c.out(), t))
 }
 

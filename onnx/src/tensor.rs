@@ -12,6 +12,7 @@ pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
     match DataType::from_i32(elem) {
         Some(DataType::FLOAT) => Ok(DType::F32),
         Some(DataType::DOUBLE) => Ok(DType::F64),
+        Some(DataType::FLOAT16) => Ok(DType::F16),
         Some(DataType::INT64) => Ok(DType::I64),
         Some(DataType::INT32) => Ok(DType::I32),
         Some(DataType::BOOL) => Ok(DType::Bool),
@@ -37,6 +38,7 @@ pub fn elem_of(d: DType) -> DataType {
     match d {
         DType::F32 => DataType::FLOAT,
         DType::F64 => DataType::DOUBLE,
+        DType::F16 => DataType::FLOAT16,
         DType::I64 => DataType::INT64,
         DType::I32 => DataType::INT32,
         DType::Bool => DataType::BOOL,
@@ -165,6 +167,15 @@ pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
             &shape,
             elements(t, what, n, f64::from_le_bytes, t.double_data.clone())?,
         ),
+        // FLOAT16 keeps its bit patterns: two bytes each in raw_data, or
+        // one per int32_data entry.
+        DType::F16 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u16::from_le_bytes, narrow(t, what, &t.int32_data)?)?
+                .into_iter()
+                .map(vigil_engine::f16::from_bits)
+                .collect(),
+        ),
         DType::I64 => Tensor::from_vec(
             &shape,
             elements(t, what, n, i64::from_le_bytes, t.int64_data.clone())?,
@@ -233,7 +244,7 @@ macro_rules! le_bytes {
         }
     )*};
 }
-le_bytes!(f32, f64, i64, i32, u8, i8, u16, i16, u32, u64);
+le_bytes!(f32, f64, i64, i32, u8, i8, u16, i16, u32, u64, vigil_engine::f16);
 
 #[cfg(test)]
 mod tests {
@@ -264,6 +275,36 @@ mod tests {
             back.to_array::<bool>().unwrap().as_slice().unwrap(),
             &[true, false, true]
         );
+    }
+
+    #[test]
+    fn float16_comes_from_raw_data_or_int32_data_bit_patterns() {
+        use vigil_engine::f16;
+        let bits =
+            |t: &Tensor| -> Vec<u16> { t.to_array::<f16>().unwrap().iter().map(|x| x.to_bits()).collect() };
+        // 1.0, -2.5, 65504, -inf, the smallest subnormal, NaN.
+        let want = [0x3c00u16, 0xc100, 0x7bff, 0xfc00, 0x0001, 0x7e00];
+        let mut p = TensorProto::new();
+        p.name = "h".into();
+        p.data_type = DataType::FLOAT16.value();
+        p.dims = vec![2, 3];
+        p.raw_data = want.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let raw = to_tensor(&p, "h").unwrap();
+        assert_eq!((raw.dtype(), raw.shape()), (DType::F16, &[2usize, 3][..]));
+        assert_eq!(bits(&raw), want);
+        p.raw_data.clear();
+        p.int32_data = want.iter().map(|&b| b as i32).collect();
+        assert_eq!(bits(&to_tensor(&p, "h").unwrap()), want);
+        // A bit pattern above 16 bits is refused, naming the tensor.
+        p.int32_data[0] = 0x10000;
+        let e = to_tensor(&p, "h").unwrap_err().to_string();
+        assert!(e.contains("'h'") && e.contains("out of range of float16"), "{e}");
+        // Written back as raw_data, two bytes each.
+        let back = to_proto(&raw, "h").unwrap();
+        assert_eq!(back.data_type, DataType::FLOAT16.value());
+        assert_eq!(back.raw_data.len(), 12);
+        assert_eq!(bits(&to_tensor(&back, "h").unwrap()), want);
+        assert_eq!(elem_of(DType::F16), DataType::FLOAT16);
     }
 
     #[test]
@@ -331,9 +372,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("tensor 'w': raw_data has 8 bytes"));
-        p.data_type = DataType::FLOAT16.value();
+        p.data_type = DataType::BFLOAT16.value();
         let e = to_tensor(&p, "x").unwrap_err().to_string();
-        assert!(e.contains("'w'") && e.contains("float16"), "{e}");
+        assert!(e.contains("'w'") && e.contains("bfloat16"), "{e}");
         // Found by fuzzing: an element count that fits but whose byte
         // count overflows was a multiplication overflow.
         p.data_type = DataType::FLOAT.value();

@@ -89,6 +89,55 @@ fn shape_subgraphs_over_constants_fold_at_import_time() {
 }
 
 #[test]
+fn a_large_constant_of_shape_folds_into_a_one_line_fill_constant() {
+    // x + ConstantOfShape([300, 300]) = 0.5: 90,000 elements, over the
+    // 65,536 that used to stay a `full` node.
+    let shape = tensor("", &Tensor::from_i64s(&[300, 300]));
+    let half = tensor("", &f32s(&[1], &[0.5]));
+    let m = model(
+        13,
+        vec![
+            node(
+                "Constant",
+                "dims",
+                &[],
+                &["dims"],
+                vec![("value", A::T(Box::new(shape)))],
+            ),
+            node(
+                "ConstantOfShape",
+                "c",
+                &["dims"],
+                &["c"],
+                vec![("value", A::T(Box::new(half)))],
+            ),
+            node("Add", "add", &["x", "c"], &["y"], vec![]),
+        ],
+        vec![value("x", DType::F32, &[300, 300])],
+        vec![],
+        vec![value("y", DType::F32, &[300, 300])],
+    );
+    let imported = import(&round_trip(&m), &Options::default()).unwrap();
+    let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
+    assert_eq!(ops, ["add"], "the ConstantOfShape folded");
+    let decl = &imported.file.constants[0];
+    assert_eq!(
+        (decl.fill.clone(), decl.shape.clone()),
+        (Some(serde_json::json!(0.5)), Some(vec![300, 300]))
+    );
+    assert!(decl.data.is_none() && decl.npy.is_none());
+    // The case holds no constants/ file and graph.json stays small.
+    let dir = tempfile::tempdir().unwrap();
+    vigil_onnx::write_case(&imported, &vigil_onnx::InputSource::Random(0), dir.path()).unwrap();
+    assert!(!dir.path().join("constants").exists());
+    assert!(std::fs::metadata(dir.path().join("graph.json")).unwrap().len() < 4096);
+    let x = Tensor::from_vec(&[300, 300], (0..90_000).map(|v| v as f32).collect()).unwrap();
+    let out = run(&m, &[("x", x)]);
+    let y = vals(&out[0].1);
+    assert_eq!((y.len(), y[0], y[89_999]), (90_000, 0.5, 89_999.5));
+}
+
+#[test]
 fn names_are_sanitized_and_the_onnx_origin_is_kept() {
     let m = model(
         13,
@@ -188,11 +237,11 @@ fn unsupported_things_are_refused_naming_node_and_op() {
     if let Some(g) = m16.graph.as_mut() {
         g.input[0] = value("x", DType::F32, &[2]);
         if let Some(t) = g.input[0].type_.as_mut() {
-            t.mut_tensor_type().elem_type = 10; // float16
+            t.mut_tensor_type().elem_type = 16; // bfloat16
         }
     }
     let e = import(&round_trip(&m16), &Options::default()).unwrap_err();
-    assert!(e.to_string().contains("float16"), "{e}");
+    assert!(e.to_string().contains("bfloat16"), "{e}");
 
     let m = model(
         13,

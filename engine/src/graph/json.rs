@@ -9,7 +9,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, NodeSpec, VarKind, VarSpec};
 use crate::ops::{Attrs, OpRegistry, TypeInfo};
-use crate::tensor::Tensor;
+use crate::tensor::{limit, Tensor};
 
 pub const FORMAT: &str = "vigil-graph/1";
 
@@ -46,7 +46,9 @@ pub struct InputDecl {
     pub mutable: bool,
 }
 
-/// A constant or parameter: inline `data` (flat, C order) or an `npy` file.
+/// A constant or parameter: inline `data` (flat, C order), an `npy` file,
+/// or one `fill` value repeated over `shape` (a ConstantOfShape result of a
+/// million elements is one line, not a million numbers).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValueDecl {
@@ -59,6 +61,8 @@ pub struct ValueDecl {
     pub data: Option<Vec<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub npy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -73,9 +77,15 @@ pub struct NodeDecl {
     pub attrs: Attrs,
 }
 
-fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result<Tensor> {
+/// `data` (or, with `fill` set, the one `fill` value) as a tensor of `shape`.
+fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize], fill: bool) -> Result<Tensor> {
     let bad = |i: usize, v: &Value| {
-        Error::Graph(format!("constant '{name}': data[{i}] is {v}, not a {}", T::DTYPE))
+        let field = if fill {
+            "fill".to_string()
+        } else {
+            format!("data[{i}]")
+        };
+        Error::Graph(format!("constant '{name}': {field} is {v}, not a {}", T::DTYPE))
     };
     let mut out = Vec::with_capacity(data.len());
     for (i, v) in data.iter().enumerate() {
@@ -90,8 +100,8 @@ fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result
                         .ok_or_else(|| bad(i, v))?,
                 )
             }
-            (DType::F32 | DType::F64, Value::Number(n)) => T::from_f64(n.as_f64().ok_or_else(|| bad(i, v))?),
-            (DType::F32 | DType::F64, Value::String(s)) if matches!(s.as_str(), "nan" | "inf" | "-inf") => {
+            (dt, Value::Number(n)) if dt.is_float() => T::from_f64(n.as_f64().ok_or_else(|| bad(i, v))?),
+            (dt, Value::String(s)) if dt.is_float() && matches!(s.as_str(), "nan" | "inf" | "-inf") => {
                 T::from_f64(s.parse::<f64>().map_err(|_| bad(i, v))?)
             }
             _ => return Err(bad(i, v)),
@@ -103,27 +113,29 @@ fn parse_data<T: Element>(name: &str, data: &[Value], shape: &[usize]) -> Result
 
 impl ValueDecl {
     fn load(&self, base: Option<&Path>) -> Result<(TypeInfo, Tensor)> {
-        let t = match (&self.data, &self.npy) {
-            (Some(_), Some(_)) => {
+        let given = [self.data.is_some(), self.npy.is_some(), self.fill.is_some()];
+        let t = match (&self.data, &self.npy, &self.fill) {
+            _ if given.iter().filter(|&&g| g).count() > 1 => {
                 return Err(Error::Graph(format!(
-                    "constant '{}': give either 'data' or 'npy', not both",
+                    "constant '{}': give one of 'data', 'npy' or 'fill', not several",
                     self.name
                 )))
             }
-            (None, None) => {
+            (None, None, None) => {
                 return Err(Error::Graph(format!(
-                    "constant '{}': needs 'data' or 'npy'",
+                    "constant '{}': needs 'data', 'npy' or 'fill'",
                     self.name
                 )))
             }
-            (Some(data), None) => {
+            (None, None, Some(v)) => self.load_fill(v)?,
+            (Some(data), _, _) => {
                 let dtype = self.dtype.ok_or_else(|| {
                     Error::Graph(format!("constant '{}': inline data needs 'dtype'", self.name))
                 })?;
                 let shape = self.shape.clone().unwrap_or_else(|| vec![data.len()]);
-                crate::dispatch_all!(dtype, T => parse_data::<T>(&self.name, data, &shape)?)
+                crate::dispatch_all!(dtype, T => parse_data::<T>(&self.name, data, &shape, false)?)
             }
-            (None, Some(rel)) => {
+            (None, Some(rel), _) => {
                 let path = match base {
                     Some(b) => b.join(rel),
                     None => rel.into(),
@@ -152,6 +164,42 @@ impl ValueDecl {
         Ok((TypeInfo::of_constant(&t), t))
     }
 
+    /// A `fill` declaration: `v` (one element, parsed like `data`'s) over
+    /// the declared shape, whose size is checked before anything is
+    /// allocated.
+    fn load_fill(&self, v: &Value) -> Result<Tensor> {
+        let bad = |what: &str| Error::Graph(format!("constant '{}': 'fill' needs {what}", self.name));
+        let dtype = self.dtype.ok_or_else(|| bad("'dtype'"))?;
+        let shape = self.shape.as_ref().ok_or_else(|| bad("'shape'"))?;
+        let with_name = |e: Error| Error::Graph(format!("constant '{}': {e}", self.name));
+        let n = limit::check_shape(shape).map_err(with_name)?;
+        limit::check_alloc(dtype, n).map_err(with_name)?;
+        let one = crate::dispatch_all!(dtype, T => parse_data::<T>(&self.name, std::slice::from_ref(v), &[], true)?);
+        one.broadcast_to(shape)?.to_contiguous()
+    }
+
+    /// A `fill` declaration of `t` when every element of it has the same
+    /// bits (and it has any); `None` otherwise.
+    pub fn fill_of(name: &str, t: &Tensor) -> Result<Option<ValueDecl>> {
+        fn first_if_uniform<T: Element>(v: ndarray::ArrayViewD<'_, T>) -> Option<T> {
+            let bits = |x: &T| bytemuck::cast_slice::<T, u8>(std::slice::from_ref(x)).to_vec();
+            let first = *v.iter().next()?;
+            let b = bits(&first);
+            v.iter().all(|x| bits(x) == b).then_some(first)
+        }
+        let value = crate::dispatch_all!(t.dtype(), T => t
+            .read(first_if_uniform::<T>)?
+            .map(|x| json_number(x.to_f64(), T::DTYPE, x.to_scalar())));
+        Ok(value.map(|fill| ValueDecl {
+            name: name.to_string(),
+            dtype: Some(t.dtype()),
+            shape: Some(t.shape().to_vec()),
+            data: None,
+            npy: None,
+            fill: Some(fill),
+        }))
+    }
+
     /// A declaration with the value inline.
     pub fn inline(name: &str, t: &Tensor) -> Result<ValueDecl> {
         let data = crate::dispatch_all!(t.dtype(), T => t.to_array::<T>()?.iter().map(|x| json_number(x.to_f64(), T::DTYPE, x.to_scalar())).collect());
@@ -161,6 +209,7 @@ impl ValueDecl {
             shape: Some(t.shape().to_vec()),
             data: Some(data),
             npy: None,
+            fill: None,
         })
     }
 }

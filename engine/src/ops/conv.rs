@@ -19,6 +19,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
 use crate::dtype::{DType, Float};
 use crate::error::{op_err, Result};
 use crate::ops::linalg::MatMulElem;
+use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -266,6 +267,9 @@ impl Op for Conv {
         )])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         check_arity(self, inputs.len())?;
         check_float(&inputs.iter().map(|t| t.dtype()).collect::<Vec<_>>())?;
         let d = self.dims(

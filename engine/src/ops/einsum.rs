@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use crate::dtype::{DType, Num};
 use crate::error::{op_err, Result};
+use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -287,6 +288,9 @@ impl Op for Einsum {
         Ok(vec![TypeInfo::new(d, shape)])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let refs: Vec<&[usize]> = inputs.iter().map(Tensor::shape).collect();

@@ -18,6 +18,7 @@ use ndarray::ArrayViewMutD;
 use crate::dtype::{DType, Element, Float};
 use crate::error::{op_err, Result};
 use crate::ops::copy::axis_of;
+use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -119,6 +120,9 @@ impl Op for LayerNorm {
         Ok(vec![inputs[0].clone(), st.clone(), st])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let x = &inputs[0];

@@ -38,6 +38,7 @@ pub mod tile;
 pub mod trilu;
 pub mod view;
 pub mod vmath;
+mod widen;
 pub mod window;
 
 use std::fmt;

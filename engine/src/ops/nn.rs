@@ -21,6 +21,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Ix1, Ix2, Zip};
 use crate::dtype::{DType, Float};
 use crate::error::{op_err, Error, Result};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
+use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::layout::resolve_axis;
 use crate::tensor::Tensor;
@@ -56,7 +57,7 @@ fn softmax_kernel<T: Float>(x: &ArrayViewD<'_, T>, o: &mut ArrayViewMutD<'_, T>,
                 Zip::from(&mut ol).and(&xl).for_each(|o, &v| *o = v - m - lse);
             } else {
                 Zip::from(&mut ol).and(&xl).for_each(|o, &v| *o = (v - m).exp());
-                let s = ol.sum();
+                let s = T::sum_of(&ol.view());
                 ol.mapv_inplace(|v| v / s);
             }
         });
@@ -103,6 +104,12 @@ impl Op for Softmax {
         Ok(vec![x.clone()])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        // An f16 softmax rounds where numpy's composition of ufuncs does
+        // (the exps, their f32-accumulated sum, the quotients); log_softmax's
+        // sum of exps runs in f16 steps, so it computes in f32 instead.
+        if self.log && widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         float_only(self.op_name(), "inputs", x.dtype())?;
@@ -264,6 +271,9 @@ impl Op for CrossEntropy {
         Ok(vec![TypeInfo::known(l.dtype, &[])])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         check_arity(self, inputs.len())?;
         let (l, y) = (&inputs[0], &inputs[1]);
         float_only("cross_entropy", "logits", l.dtype())?;
@@ -335,6 +345,9 @@ impl Op for Mse {
         Ok(vec![TypeInfo::known(a.dtype, &[])])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         check_arity(self, inputs.len())?;
         let (a, b) = (&inputs[0], &inputs[1]);
         float_only("mse", "inputs", a.dtype())?;

@@ -17,6 +17,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Zip};
 
 use crate::dtype::Float;
 use crate::error::{op_err, Result};
+use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -126,6 +127,9 @@ impl Op for BatchNorm {
         Ok(vec![inputs[0].clone()])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if x.ndim() < 2 {
@@ -222,6 +226,9 @@ impl Op for Lrn {
         Ok(vec![inputs[0].clone()])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if x.ndim() < 2 {

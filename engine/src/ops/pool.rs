@@ -16,6 +16,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::{DType, Float, Num};
 use crate::error::{op_err, Result};
+use crate::ops::widen;
 use crate::ops::window::{
     gather_table, infer_spatial, padded_counts, planar, Axis1, Window, PAD, WINDOW_ATTRS,
 };
@@ -389,6 +390,9 @@ impl Op for Pool {
         )])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if self.kind != PoolKind::Max && widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         self.check_dtype(x.dtype())?;

@@ -16,7 +16,6 @@
 use std::sync::Arc;
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
-use rand::distributions::{Distribution, Standard};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -46,7 +45,9 @@ fn need<T>(op: &str, attr: &str, v: Option<T>) -> Result<T> {
 fn float_dtype(op: &str, a: &Attrs) -> Result<DType> {
     let dtype = a.dtype("dtype")?.unwrap_or(DType::F32);
     if !dtype.is_float() {
-        return op_err(format!("op '{op}': attr 'dtype' must be f32 or f64, got {dtype}"));
+        return op_err(format!(
+            "op '{op}': attr 'dtype' must be f16, f32 or f64, got {dtype}"
+        ));
     }
     Ok(dtype)
 }
@@ -55,6 +56,7 @@ fn float_dtype(op: &str, a: &Attrs) -> Result<DType> {
 fn finite_in(v: f64, dtype: DType) -> bool {
     match dtype {
         DType::F32 => (v as f32).is_finite(),
+        DType::F16 => crate::dtype::f16_from_f64(v).is_finite(),
         _ => v.is_finite(),
     }
 }
@@ -77,11 +79,12 @@ impl RandomUniform {
     pub fn new(shape: Vec<usize>, dtype: DType, low: f64, high: f64, seed: i64) -> Result<RandomUniform> {
         if !dtype.is_float() {
             return op_err(format!(
-                "op 'random_uniform': attr 'dtype' must be f32 or f64, got {dtype}"
+                "op 'random_uniform': attr 'dtype' must be f16, f32 or f64, got {dtype}"
             ));
         }
         let range_ok = match dtype {
             DType::F32 => ((high as f32) - (low as f32)).is_finite(),
+            DType::F16 => (crate::dtype::f16_from_f64(high) - crate::dtype::f16_from_f64(low)).is_finite(),
             _ => (high - low).is_finite(),
         };
         if !finite_in(low, dtype) || !finite_in(high, dtype) || !range_ok {
@@ -111,13 +114,40 @@ impl RandomUniform {
     }
 }
 
-fn uniform_kernel<T: Float>(out: &Tensor, rng: &mut ChaCha8Rng, low: f64, high: f64) -> Result<()>
-where
-    Standard: Distribution<T>,
-{
+/// Floats the random ops draw: f32 and f64 from their own distributions,
+/// f16 as an f32 draw rounded (rand has no f16).
+trait Draw: Float {
+    fn standard(rng: &mut ChaCha8Rng) -> Self;
+    fn standard_normal(rng: &mut ChaCha8Rng) -> Self;
+}
+
+macro_rules! draw {
+    ($($t:ty),*) => {$(
+        impl Draw for $t {
+            fn standard(rng: &mut ChaCha8Rng) -> Self {
+                rng.gen::<$t>()
+            }
+            fn standard_normal(rng: &mut ChaCha8Rng) -> Self {
+                rng.sample::<$t, _>(StandardNormal)
+            }
+        }
+    )*};
+}
+draw!(f32, f64);
+
+impl Draw for half::f16 {
+    fn standard(rng: &mut ChaCha8Rng) -> Self {
+        half::f16::from_f32(f32::standard(rng))
+    }
+    fn standard_normal(rng: &mut ChaCha8Rng) -> Self {
+        half::f16::from_f32(f32::standard_normal(rng))
+    }
+}
+
+fn uniform_kernel<T: Draw>(out: &Tensor, rng: &mut ChaCha8Rng, low: f64, high: f64) -> Result<()> {
     let (low, high) = (T::from_f64(low), T::from_f64(high));
     let span = high - low;
-    fill(out, || low + span * rng.gen::<T>())
+    fill(out, || low + span * T::standard(rng))
 }
 
 impl Op for RandomUniform {
@@ -166,7 +196,7 @@ impl RandomNormal {
     pub fn new(shape: Vec<usize>, dtype: DType, mean: f64, std: f64, seed: i64) -> Result<RandomNormal> {
         if !dtype.is_float() {
             return op_err(format!(
-                "op 'random_normal': attr 'dtype' must be f32 or f64, got {dtype}"
+                "op 'random_normal': attr 'dtype' must be f16, f32 or f64, got {dtype}"
             ));
         }
         if !finite_in(mean, dtype) {
@@ -201,12 +231,9 @@ impl RandomNormal {
     }
 }
 
-fn normal_kernel<T: Float>(out: &Tensor, rng: &mut ChaCha8Rng, mean: f64, std: f64) -> Result<()>
-where
-    StandardNormal: Distribution<T>,
-{
+fn normal_kernel<T: Draw>(out: &Tensor, rng: &mut ChaCha8Rng, mean: f64, std: f64) -> Result<()> {
     let (mean, std) = (T::from_f64(mean), T::from_f64(std));
-    fill(out, || mean + std * rng.sample::<T, _>(StandardNormal))
+    fill(out, || mean + std * T::standard_normal(rng))
 }
 
 impl Op for RandomNormal {
@@ -496,7 +523,10 @@ mod tests {
             "random_uniform",
             Attrs::new().with("shape", vec![2]).with("dtype", "i64"),
         );
-        assert_eq!(e, "op 'random_uniform': attr 'dtype' must be f32 or f64, got i64");
+        assert_eq!(
+            e,
+            "op 'random_uniform': attr 'dtype' must be f16, f32 or f64, got i64"
+        );
         let e = err(
             "random_uniform",
             Attrs::new().with("shape", vec![2]).with("high", 1e300),

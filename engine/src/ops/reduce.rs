@@ -23,6 +23,7 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Zip};
 
 use crate::dtype::{DType, Element, Float, Num};
 use crate::error::{op_err, Error, Result};
+use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::layout::resolve_axis;
 use crate::tensor::Tensor;
@@ -171,6 +172,18 @@ macro_rules! reducible_float {
 }
 reducible_float!(f32);
 reducible_float!(f64);
+
+/// Sums accumulate in f32 and round once, as numpy's float16 reductions.
+impl Reducible for half::f16 {
+    fn sum_all(v: &ArrayViewD<'_, Self>) -> Self {
+        half::f16::from_f32(v.mapv(half::f16::to_f32).sum())
+    }
+    fn sum_along(v: &ArrayViewD<'_, Self>, ax: usize) -> ArrayD<Self> {
+        v.mapv(half::f16::to_f32)
+            .sum_axis(Axis(ax))
+            .mapv(half::f16::from_f32)
+    }
+}
 
 macro_rules! reducible_int {
     ($t:ty) => {
@@ -334,6 +347,10 @@ impl Op for Reduce {
         let x = &inputs[0];
         let dtype = x.dtype();
         self.check_dtype(dtype)?;
+        if self.kind != ReduceKind::Max && self.kind != ReduceKind::Min && widen::wants_f32(inputs) {
+            // numpy's float16 sums and products accumulate in f32.
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
         let flags = self.flags(x.ndim())?;
         if self.kind.needs_nonempty() {
             check_nonempty(self.kind.name(), x.shape(), &flags)?;

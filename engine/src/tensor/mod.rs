@@ -521,6 +521,13 @@ fn cast_one<S: Element, D: Element>(s: S) -> D {
         Scalar::U64(v) if D::DTYPE == DType::F32 => D::from_scalar(Scalar::F32(v as f32)),
         Scalar::U64(v) if D::DTYPE.is_float() => D::from_f64(v as f64),
         Scalar::U64(v) => D::from_i64_wrapping(v as i64),
+        // numpy casts float16 to uint32 through C's float to 64-bit integer
+        // conversion (every finite f16 fits): NaN and infinities give 0,
+        // where f32 and f64 sources give 2^31 for NaN and -inf.
+        Scalar::F16(v) if D::DTYPE == DType::U32 => {
+            let x = v.to_f64();
+            D::from_i64_wrapping(if x.is_finite() { x as i64 } else { i64::MIN })
+        }
         _ => D::from_f64(s.to_f64()),
     }
 }

@@ -9,9 +9,13 @@
 //! actually in the file, and the allocation limit. Only then does
 //! ndarray-npy read the array, for that one dtype, from the very header
 //! bytes checked here.
+//!
+//! ndarray-npy has no f16: `<f2` files are read and written as `<u2` (the
+//! same bytes, endianness and order handling) with the descriptor swapped
+//! in the header, and the bit patterns reinterpreted.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Cursor, Read};
+use std::io::{BufReader, BufWriter, Cursor, Read, Write};
 use std::path::Path;
 
 use ndarray::ArrayD;
@@ -32,6 +36,7 @@ const MAX_HEADER_LEN: usize = 1 << 16;
 fn dtype_of(descr: &str) -> Option<DType> {
     Some(match descr {
         "<f4" | ">f4" => DType::F32,
+        "<f2" | ">f2" => DType::F16,
         "<f8" | ">f8" => DType::F64,
         "<i8" | ">i8" => DType::I64,
         "<i4" | ">i4" => DType::I32,
@@ -108,7 +113,7 @@ fn read_header(f: &mut impl Read, file_len: u64) -> std::result::Result<Header, 
             Descr::Str(s) => format!("'{s}'"),
             Descr::Other(s) => s.clone(),
         };
-        format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <i8, <i4, |b1, |u1, |i1, <u2, <i2, <u4, <u8, and their > forms)")
+        format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <f2, <i8, <i4, |b1, |u1, |i1, <u2, <i2, <u4, <u8, and their > forms)")
     })?;
     if shape.len() > limit::MAX_RANK {
         return Err(format!(
@@ -341,9 +346,16 @@ fn parse_dict(text: &str) -> std::result::Result<(Descr, Vec<usize>), String> {
 
 /// Reads the array with ndarray-npy as `T`, from the checked header bytes
 /// followed by the rest of the file.
-fn read_as<T: Element>(header: &Header, rest: impl Read) -> std::result::Result<Tensor, String> {
-    let reader = Cursor::new(&header.raw[..]).chain(rest);
-    let a = ArrayD::<T>::read_npy(reader).map_err(|e| format!("cannot read .npy: {e}"))?;
+fn read_array<T: ndarray_npy::ReadableElement>(
+    raw: &[u8],
+    rest: impl Read,
+) -> std::result::Result<ArrayD<T>, String> {
+    let reader = Cursor::new(raw).chain(rest);
+    ArrayD::<T>::read_npy(reader).map_err(|e| format!("cannot read .npy: {e}"))
+}
+
+/// A tensor holding `a`'s elements.
+fn tensor_of<T: Element>(a: ArrayD<T>) -> std::result::Result<Tensor, String> {
     if a.is_standard_layout() {
         // C order: keep ndarray-npy's buffer instead of copying it.
         let shape = a.shape().to_vec();
@@ -353,6 +365,57 @@ fn read_as<T: Element>(header: &Header, rest: impl Read) -> std::result::Result<
     Ok(Tensor::from_array(&a))
 }
 
+/// Rewrites the header's `'<f2'`/`'>f2'` descriptor (in `raw`, preamble
+/// and header) to the u16 one of the same byte order, or back: the same
+/// length, so the header's padding and length field stay valid. The search
+/// starts at the dict, past the preamble's binary length field.
+fn swap_descr(raw: &mut [u8], from: u8, to: u8) {
+    let dict = raw.iter().position(|&b| b == b'{').unwrap_or(raw.len());
+    if let Some(i) = (dict..raw.len().saturating_sub(2))
+        .find(|&i| matches!(raw[i], b'<' | b'>') && raw[i + 1] == from && raw[i + 2] == b'2')
+    {
+        raw[i + 1] = to;
+    }
+}
+
+/// The element types .npy files hold, each with its reader and writer.
+trait NpyElement: Element {
+    fn read(raw: &[u8], rest: impl Read) -> std::result::Result<Tensor, String>;
+    fn write(t: &Tensor, w: impl std::io::Write) -> Result<std::result::Result<(), String>>;
+}
+
+macro_rules! npy_element {
+    ($($t:ty),*) => {$(
+        impl NpyElement for $t {
+            fn read(raw: &[u8], rest: impl Read) -> std::result::Result<Tensor, String> {
+                tensor_of(read_array::<$t>(raw, rest)?)
+            }
+            fn write(t: &Tensor, w: impl std::io::Write) -> Result<std::result::Result<(), String>> {
+                Ok(t.to_array::<$t>()?.write_npy(w).map_err(|e| e.to_string()))
+            }
+        }
+    )*};
+}
+npy_element!(f32, f64, i64, i32, bool, u8, i8, u16, i16, u32, u64);
+
+impl NpyElement for half::f16 {
+    fn read(raw: &[u8], rest: impl Read) -> std::result::Result<Tensor, String> {
+        let mut raw = raw.to_vec();
+        swap_descr(&mut raw, b'f', b'u');
+        tensor_of(read_array::<u16>(&raw, rest)?.mapv(half::f16::from_bits))
+    }
+    fn write(t: &Tensor, mut w: impl std::io::Write) -> Result<std::result::Result<(), String>> {
+        let bits = t.to_array::<half::f16>()?.mapv(half::f16::to_bits);
+        let mut image = Vec::new();
+        if let Err(e) = bits.write_npy(&mut image) {
+            return Ok(Err(e.to_string()));
+        }
+        // The descriptor sits in the header, before the data: swap it there only.
+        let header_end = image.len() - bits.len() * 2;
+        swap_descr(&mut image[..header_end], b'u', b'f');
+        Ok(w.write_all(&image).map_err(|e| e.to_string()))
+    }
+}
 pub fn read(path: &Path) -> Result<Tensor> {
     let mut f = File::open(path).map_err(|e| Error::file(path, e))?;
     let file_len = f.metadata().map_err(|e| Error::file(path, e))?.len();
@@ -377,14 +440,15 @@ fn read_from(f: &mut impl Read, len: u64) -> std::result::Result<Tensor, String>
     }
     limit::check_alloc(header.dtype, count).map_err(|e| e.to_string())?;
     let rest = BufReader::new(f);
-    crate::dispatch_all!(header.dtype, T => read_as::<T>(&header, rest))
+    crate::dispatch_all!(header.dtype, T => <T as NpyElement>::read(&header.raw, rest))
 }
 
 pub fn write(t: &Tensor, path: &Path) -> Result<()> {
     let f = File::create(path).map_err(|e| Error::file(path, e))?;
     let mut w = BufWriter::new(f);
-    let r = crate::dispatch_all!(t.dtype(), T => t.to_array::<T>()?.write_npy(&mut w));
-    r.map_err(|e| Error::file(path, e))
+    let r = crate::dispatch_all!(t.dtype(), T => <T as NpyElement>::write(t, &mut w)?);
+    r.and_then(|()| w.flush().map_err(|e| e.to_string()))
+        .map_err(|e| Error::file(path, e))
 }
 
 #[cfg(test)]

@@ -104,6 +104,7 @@ impl<T: Element> Drop for Buffer<T> {
 #[derive(Clone)]
 pub enum Storage {
     F32(Rc<Buffer<f32>>),
+    F16(Rc<Buffer<half::f16>>),
     F64(Rc<Buffer<f64>>),
     I64(Rc<Buffer<i64>>),
     I32(Rc<Buffer<i32>>),
@@ -120,6 +121,7 @@ macro_rules! on_buffer {
     ($s:expr, $b:ident => $e:expr) => {
         match $s {
             Storage::F32($b) => $e,
+            Storage::F16($b) => $e,
             Storage::F64($b) => $e,
             Storage::I64($b) => $e,
             Storage::I32($b) => $e,
@@ -138,6 +140,7 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Storage::F32(_) => DType::F32,
+            Storage::F16(_) => DType::F16,
             Storage::F64(_) => DType::F64,
             Storage::I64(_) => DType::I64,
             Storage::I32(_) => DType::I32,
@@ -210,6 +213,7 @@ impl Storage {
 /// A vector of any dtype, as the pool keeps them.
 pub enum AnyVec {
     F32(Vec<f32>),
+    F16(Vec<half::f16>),
     F64(Vec<f64>),
     I64(Vec<i64>),
     I32(Vec<i32>),
@@ -226,6 +230,7 @@ impl AnyVec {
     pub fn dtype(&self) -> DType {
         match self {
             AnyVec::F32(_) => DType::F32,
+            AnyVec::F16(_) => DType::F16,
             AnyVec::F64(_) => DType::F64,
             AnyVec::I64(_) => DType::I64,
             AnyVec::I32(_) => DType::I32,
@@ -242,6 +247,7 @@ impl AnyVec {
     pub fn len(&self) -> usize {
         match self {
             AnyVec::F32(v) => v.len(),
+            AnyVec::F16(v) => v.len(),
             AnyVec::F64(v) => v.len(),
             AnyVec::I64(v) => v.len(),
             AnyVec::I32(v) => v.len(),
