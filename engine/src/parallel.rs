@@ -24,7 +24,7 @@ pub fn intra_op() -> bool {
 /// Elements per task of a memory-bound pass over a long slice (comparing,
 /// summarizing, zeroing): large enough that a task's overhead vanishes,
 /// small enough that both cores get work.
-pub const PASS_CHUNK: usize = 1 << 15;
+pub const PASS_CHUNK: usize = 1 << 16;
 
 /// Whether a pass over `len` elements should split across the rayon pool:
 /// long enough (see `ops::vmath::PARALLEL_ELEMS`) and intra-op parallelism on.
