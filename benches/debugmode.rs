@@ -33,6 +33,8 @@ use vigil::engine::{inplace, DType, Executor, Graph, GraphBuilder, RunOptions, T
 
 #[path = "common/clock.rs"]
 mod clock;
+#[path = "common/threads.rs"]
+mod threads;
 #[path = "common/workloads.rs"]
 mod workloads;
 use clock::Clock;
@@ -179,6 +181,7 @@ fn benches(c: &mut Criterion) {
     let (mlp, mlp_feeds) = mlp_step();
     let (chain, chain_feeds) = chain16(8 << 20);
     if let Some(reps) = std::env::var("VIGIL_PAIRED").ok().and_then(|r| r.parse().ok()) {
+        threads::join_pool();
         let only = std::env::var("VIGIL_WORKLOADS").unwrap_or_default();
         let wanted = |w: &str| only.is_empty() || only.split(',').any(|k| k == w);
         if wanted("mlp_step") {

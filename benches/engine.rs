@@ -70,11 +70,14 @@ fn dispatch_paired(reps: usize) {
         })
         .collect();
     t.sort_by(f64::total_cmp);
+    let per_op = |q: usize| t[q * (t.len() - 1) / 10] * 1e6 / N as f64;
     println!(
-        "dispatch tiny_ops_10k_graph {:.0} ns/op ({} clock, median of {})",
-        t[t.len() / 2] * 1e6 / N as f64,
+        "dispatch tiny_ops_10k_graph {:.0} ns/op ({} clock, median of {}, p10 {:.0}, p90 {:.0})",
+        per_op(5),
         clock::name(),
-        t.len()
+        t.len(),
+        per_op(1),
+        per_op(9)
     );
 }
 
@@ -229,8 +232,15 @@ fn math_paired(reps: usize) {
 
 fn paired_or_criterion(c: &mut Criterion) {
     if let Some(reps) = std::env::var("VIGIL_PAIRED").ok().and_then(|r| r.parse().ok()) {
-        dispatch_paired(reps);
-        return math_paired(reps);
+        // `VIGIL_WORKLOADS=dispatch` (or `math`) runs just that part.
+        let only = std::env::var("VIGIL_WORKLOADS").unwrap_or_default();
+        if only.is_empty() || only.contains("dispatch") {
+            dispatch_paired(reps);
+        }
+        if only.is_empty() || only.contains("math") {
+            math_paired(reps);
+        }
+        return;
     }
     dispatch_overhead(c);
     add_16m(c);

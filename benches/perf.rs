@@ -34,6 +34,8 @@ use vigil_listeners::{
 
 #[path = "common/clock.rs"]
 mod clock;
+#[path = "common/threads.rs"]
+mod threads;
 #[path = "common/workloads.rs"]
 mod workloads;
 use clock::Clock;
@@ -152,6 +154,7 @@ fn paired(title: &str, mut sides: Vec<Side<'_>>, feeds: &HashMap<String, Tensor>
 }
 
 fn paired_main(reps: usize) {
+    threads::join_pool();
     let (mlp, mlp_feeds) = mlp_step();
     let mlp_pass = inplace::run(&mlp).unwrap().graph;
     let mlp_exec = Executor::new(&mlp_pass).unwrap();

@@ -48,8 +48,9 @@ pub struct RunArgs {
     /// Write the report to FILE (atomically); stdout then gets the table.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Parallel cases, 1 to 1,000,000 (default: the number of cores). Lowered,
-    /// with a note, to the number of cases and to 4x the cores.
+    /// Threads, 1 to 1,000,000 (default: the number of cores): up to N cases
+    /// run at once, and threads no case needs split the large ops of those
+    /// that run. Lowered, with a note, to 4x the cores.
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     jobs: Option<u64>,
     /// A case that runs longer than SECS (0.001 to 86400) becomes an error
@@ -179,7 +180,7 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
     let findings = AtomicUsize::new(0);
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs(a.jobs, cases.len()))
+        .num_threads(jobs(a.jobs))
         .build()?;
     let timeout = a.timeout.map(std::time::Duration::from_secs_f64);
     let workers = match a.isolate {
@@ -275,16 +276,18 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
     })
 }
 
-/// The worker count: `--jobs` (default the cores), lowered to the number
-/// of cases and to 4x the cores, with a note when lowered.
-fn jobs(asked: Option<u64>, cases: usize) -> usize {
+/// The pool's thread count: `--jobs` (default the cores), lowered to 4x the
+/// cores with a note. It is not lowered to the number of cases: threads no
+/// case needs run the intra-op splits of the cases that run (one case alone
+/// on a 1-thread pool ran every op on one core).
+fn jobs(asked: Option<u64>) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let Some(asked) = asked else {
-        return cores.min(cases.max(1));
+        return cores;
     };
-    let cap = cases.max(1).min(4 * cores);
+    let cap = 4 * cores;
     if asked as usize > cap {
-        eprintln!("vigil: note: --jobs {asked} lowered to {cap} ({cases} cases, {cores} cores)");
+        eprintln!("vigil: note: --jobs {asked} lowered to {cap} ({cores} cores)");
         return cap;
     }
     asked as usize
