@@ -276,6 +276,28 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
                 .collect::<Result<Vec<_>>>()?;
             out(imp, c, &op.to_lowercase(), Attrs::new(), &ins)
         }
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => {
+            let ins = (0..c.proto.input.len())
+                .map(|k| input(imp, c, k))
+                .collect::<Result<Vec<_>>>()?;
+            let name = match op {
+                "BitwiseAnd" => "bitwise_and",
+                "BitwiseOr" => "bitwise_or",
+                "BitwiseXor" => "bitwise_xor",
+                _ => "bitwise_not",
+            };
+            out(imp, c, name, Attrs::new(), &ins)
+        }
+        "BitShift" => {
+            let (x, n) = (input(imp, c, 0)?, input(imp, c, 1)?);
+            let name = match c.s("direction").as_deref() {
+                Some("LEFT") => "left_shift",
+                Some("RIGHT") => "right_shift",
+                Some(d) => return Err(c.bad_attr("direction", format!("unknown value '{d}' (LEFT or RIGHT)"))),
+                None => return Err(c.bad_attr("direction", "missing (LEFT or RIGHT)")),
+            };
+            out(imp, c, name, Attrs::new(), &[x, n])
+        }
         "Mod" => {
             let (a, b) = (input(imp, c, 0)?, input(imp, c, 1)?);
             let fmod = c.i("fmod").unwrap_or(0) != 0;

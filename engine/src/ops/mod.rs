@@ -17,6 +17,7 @@ pub mod classify;
 pub mod conv;
 pub mod copy;
 pub mod cumsum;
+pub mod bitwise;
 pub mod einsum;
 pub mod elements;
 pub mod elementwise;

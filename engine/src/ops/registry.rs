@@ -44,6 +44,7 @@ impl OpRegistry {
                 super::pad::register(&mut r);
                 super::tile::register(&mut r);
                 super::logical::register(&mut r);
+                super::bitwise::register(&mut r);
                 super::intdiv::register(&mut r);
                 super::classify::register(&mut r);
                 super::range::register(&mut r);
