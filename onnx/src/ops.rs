@@ -249,6 +249,12 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             let d = dtype_of(to as i32, &format!("node '{}' (Cast): attr 'to'", c.onnx_name))?;
             out(imp, c, "cast", Attrs::new().with("dtype", d.name()), &[x])
         }
+        "BitCast" => {
+            let x = input(imp, c, 0)?;
+            let to = c.i("to").ok_or_else(|| c.bad_attr("to", "is required"))?;
+            let d = dtype_of(to as i32, &format!("node '{}' (BitCast): attr 'to'", c.onnx_name))?;
+            out(imp, c, "bitcast", Attrs::new().with("dtype", d.name()), &[x])
+        }
         "Gather" => {
             let x = input(imp, c, 0)?;
             let ind = crate::index_ops::indices(imp, c, 1)?;
@@ -293,7 +299,9 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             let name = match c.s("direction").as_deref() {
                 Some("LEFT") => "left_shift",
                 Some("RIGHT") => "right_shift",
-                Some(d) => return Err(c.bad_attr("direction", format!("unknown value '{d}' (LEFT or RIGHT)"))),
+                Some(d) => {
+                    return Err(c.bad_attr("direction", format!("unknown value '{d}' (LEFT or RIGHT)")))
+                }
                 None => return Err(c.bad_attr("direction", "missing (LEFT or RIGHT)")),
             };
             out(imp, c, name, Attrs::new(), &[x, n])

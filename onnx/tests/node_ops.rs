@@ -266,7 +266,13 @@ fn bitwise_ops_and_bit_shifts_import_with_their_direction() {
         vec![
             node("BitwiseXor", "x", &["a", "b"], &["ab"], vec![]),
             node("BitwiseNot", "n", &["ab"], &["nab"], vec![]),
-            node("BitShift", "s", &["nab", "k"], &["y"], vec![("direction", A::S("RIGHT"))]),
+            node(
+                "BitShift",
+                "s",
+                &["nab", "k"],
+                &["y"],
+                vec![("direction", A::S("RIGHT"))],
+            ),
         ],
         vec![
             value("a", DType::U8, &[3]),
@@ -279,12 +285,22 @@ fn bitwise_ops_and_bit_shifts_import_with_their_direction() {
     let u8s = |v: [u8; 3]| Tensor::from_vec(&[3], v.to_vec()).unwrap();
     let out = run(
         &m,
-        &[("a", u8s([0xf0, 1, 0])), ("b", u8s([0x0f, 1, 0])), ("k", u8s([4, 1, 9]))],
+        &[
+            ("a", u8s([0xf0, 1, 0])),
+            ("b", u8s([0x0f, 1, 0])),
+            ("k", u8s([4, 1, 9])),
+        ],
     );
     // !(a ^ b) >> k: !0xff = 0, !0 = 0xff >> 1, and a shift past 8 bits is 0.
-    assert_eq!(out[0].1.to_array::<u8>().unwrap().as_slice().unwrap(), &[0, 0x7f, 0]);
+    assert_eq!(
+        out[0].1.to_array::<u8>().unwrap().as_slice().unwrap(),
+        &[0, 0x7f, 0]
+    );
     let mut bad = m.clone();
     bad.graph.as_mut().unwrap().node[2].attribute[0].s = b"UP".to_vec();
     let e = import(&round_trip(&bad), &Options::default()).unwrap_err();
-    assert!(e.to_string().contains("node 's' (BitShift)") && e.to_string().contains("'UP'"), "{e}");
+    assert!(
+        e.to_string().contains("node 's' (BitShift)") && e.to_string().contains("'UP'"),
+        "{e}"
+    );
 }

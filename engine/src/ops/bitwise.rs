@@ -8,6 +8,10 @@
 //! right shift of a negative value. A Rust shift would instead panic in a
 //! debug build and shift by the amount modulo the width in a release one,
 //! as C and most hardware do.
+//!
+//! `bitcast` reinterprets each element's bits as another dtype of the same
+//! width (numpy's `view`, ONNX's BitCast); bool is one byte, 0 or 1, and a
+//! nonzero byte cast to bool is true.
 
 use std::sync::Arc;
 
@@ -15,7 +19,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{op_err, Result};
 use crate::ops::elementwise::{map1, zip2};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
-use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
 /// Which bitwise op.
@@ -162,10 +166,105 @@ impl Op for Bitwise {
     }
 }
 
+/// An element's bits, zero-extended to 64, and back.
+trait Raw: Element {
+    fn raw(self) -> u64;
+    fn from_raw(r: u64) -> Self;
+}
+
+macro_rules! raw_int {
+    ($($t:ty => $u:ty),*) => {$(
+        impl Raw for $t {
+            fn raw(self) -> u64 {
+                self as $u as u64
+            }
+            fn from_raw(r: u64) -> Self {
+                r as $u as $t
+            }
+        }
+    )*};
+}
+raw_int!(u8 => u8, u16 => u16, u32 => u32, u64 => u64, i8 => u8, i16 => u16, i32 => u32, i64 => u64);
+
+macro_rules! raw_float {
+    ($($t:ty => $u:ty),*) => {$(
+        impl Raw for $t {
+            fn raw(self) -> u64 {
+                self.to_bits() as u64
+            }
+            fn from_raw(r: u64) -> Self {
+                <$t>::from_bits(r as $u)
+            }
+        }
+    )*};
+}
+raw_float!(f32 => u32, f64 => u64, crate::f16 => u16);
+
+impl Raw for bool {
+    fn raw(self) -> u64 {
+        self as u64
+    }
+    fn from_raw(r: u64) -> Self {
+        r != 0
+    }
+}
+
+/// `bitcast` to the `dtype` attr: the same bits read as another dtype of
+/// the same width.
+#[derive(Clone, Debug)]
+pub struct BitCast {
+    pub dtype: DType,
+}
+
+impl Op for BitCast {
+    fn name(&self) -> &str {
+        "bitcast"
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        let from = inputs[0].dtype;
+        if from.size() != self.dtype.size() {
+            return op_err(format!(
+                "op 'bitcast' needs dtypes of one width, got {from} ({} bytes) to {} ({} bytes)",
+                from.size(),
+                self.dtype,
+                self.dtype.size()
+            ));
+        }
+        Ok(vec![TypeInfo::new(self.dtype, inputs[0].shape.clone())])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &inputs[0];
+        self.infer(&[TypeInfo::known(x.dtype(), x.shape())])?;
+        let raws: Vec<u64> =
+            crate::dispatch_all!(x.dtype(), A => x.to_array::<A>()?.iter().map(|&a| a.raw()).collect());
+        let out = ctx.output(0, self.dtype, x.shape())?;
+        crate::dispatch_all!(self.dtype, B => {
+            let bits = ndarray::ArrayD::from_shape_vec(x.shape(), raws.iter().map(|&r| B::from_raw(r)).collect())
+                .map_err(|e| crate::error::Error::Op(e.to_string()))?;
+            out.write(|mut v: ndarray::ArrayViewMutD<'_, B>| v.assign(&bits))?
+        });
+        Ok(vec![out])
+    }
+    fn attrs(&self) -> Attrs {
+        Attrs::new().with("dtype", self.dtype.name())
+    }
+}
+
 pub fn register(r: &mut OpRegistry) {
     for kind in BitKind::ALL {
         r.register_op(Arc::new(Bitwise { kind }));
     }
+    r.register("bitcast", |a: &Attrs| {
+        a.only("bitcast", &["dtype"])?;
+        let dtype = a
+            .dtype("dtype")?
+            .ok_or_else(|| crate::error::Error::Op("op 'bitcast' needs attr 'dtype'".into()))?;
+        Ok(Arc::new(BitCast { dtype }) as Arc<dyn Op>)
+    });
 }
 
 #[cfg(test)]
@@ -233,5 +332,32 @@ mod tests {
         assert!(op("bitwise_and", Attrs::new())
             .compute(&floats, &mut OpCtx::new("n"))
             .is_err());
+    }
+
+    #[test]
+    fn bitcast_reads_the_same_bits_as_another_dtype() {
+        let attrs = |d: &str| Attrs::new().with("dtype", d);
+        let x = t(&[2, 2], vec![1.0f32, -0.0, f32::INFINITY, -2.5]);
+        let bits = run_vec::<i32>(&*op("bitcast", attrs("i32")), &[x.clone()]).unwrap();
+        assert_eq!(bits.0, [2, 2]);
+        // What numpy's x.view(np.int32) gives.
+        assert_eq!(bits.1, [1065353216, i32::MIN, 2139095040, -1071644672]);
+        let back = run_vec::<f32>(&*op("bitcast", attrs("f32")), &[t(&[2, 2], bits.1)]).unwrap();
+        assert_eq!(
+            back.1.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            x.to_array::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>()
+        );
+        let signed = run_vec::<i8>(&*op("bitcast", attrs("i8")), &[t(&[3], vec![0u8, 127, 200])]).unwrap();
+        assert_eq!(signed.1, [0, 127, -56]);
+        let flags = run_vec::<u8>(&*op("bitcast", attrs("u8")), &[t(&[2], vec![true, false])]).unwrap();
+        assert_eq!(flags.1, [1, 0]);
+        let wide = op("bitcast", attrs("f64"))
+            .compute(&[x], &mut OpCtx::new("n"))
+            .unwrap_err();
+        assert!(wide.to_string().contains("dtypes of one width"), "{wide}");
     }
 }

@@ -13,11 +13,11 @@ mod testutil;
 mod typeinfo;
 
 pub mod activation;
+pub mod bitwise;
 pub mod classify;
 pub mod conv;
 pub mod copy;
 pub mod cumsum;
-pub mod bitwise;
 pub mod einsum;
 pub mod elements;
 pub mod elementwise;
