@@ -338,7 +338,7 @@ mod tests {
     fn bitcast_reads_the_same_bits_as_another_dtype() {
         let attrs = |d: &str| Attrs::new().with("dtype", d);
         let x = t(&[2, 2], vec![1.0f32, -0.0, f32::INFINITY, -2.5]);
-        let bits = run_vec::<i32>(&*op("bitcast", attrs("i32")), &[x.clone()]).unwrap();
+        let bits = run_vec::<i32>(&*op("bitcast", attrs("i32")), std::slice::from_ref(&x)).unwrap();
         assert_eq!(bits.0, [2, 2]);
         // What numpy's x.view(np.int32) gives.
         assert_eq!(bits.1, [1065353216, i32::MIN, 2139095040, -1071644672]);
