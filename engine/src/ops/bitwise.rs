@@ -115,6 +115,23 @@ pub struct Bitwise {
     pub kind: BitKind,
 }
 
+impl Bitwise {
+    /// The dtype every input has, which must be an integer one.
+    fn common_int(&self, mut dtypes: impl Iterator<Item = DType>) -> Result<DType> {
+        let first = dtypes.next().unwrap_or(DType::Bool);
+        match dtypes
+            .find(|&d| d != first)
+            .or((!first.is_int()).then_some(first))
+        {
+            Some(bad) => op_err(format!(
+                "op '{}' takes integer inputs of one dtype, got {bad}",
+                self.name()
+            )),
+            None => Ok(first),
+        }
+    }
+}
+
 impl Op for Bitwise {
     fn name(&self) -> &str {
         self.kind.name()
@@ -124,14 +141,7 @@ impl Op for Bitwise {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        let dtype = inputs[0].dtype;
-        if let Some(t) = inputs.iter().find(|t| t.dtype != dtype || !t.dtype.is_int()) {
-            return op_err(format!(
-                "op '{}' takes integer inputs of one dtype, got {}",
-                self.name(),
-                t.dtype
-            ));
-        }
+        let dtype = self.common_int(inputs.iter().map(|t| t.dtype))?;
         let shape = match inputs {
             [a, b] => broadcast_shapes(&a.shape, &b.shape)?,
             _ => inputs[0].shape.clone(),
@@ -139,17 +149,12 @@ impl Op for Bitwise {
         Ok(vec![TypeInfo::new(dtype, shape)])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        let types: Vec<TypeInfo> = inputs
-            .iter()
-            .map(|t| TypeInfo::known(t.dtype(), t.shape()))
-            .collect();
-        self.infer(&types)?;
-        let shape = match inputs {
-            [a, b] => broadcast_concrete(a.shape(), b.shape())?.to_vec(),
-            _ => inputs[0].shape().to_vec(),
+        check_arity(self, inputs.len())?;
+        let dtype = self.common_int(inputs.iter().map(Tensor::dtype))?;
+        let out = match inputs {
+            [a, b] => ctx.output(0, dtype, &broadcast_concrete(a.shape(), b.shape())?)?,
+            _ => ctx.output(0, dtype, inputs[0].shape())?,
         };
-        let dtype = inputs[0].dtype();
-        let out = ctx.output(0, dtype, &shape)?;
         let kind = self.kind;
         match dtype {
             DType::U8 => run::<u8>(kind, inputs, &out)?,
@@ -160,6 +165,7 @@ impl Op for Bitwise {
             DType::I16 => run::<i16>(kind, inputs, &out)?,
             DType::I32 => run::<i32>(kind, inputs, &out)?,
             DType::I64 => run::<i64>(kind, inputs, &out)?,
+            // `common_int` let only integer dtypes through.
             other => return op_err(format!("op '{}' does not take {other}", self.name())),
         }
         Ok(vec![out])
@@ -216,6 +222,20 @@ pub struct BitCast {
     pub dtype: DType,
 }
 
+impl BitCast {
+    fn same_width(&self, from: DType) -> Result<()> {
+        if from.size() == self.dtype.size() {
+            return Ok(());
+        }
+        op_err(format!(
+            "op 'bitcast' needs dtypes of one width, got {from} ({} bytes) to {} ({} bytes)",
+            from.size(),
+            self.dtype,
+            self.dtype.size()
+        ))
+    }
+}
+
 impl Op for BitCast {
     fn name(&self) -> &str {
         "bitcast"
@@ -225,20 +245,15 @@ impl Op for BitCast {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        let from = inputs[0].dtype;
-        if from.size() != self.dtype.size() {
-            return op_err(format!(
-                "op 'bitcast' needs dtypes of one width, got {from} ({} bytes) to {} ({} bytes)",
-                from.size(),
-                self.dtype,
-                self.dtype.size()
-            ));
-        }
+        self.same_width(inputs[0].dtype)?;
         Ok(vec![TypeInfo::new(self.dtype, inputs[0].shape.clone())])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        check_arity(self, inputs.len())?;
         let x = &inputs[0];
-        self.infer(&[TypeInfo::known(x.dtype(), x.shape())])?;
+        self.same_width(x.dtype())?;
+        // Through u64, so that each side is dispatched once: 12 + 12
+        // monomorphized loops instead of 12 x 12 pairs.
         let raws: Vec<u64> =
             crate::dispatch_all!(x.dtype(), A => x.to_array::<A>()?.iter().map(|&a| a.raw()).collect());
         let out = ctx.output(0, self.dtype, x.shape())?;
