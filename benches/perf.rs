@@ -73,6 +73,8 @@ struct Side<'a> {
     hooks: Hooks,
     /// Intra-op parallelism on (else every kernel runs on this thread).
     threads: bool,
+    /// No fused sweeps (`RunOptions::node_by_node`).
+    node_by_node: bool,
 }
 
 impl<'a> Side<'a> {
@@ -82,6 +84,7 @@ impl<'a> Side<'a> {
             exec,
             hooks: Hooks::Listener(listener),
             threads: true,
+            node_by_node: false,
         }
     }
 
@@ -100,9 +103,17 @@ impl<'a> Side<'a> {
         self
     }
 
+    fn node_by_node(mut self) -> Self {
+        self.node_by_node = true;
+        self
+    }
+
     fn run(&mut self, feeds: &HashMap<String, Tensor>) {
         vigil::engine::parallel::set_intra_op(self.threads);
-        let opts = RunOptions::default();
+        let opts = RunOptions {
+            node_by_node: self.node_by_node,
+            ..RunOptions::default()
+        };
         let listener: &mut dyn Listener = match &mut self.hooks {
             Hooks::Replaying(set) => {
                 if let Some(n) = set.get_mut::<NonInplaceValidationListener>() {
@@ -207,7 +218,9 @@ fn paired_main(reps: usize) {
         vec![
             Side::new("pure", &pure_exec, Box::new(NoListener)),
             Side::new("inplace", &inplace_exec, Box::new(NoListener)),
+            Side::new("inplace_node_by_node", &inplace_exec, Box::new(NoListener)).node_by_node(),
             Side::new("inplace_1t", &inplace_exec, Box::new(NoListener)).one_thread(),
+            Side::new("pure_1t", &pure_exec, Box::new(NoListener)).one_thread(),
             Side::replaying("validate", &inplace_exec, validate_set()),
             Side::new("validate_hash", &inplace_exec, Box::new(validate_set())),
             Side::new(

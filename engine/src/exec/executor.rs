@@ -36,6 +36,9 @@ pub struct RunOptions<'a> {
     pub stop_after: Option<usize>,
     /// What fresh buffers hold during this run's ops.
     pub pool: PoolPolicy,
+    /// Run every node on its own, even where a fused sweep could run
+    /// (`exec::fuse`): to measure the sweeps, or to rule them out.
+    pub node_by_node: bool,
 }
 
 /// A buffer released after the node at `position` in the order ran.
@@ -52,6 +55,8 @@ pub struct RunStats {
     /// Largest sum of distinct live buffers (inputs and constants included).
     pub peak_live_bytes: usize,
     pub frees: Vec<FreeEvent>,
+    /// Nodes that ran inside fused sweeps (`exec::fuse`), counted in `ops`.
+    pub fused: usize,
 }
 
 /// The graph outputs of a run, in the graph's output order.
@@ -74,6 +79,9 @@ pub struct Executor<'g> {
     order: Vec<NodeId>,
     /// The variables each position releases (see `Executor::build`).
     release: Vec<SmallVec<[VarId; 4]>>,
+    /// Whether each position's node continues the fused sweep of the one
+    /// before it (`exec::fuse`).
+    continues: Vec<bool>,
     /// Source variables (inputs, parameters) that some node overwrites in
     /// place, through a view or not, in variable order.
     destroyed_sources: Vec<VarId>,
@@ -216,6 +224,7 @@ impl<'g> Executor<'g> {
             .collect();
         Ok(Executor {
             graph,
+            continues: crate::exec::fuse::plan(graph, &order),
             order,
             release,
             destroyed_sources,
@@ -223,6 +232,13 @@ impl<'g> Executor<'g> {
             preds,
             updates: crate::exec::updated_parameters(graph),
         })
+    }
+
+    /// Whether the node at `position` continues the fused sweep of the
+    /// node before it in runs nobody watches (`exec::fuse`; whether it
+    /// does also depends on its operands' layouts at run time).
+    pub fn continues_sweep(&self, position: usize) -> bool {
+        self.continues.get(position).copied().unwrap_or(false)
     }
 
     /// The nodes `node` must run after in any valid order.
@@ -252,8 +268,15 @@ impl<'g> Executor<'g> {
         opts: &RunOptions,
     ) -> Result<RunOutput> {
         let mut cursor = self.start(feeds, listener, opts)?;
+        // Nobody sees the values between nodes: sweeps may skip them.
+        let fuse = !cursor.hooks && opts.prealloc.is_none() && !opts.node_by_node;
         let ran = loop {
-            match cursor.step(listener) {
+            let next = if fuse {
+                cursor.step_fused(listener)
+            } else {
+                cursor.step(listener)
+            };
+            match next {
                 Ok(Some(_)) => {}
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(e),
@@ -498,6 +521,64 @@ impl<'g> Cursor<'_, 'g> {
         Ok(())
     }
 
+    /// Runs the next nodes as one fused sweep when they form one
+    /// (`exec::fuse`), else the next node alone; the step returned is the
+    /// last node run. Only for runs nobody watches between nodes.
+    fn step_fused(&mut self, listener: &mut dyn Listener) -> Result<Option<Step>> {
+        let exec = self.exec;
+        let (pos, end) = (self.pos, self.end);
+        let len = 1 + exec.continues[(pos + 1).min(end)..end]
+            .iter()
+            .take_while(|&&c| c)
+            .count();
+        if pos >= end || len < 2 {
+            return self.step(listener);
+        }
+        let g = exec.graph;
+        let ran = crate::exec::fuse::sweep(g, &exec.order[pos..pos + len], &self.live)?;
+        if ran == 0 {
+            return self.step(listener);
+        }
+        for p in pos..pos + ran {
+            let node = g.node(exec.order[p]);
+            // An in-place node's output is its destroyed input 0, as is.
+            if let Some(t) = self.live.value(node.inputs[0]).cloned() {
+                self.live.set(node.outputs[0], t);
+            }
+            self.release(p, listener, &At::default());
+        }
+        self.pos += ran;
+        self.stats.ops += ran;
+        self.stats.fused += ran;
+        Ok(Some(Step {
+            position: pos + ran - 1,
+            node: exec.order[pos + ran - 1],
+        }))
+    }
+
+    /// Releases what the node at `pos` read last, and outputs nobody reads.
+    fn release(&mut self, pos: usize, listener: &mut dyn Listener, at: &At) {
+        let g = self.exec.graph;
+        for &v in &self.exec.release[pos] {
+            if self.keep[v] {
+                continue;
+            }
+            let Some((t, freed)) = self.live.take(v) else {
+                continue;
+            };
+            if self.hooks {
+                listener.value_released(at, g, v, &t, freed.is_some());
+            }
+            if let (Some((buffer, bytes)), true) = (freed, self.opts.record_frees) {
+                self.stats.frees.push(FreeEvent {
+                    position: pos,
+                    buffer,
+                    bytes,
+                });
+            }
+        }
+    }
+
     /// Runs the next node and releases what it read last; `None` when the
     /// run is complete.
     pub fn step(&mut self, listener: &mut dyn Listener) -> Result<Option<Step>> {
@@ -572,25 +653,7 @@ impl<'g> Cursor<'_, 'g> {
         for (&v, t) in node.outputs.iter().zip(outputs) {
             self.live.set(v, t);
         }
-        // Release what this node read last, and outputs nobody reads.
-        for &v in &self.exec.release[pos] {
-            if self.keep[v] {
-                continue;
-            }
-            let Some((t, freed)) = self.live.take(v) else {
-                continue;
-            };
-            if self.hooks {
-                listener.value_released(&at, g, v, &t, freed.is_some());
-            }
-            if let (Some((buffer, bytes)), true) = (freed, self.opts.record_frees) {
-                self.stats.frees.push(FreeEvent {
-                    position: pos,
-                    buffer,
-                    bytes,
-                });
-            }
-        }
+        self.release(pos, listener, &at);
         Ok(Some(Step {
             position: pos,
             node: nid,

@@ -1,6 +1,7 @@
 //! Running graphs: the executor and the listener hooks it fires.
 
 mod executor;
+mod fuse;
 mod listener;
 mod live;
 mod snapshot;

@@ -349,20 +349,107 @@ fn run_binary<T: Num>(kind: BinKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Re
     }
 }
 
-fn run_binary_inplace<T: Num>(kind: BinKind, x: &Tensor, y: &Tensor) -> Result<()> {
-    match kind {
-        BinKind::Add => zip_inplace(x, y, T::add_w),
-        BinKind::Sub => zip_inplace(x, y, T::sub_w),
-        BinKind::Mul => zip_inplace(x, y, T::mul_w),
+/// Where an in-place binary function `x = f(x, y)` is applied: to tensors
+/// (the `_inplace` ops) or to one tile of a fused run ([`apply_tile`]).
+trait BinaryTarget<T> {
+    type Out;
+    fn zip(self, f: impl Fn(T, T) -> T) -> Self::Out;
+}
+
+/// `x = f(x, y)` on tensors, `y` broadcast into `x`.
+struct InPlace<'a> {
+    x: &'a Tensor,
+    y: &'a Tensor,
+}
+
+impl<T: Element> BinaryTarget<T> for InPlace<'_> {
+    type Out = Result<()>;
+    fn zip(self, f: impl Fn(T, T) -> T) -> Result<()> {
+        zip_inplace(self.x, self.y, f)
+    }
+}
+
+/// The second operand of a binary step in a fused run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Operand<'a, T> {
+    /// One element, broadcast.
+    Scalar(T),
+    /// As many elements as the swept buffer, in the same order.
+    Slice(&'a [T]),
+    /// The destroyed input itself (`x * x`).
+    Itself,
+}
+
+/// `tile = f(tile, y)` over the tile starting at element `at` of the buffer.
+struct OnBinaryTile<'a, 'y, T> {
+    tile: &'a mut [T],
+    at: usize,
+    y: Operand<'y, T>,
+}
+
+impl<T: Copy> BinaryTarget<T> for OnBinaryTile<'_, '_, T> {
+    type Out = ();
+    fn zip(self, f: impl Fn(T, T) -> T) {
+        match self.y {
+            Operand::Scalar(b) => self.tile.iter_mut().for_each(|a| *a = f(*a, b)),
+            Operand::Slice(ys) => {
+                let ys = &ys[self.at..self.at + self.tile.len()];
+                self.tile.iter_mut().zip(ys).for_each(|(a, &b)| *a = f(*a, b));
+            }
+            Operand::Itself => self.tile.iter_mut().for_each(|a| *a = f(*a, *a)),
+        }
+    }
+}
+
+/// Every in-place binary kind on any numeric dtype.
+fn binary_inplace<T: Num, A: BinaryTarget<T>>(kind: BinKind, a: A) -> Result<A::Out> {
+    Ok(match kind {
+        BinKind::Add => a.zip(T::add_w),
+        BinKind::Sub => a.zip(T::sub_w),
+        BinKind::Mul => a.zip(T::mul_w),
         // True division of integers gives floats, which cannot be written
         // back into the integer input.
         BinKind::Div if !T::DTYPE.is_float() => {
-            op_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
+            return op_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
         }
-        BinKind::Div => zip_inplace(x, y, |a: T, b: T| a / b),
-        BinKind::Pow => zip_inplace(x, y, T::pow),
-        BinKind::Maximum => zip_inplace(x, y, T::maximum),
-        BinKind::Minimum => zip_inplace(x, y, T::minimum),
+        BinKind::Div => a.zip(|a: T, b: T| a / b),
+        BinKind::Pow => a.zip(T::pow),
+        BinKind::Maximum => a.zip(T::maximum),
+        BinKind::Minimum => a.zip(T::minimum),
+    })
+}
+
+fn run_binary_inplace<T: Num>(kind: BinKind, x: &Tensor, y: &Tensor) -> Result<()> {
+    binary_inplace::<T, _>(kind, InPlace { x, y })?
+}
+
+/// What an in-place elementwise op does to each element of the input it
+/// overwrites (input 0): see [`Op::pointwise`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pointwise {
+    /// `x = f(x)`.
+    Unary(UnKind),
+    /// `x = f(x, y)`, input 1 broadcast into input 0.
+    Binary(BinKind),
+}
+
+/// One step of a fused run over `tile`, the part of the swept buffer that
+/// starts at element `at`; `y` is a binary step's second operand.
+pub(crate) fn apply_tile<T: Float + VMath>(
+    p: Pointwise,
+    tile: &mut [T],
+    at: usize,
+    y: Option<Operand<'_, T>>,
+) -> Result<()> {
+    match (p, y) {
+        (Pointwise::Unary(kind), _) => {
+            unary_float::<T, _>(kind, OnTile(tile));
+            Ok(())
+        }
+        (Pointwise::Binary(kind), Some(y)) => binary_inplace::<T, _>(kind, OnBinaryTile { tile, at, y }),
+        (Pointwise::Binary(kind), None) => {
+            op_err(format!("internal: fused '{}' has no operand", kind.name()))
+        }
     }
 }
 
@@ -427,6 +514,9 @@ impl Op for Binary {
     }
     fn tolerates_same_input(&self) -> bool {
         self.inplace
+    }
+    fn pointwise(&self) -> Option<Pointwise> {
+        self.inplace.then_some(Pointwise::Binary(self.kind))
     }
     fn inplace_variants(&self) -> Vec<InplaceVariant> {
         if self.inplace {
@@ -682,32 +772,82 @@ fn map_math<T: Element + VMath>(f: MathFn, a: &Tensor, out: &Tensor) -> Result<(
     Ok(())
 }
 
-fn run_unary_float<T: Float + VMath>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
-    match kind {
-        UnKind::Exp => map_math::<T>(MathFn::Exp, a, out),
-        UnKind::Log => map_math::<T>(MathFn::Log, a, out),
-        UnKind::Sqrt => map_math::<T>(MathFn::Sqrt, a, out),
-        UnKind::Tanh => map_math::<T>(MathFn::Tanh, a, out),
-        UnKind::Sigmoid => map_math::<T>(MathFn::Sigmoid, a, out),
-        UnKind::Sin => map_math::<T>(MathFn::Sin, a, out),
-        UnKind::Cos => map_math::<T>(MathFn::Cos, a, out),
-        UnKind::Tan => map_math::<T>(MathFn::Tan, a, out),
-        UnKind::Asin => map_math::<T>(MathFn::Asin, a, out),
-        UnKind::Acos => map_math::<T>(MathFn::Acos, a, out),
-        UnKind::Atan => map_math::<T>(MathFn::Atan, a, out),
-        UnKind::Sinh => map_math::<T>(MathFn::Sinh, a, out),
-        UnKind::Cosh => map_math::<T>(MathFn::Cosh, a, out),
-        UnKind::Floor => map1(a, out, T::floor),
-        UnKind::Ceil => map1(a, out, T::ceil),
-        UnKind::Reciprocal => map1(a, out, T::recip),
-        UnKind::Log1p => map_math::<T>(MathFn::Log1p, a, out),
-        UnKind::Expm1 => map_math::<T>(MathFn::Expm1, a, out),
-        UnKind::Softplus => map1(a, out, softplus::<T>),
-        UnKind::Erf => map_math::<T>(MathFn::Erf, a, out),
-        UnKind::Gelu => map1(a, out, |x: T| via_f64(x, gelu)),
-        UnKind::Round => map1(a, out, |x: T| via_f64(x, f64::round_ties_even)),
-        _ => run_unary_num::<T>(kind, a, out),
+/// Where a unary function is applied: to tensors (the ops) or to one tile
+/// of a fused run ([`apply_tile`]). One `match` over the kinds
+/// ([`unary_float`]) serves both, so a fused run computes exactly what the
+/// ops compute; the methods are generic, so each kind still gets its own
+/// monomorphized (vectorized) loop.
+trait UnaryTarget<T> {
+    type Out;
+    /// A function with a slice kernel in [`VMath`].
+    fn math(self, f: MathFn) -> Self::Out;
+    /// Any other function, element by element.
+    fn map(self, g: impl Fn(T) -> T) -> Self::Out;
+}
+
+/// `out = f(a)` on tensors.
+struct OnTensors<'a> {
+    a: &'a Tensor,
+    out: &'a Tensor,
+}
+
+impl<T: Element + VMath> UnaryTarget<T> for OnTensors<'_> {
+    type Out = Result<()>;
+    fn math(self, f: MathFn) -> Result<()> {
+        map_math::<T>(f, self.a, self.out)
     }
+    fn map(self, g: impl Fn(T) -> T) -> Result<()> {
+        map1(self.a, self.out, g)
+    }
+}
+
+/// `tile[i] = f(tile[i])`.
+struct OnTile<'a, T>(&'a mut [T]);
+
+impl<T: VMath> UnaryTarget<T> for OnTile<'_, T> {
+    type Out = ();
+    fn math(self, f: MathFn) {
+        T::map_inplace(f, self.0)
+    }
+    fn map(self, g: impl Fn(T) -> T) {
+        self.0.iter_mut().for_each(|x| *x = g(*x))
+    }
+}
+
+/// Every unary kind on a float dtype.
+fn unary_float<T: Float + VMath, A: UnaryTarget<T>>(kind: UnKind, a: A) -> A::Out {
+    match kind {
+        UnKind::Exp => a.math(MathFn::Exp),
+        UnKind::Log => a.math(MathFn::Log),
+        UnKind::Sqrt => a.math(MathFn::Sqrt),
+        UnKind::Tanh => a.math(MathFn::Tanh),
+        UnKind::Sigmoid => a.math(MathFn::Sigmoid),
+        UnKind::Sin => a.math(MathFn::Sin),
+        UnKind::Cos => a.math(MathFn::Cos),
+        UnKind::Tan => a.math(MathFn::Tan),
+        UnKind::Asin => a.math(MathFn::Asin),
+        UnKind::Acos => a.math(MathFn::Acos),
+        UnKind::Atan => a.math(MathFn::Atan),
+        UnKind::Sinh => a.math(MathFn::Sinh),
+        UnKind::Cosh => a.math(MathFn::Cosh),
+        UnKind::Floor => a.map(T::floor),
+        UnKind::Ceil => a.map(T::ceil),
+        UnKind::Reciprocal => a.map(T::recip),
+        UnKind::Log1p => a.math(MathFn::Log1p),
+        UnKind::Expm1 => a.math(MathFn::Expm1),
+        UnKind::Softplus => a.map(softplus::<T>),
+        UnKind::Erf => a.math(MathFn::Erf),
+        UnKind::Gelu => a.map(|x: T| via_f64(x, gelu)),
+        UnKind::Round => a.map(|x: T| via_f64(x, f64::round_ties_even)),
+        UnKind::Neg => a.map(T::neg_w),
+        UnKind::Abs => a.map(<T as Num>::abs),
+        UnKind::Relu => a.map(relu::<T>),
+        UnKind::Sign => a.map(sign::<T>),
+    }
+}
+
+fn run_unary_float<T: Float + VMath>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
+    unary_float::<T, _>(kind, OnTensors { a, out })
 }
 
 impl Op for Unary {
@@ -744,6 +884,9 @@ impl Op for Unary {
         } else {
             Vec::new()
         }
+    }
+    fn pointwise(&self) -> Option<Pointwise> {
+        self.inplace.then_some(Pointwise::Unary(self.kind))
     }
     fn inplace_variants(&self) -> Vec<InplaceVariant> {
         if self.inplace {

@@ -22,6 +22,7 @@ pub mod einsum;
 pub mod elements;
 pub mod elementwise;
 mod erf;
+mod fastmath;
 pub mod fill;
 pub mod intdiv;
 pub mod layer_norm;
@@ -182,6 +183,16 @@ pub trait Op: Send + Sync {
     /// another input (elementwise `x += x` is well defined).
     fn tolerates_same_input(&self) -> bool {
         false
+    }
+
+    /// For an elementwise op that overwrites input 0 with `f(input 0)` or
+    /// `f(input 0, input 1)`: which `f`, so that a run of such ops passing
+    /// one buffer along can sweep it once, a tile at a time, instead of once
+    /// per op (`exec::fuse`). `None`, the default, keeps an op out of such
+    /// runs; an op that answers must compute exactly what
+    /// [`elementwise::Pointwise`] names, element by element.
+    fn pointwise(&self) -> Option<elementwise::Pointwise> {
+        None
     }
 
     /// Attributes, as the graph format writes them.

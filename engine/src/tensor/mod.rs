@@ -287,6 +287,15 @@ impl Tensor {
         Ok(f(s))
     }
 
+    /// A read guard on a contiguous view's elements in C order, for kernels
+    /// that hold several operands at once (fused runs).
+    pub(crate) fn borrow_contiguous<T: Element>(&self) -> Result<std::cell::Ref<'_, [T]>> {
+        let range = self.contiguous_range()?;
+        let data = self.buffer::<T>()?.borrow()?;
+        std::cell::Ref::filter_map(data, |d| d.get(range))
+            .map_err(|_| Error::Op("layout reaches past its buffer".into()))
+    }
+
     /// Like [`Tensor::write`] on a contiguous layout, with a slice in C order.
     pub fn write_contiguous<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         let range = self.contiguous_range()?;

@@ -1,0 +1,234 @@
+//! Fused sweeps (engine/src/exec/fuse.rs): a run of in-place elementwise
+//! nodes swept tile by tile gives bit for bit what running the nodes one by
+//! one gives, and sweeps happen only where nothing can see the values they
+//! skip.
+
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+use vigil_engine::exec::{Flow, Listener, NoListener, RunOptions, RunOutput};
+use vigil_engine::{inplace, At, Attrs, DType, Executor, Graph, GraphBuilder, OpEvent, Sym, Tensor};
+
+/// One op of a generated chain.
+#[derive(Clone, Copy, Debug)]
+enum Link {
+    Unary(&'static str),
+    /// A binary op with the scalar constant `c`.
+    Scalar(&'static str),
+    /// A binary op with the graph input `x` (same shape).
+    WithInput(&'static str),
+    /// A binary op of the running value with itself.
+    Itself(&'static str),
+}
+
+const UNARY: [&str; 12] = [
+    "exp",
+    "log",
+    "tanh",
+    "sigmoid",
+    "sqrt",
+    "abs",
+    "neg",
+    "sin",
+    "erf",
+    "floor",
+    "relu",
+    "reciprocal",
+];
+const BINARY: [&str; 6] = ["add", "sub", "mul", "div", "maximum", "pow"];
+
+fn link() -> impl Strategy<Value = Link> {
+    prop_oneof![
+        prop::sample::select(&UNARY[..]).prop_map(Link::Unary),
+        prop::sample::select(&BINARY[..]).prop_map(Link::Scalar),
+        prop::sample::select(&BINARY[..]).prop_map(Link::WithInput),
+        prop::sample::select(&BINARY[..]).prop_map(Link::Itself),
+    ]
+}
+
+/// `x * c` (a fresh buffer the pass may then overwrite), then `links`.
+fn chain(dtype: DType, n: usize, links: &[Link], extra_output: Option<usize>) -> Graph {
+    let g = GraphBuilder::new("chain");
+    let x = g.input("x", dtype, &[n as i64]);
+    let c = g.constant(
+        "c",
+        Tensor::from_vec(&[1], vec![0.75f64])
+            .unwrap()
+            .cast(dtype)
+            .unwrap(),
+    );
+    let mut y = x.op("mul", &[&c], Attrs::new()).unwrap();
+    let mut outputs: Vec<Sym> = Vec::new();
+    for (k, l) in links.iter().enumerate() {
+        y = match *l {
+            Link::Unary(op) => y.op(op, &[], Attrs::new()),
+            Link::Scalar(op) => y.op(op, &[&c], Attrs::new()),
+            Link::WithInput(op) => y.op(op, &[&x], Attrs::new()),
+            Link::Itself(op) => y.op(op, &[&y], Attrs::new()),
+        }
+        .unwrap();
+        if extra_output == Some(k) {
+            outputs.push(y.clone());
+        }
+    }
+    outputs.push(y);
+    let refs: Vec<&Sym> = outputs.iter().collect();
+    inplace::run(&g.build(&refs).unwrap()).unwrap().graph
+}
+
+fn feeds(dtype: DType, n: usize) -> HashMap<String, Tensor> {
+    let v: Vec<f64> = (0..n)
+        .map(|i| ((i * 7919) % 2003) as f64 / 1000.0 - 1.0)
+        .collect();
+    HashMap::from([(
+        "x".to_string(),
+        Tensor::from_vec(&[n], v).unwrap().cast(dtype).unwrap(),
+    )])
+}
+
+/// The run node by node, through a cursor (never fused).
+fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
+    let exec = Executor::new(graph).unwrap();
+    let opts = RunOptions::default();
+    let mut cursor = exec.start(feeds, &mut NoListener, &opts).unwrap();
+    while cursor.step(&mut NoListener).unwrap().is_some() {}
+    cursor.finish(&mut NoListener).unwrap()
+}
+
+fn bits(t: &Tensor) -> Vec<u64> {
+    t.to_f64_vec().unwrap().iter().map(|v| v.to_bits()).collect()
+}
+
+fn assert_same(a: &RunOutput, b: &RunOutput) {
+    assert_eq!(a.outputs.len(), b.outputs.len());
+    for ((na, ta), (nb, tb)) in a.outputs.iter().zip(&b.outputs) {
+        assert_eq!(na, nb);
+        assert_eq!(bits(ta), bits(tb), "output '{na}' differs");
+    }
+}
+
+#[test]
+fn the_math_chain_is_one_sweep_and_matches_the_stepped_run() {
+    // The bench's 16-op chain: after the pass, 15 in-place nodes.
+    let links = [
+        Link::Unary("exp"),
+        Link::Scalar("add"),
+        Link::Unary("log"),
+        Link::Unary("tanh"),
+        Link::WithInput("add"),
+        Link::Unary("sigmoid"),
+        Link::Itself("mul"),
+        Link::Unary("sqrt"),
+        Link::WithInput("sub"),
+        Link::Unary("abs"),
+        Link::Scalar("mul"),
+        Link::Unary("exp"),
+        Link::Scalar("add"),
+        Link::Unary("log"),
+        Link::Unary("tanh"),
+    ];
+    // Long enough to split across the pool, with a ragged last tile.
+    let n = (1 << 17) + 13;
+    let graph = chain(DType::F32, n, &links, None);
+    let f = feeds(DType::F32, n);
+    let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+    assert_eq!(fused.stats.fused, 15);
+    assert_eq!(fused.stats.ops, 16);
+    assert_same(&fused, &stepped(&graph, &f));
+}
+
+#[test]
+fn a_graph_output_inside_a_chain_ends_the_sweep_there() {
+    let links = [
+        Link::Unary("exp"),
+        Link::Unary("tanh"),
+        Link::Unary("sqrt"),
+        Link::Unary("log"),
+    ];
+    let n = 1000;
+    let f = feeds(DType::F64, n);
+    // The output of `tanh` (link 1) must be a value of its own.
+    let graph = chain(DType::F64, n, &links, Some(1));
+    let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+    assert_same(&fused, &stepped(&graph, &f));
+    // exp and tanh sweep. The pass cannot destroy an output, so sqrt runs
+    // out of place (a fresh buffer), and log, in place on it, goes alone.
+    assert_eq!(fused.stats.fused, 2);
+}
+
+/// A listener that watches every op.
+struct Watch(usize);
+
+impl Listener for Watch {
+    fn post_op(&mut self, _at: &At, _ev: &OpEvent<'_>) {
+        self.0 += 1;
+    }
+    fn is_active(&self, _op: vigil_engine::Operation) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_watched_run_goes_node_by_node() {
+    let links = [Link::Unary("exp"), Link::Unary("tanh"), Link::Scalar("add")];
+    let graph = chain(DType::F32, 100, &links, None);
+    let f = feeds(DType::F32, 100);
+    let mut watch = Watch(0);
+    let out = Executor::new(&graph)
+        .unwrap()
+        .run_with(&f, &mut watch, &RunOptions::default())
+        .unwrap();
+    assert_eq!(out.stats.fused, 0);
+    assert_eq!(watch.0, 4);
+    let _ = Flow::Continue;
+}
+
+#[test]
+fn an_operand_that_does_not_fit_ends_the_sweep() {
+    // `y + row` broadcasts a [4] row into [3, 4]: not one element and not
+    // the swept shape, so the sweep stops before it.
+    let g = GraphBuilder::new("bcast");
+    let x = g.input("x", DType::F32, &[3, 4]);
+    let row = g.input("row", DType::F32, &[4]);
+    let y = x.op("exp", &[], Attrs::new()).unwrap();
+    let y = y.op("tanh", &[], Attrs::new()).unwrap();
+    let y = y.op("sqrt", &[], Attrs::new()).unwrap();
+    let y = y.op("add", &[&row], Attrs::new()).unwrap();
+    let y = y.op("log", &[], Attrs::new()).unwrap();
+    let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
+    let f = HashMap::from([
+        (
+            "x".to_string(),
+            Tensor::from_vec(&[3, 4], (0..12).map(|i| i as f32 / 7.0).collect()).unwrap(),
+        ),
+        (
+            "row".to_string(),
+            Tensor::from_vec(&[4], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap(),
+        ),
+    ]);
+    let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+    assert_same(&fused, &stepped(&graph, &f));
+    // exp reads the input x out of place; tanh and sqrt sweep; add and log
+    // go alone (a sweep of one node is no sweep).
+    assert_eq!(fused.stats.fused, 2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn a_sweep_is_bit_for_bit_the_stepped_run(
+        links in prop::collection::vec(link(), 1..12),
+        n in 1usize..3000,
+        f64_ in any::<bool>(),
+        extra in prop::option::of(0usize..12),
+    ) {
+        let dtype = if f64_ { DType::F64 } else { DType::F32 };
+        let graph = chain(dtype, n, &links, extra.filter(|&k| k + 1 < links.len()));
+        let f = feeds(dtype, n);
+        let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+        let plain = stepped(&graph, &f);
+        assert_same(&fused, &plain);
+        prop_assert_eq!(plain.stats.fused, 0);
+    }
+}
