@@ -430,6 +430,31 @@ fn large_integers_compare_exactly() {
 }
 
 #[test]
+fn explain_marks_the_nodes_that_sweep_with_the_one_before() {
+    let o = vigil(&["explain", "suites/inplace/chain128_f64", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = json_of(&o);
+    let nodes = e["nodes"].as_array().unwrap();
+    let swept: Vec<usize> = (0..nodes.len())
+        .filter(|&k| nodes[k]["sweeps_with_previous"] == true)
+        .collect();
+    assert!(!swept.is_empty(), "a chain of in-place elementwise nodes sweeps");
+    assert_eq!(e["nodes_swept"], swept.len());
+    for k in swept {
+        // Both it and the node before overwrite their input, and it reads
+        // what that node wrote.
+        assert!(k > 0 && nodes[k]["inplace"] == true && nodes[k - 1]["inplace"] == true);
+        assert_eq!(nodes[k]["inputs"][0], nodes[k - 1]["outputs"][0]["name"]);
+    }
+    let t = vigil(&["explain", "suites/inplace/chain128_f64"]);
+    assert!(
+        stdout(&t).contains("one sweep with the node above"),
+        "{}",
+        stdout(&t)
+    );
+}
+
+#[test]
 fn a_closed_stdout_pipe_is_not_an_error() {
     use std::io::Read;
     use std::process::Stdio;

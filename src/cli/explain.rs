@@ -13,7 +13,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Color, ContentArrangement,
 use serde::Serialize;
 use vigil_engine::inplace::{self, Candidate};
 use vigil_engine::memory;
-use vigil_engine::{DestroyHandler, Graph, OpRegistry};
+use vigil_engine::{DestroyHandler, Executor, Graph, OpRegistry};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {
@@ -36,6 +36,8 @@ struct Explain {
     graph: String,
     nodes_total: usize,
     nodes_inplace: usize,
+    /// Nodes that continue the fused sweep of the node before them.
+    nodes_swept: usize,
     peak_live_bytes: Peak,
     nodes: Vec<NodeExplain>,
 }
@@ -56,6 +58,8 @@ struct NodeExplain {
     /// The op before the pass, when the pass rewrote it.
     rewritten_from: Option<String>,
     inplace: bool,
+    /// Continues the fused sweep of the node before it in plain runs.
+    sweeps_with_previous: bool,
     inputs: Vec<String>,
     view_map: Vec<(usize, usize)>,
     destroy_map: Vec<(usize, usize)>,
@@ -77,7 +81,8 @@ fn build(graph: &Graph) -> Result<Explain> {
     let pure_plan = memory::plan(graph, &pure_order);
     let pass = inplace::run(graph)?;
     let g = &pass.graph;
-    let order = DestroyHandler::new(g).validate()?;
+    let exec = Executor::new(g)?;
+    let order = exec.order().to_vec();
     let plan = memory::plan(g, &order);
     let mut nodes = Vec::new();
     for (position, &id) in order.iter().enumerate() {
@@ -92,6 +97,7 @@ fn build(graph: &Graph) -> Result<Explain> {
                 .filter(|d| d.rewritten_to.is_some())
                 .map(|d| d.op.clone()),
             inplace: !destroy_map.is_empty(),
+            sweeps_with_previous: exec.continues_sweep(position),
             inputs: n.inputs.iter().map(|&v| g.var(v).name.clone()).collect(),
             view_map: n.op.view_map(),
             destroy_map,
@@ -113,6 +119,7 @@ fn build(graph: &Graph) -> Result<Explain> {
         graph: g.name().to_string(),
         nodes_total: order.len(),
         nodes_inplace: nodes.iter().filter(|n| n.inplace).count(),
+        nodes_swept: nodes.iter().filter(|n| n.sweeps_with_previous).count(),
         peak_live_bytes: Peak {
             without_pass: pure_plan.peak_bytes,
             with_pass: plan.peak_bytes,
@@ -148,6 +155,9 @@ fn table(e: &Explain) -> String {
                 "{from} → {} (destroys {})",
                 n.op, n.inputs[n.destroy_map[0].1]
             ));
+        }
+        if n.sweeps_with_previous {
+            rewrite.push("↑ one sweep with the node above".to_string());
         }
         for c in n.candidates.iter().filter(|c| !c.accepted) {
             if let Some(r) = &c.refused {
@@ -192,8 +202,13 @@ fn table(e: &Explain) -> String {
     } else {
         String::new()
     };
+    let swept = if e.nodes_swept > 0 {
+        format!(", {} sweeping with the node above", e.nodes_swept)
+    } else {
+        String::new()
+    };
     format!(
-        "{t}\n{}: {} nodes, {} in place. Estimated peak live bytes: {} without the pass, {} with it{unknown}.\n",
+        "{t}\n{}: {} nodes, {} in place{swept}. Estimated peak live bytes: {} without the pass, {} with it{unknown}.\n",
         e.graph, e.nodes_total, e.nodes_inplace, p.without_pass, p.with_pass
     )
 }
