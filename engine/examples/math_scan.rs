@@ -9,43 +9,19 @@
 //! rounded to f32, the input where it occurs, and how many inputs are more
 //! than 1 ULP away. A NaN reference must give NaN. Exits 1 above 2 ULP.
 
+use vigil_engine::compare::ulp_distance;
 use vigil_engine::ops::vmath::{MathFn, VMath};
+use vigil_engine::DType;
 
-/// The f64 reference, rounded to f32 once.
+/// The f64 kernel (the standard library's functions, libm's erf), rounded
+/// to f32 once.
 fn reference(f: MathFn, x: f32) -> f32 {
-    let x = x as f64;
-    let y = match f {
-        MathFn::Exp => x.exp(),
-        MathFn::Log => x.ln(),
-        MathFn::Sqrt => x.sqrt(),
-        MathFn::Tanh => x.tanh(),
-        MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-        MathFn::Sin => x.sin(),
-        MathFn::Cos => x.cos(),
-        MathFn::Tan => x.tan(),
-        MathFn::Asin => x.asin(),
-        MathFn::Acos => x.acos(),
-        MathFn::Atan => x.atan(),
-        MathFn::Sinh => x.sinh(),
-        MathFn::Cosh => x.cosh(),
-        MathFn::Expm1 => x.exp_m1(),
-        MathFn::Log1p => x.ln_1p(),
-        MathFn::Erf => libm::erf(x),
-    };
-    y as f32
+    <f64 as VMath>::one(f, x as f64) as f32
 }
 
-/// Distance in units in the last place; +0 and -0 are 0 apart.
+/// Distance in f32 units in the last place; +0 and -0 are 0 apart.
 fn ulps(a: f32, b: f32) -> u64 {
-    let ord = |x: f32| {
-        let i = x.to_bits() as i32 as i64;
-        if i < 0 {
-            -(i & 0x7fff_ffff)
-        } else {
-            i
-        }
-    };
-    (ord(a) - ord(b)).unsigned_abs()
+    ulp_distance(a as f64, b as f64, DType::F32)
 }
 
 fn parse(name: &str) -> Option<MathFn> {
