@@ -108,23 +108,51 @@ impl Finish<'_> {
         }
     }
 
-    /// [`Finish::one`] over output row `row` (windows from `first` on,
-    /// `inside` taps each), as one vector loop: the divisors go through
-    /// `divs` first.
-    fn row<T: Num>(self, row: &mut [T], first: usize, inside: impl Iterator<Item = usize>, divs: &mut [T]) {
+    /// The divisor of every output of a plane (none for max): the window's
+    /// count inside the padded input, or the taps inside the input, which
+    /// for a 1-D or 2-D window `h` × `w` are the rows inside times the
+    /// columns inside.
+    fn divisors<T: Num>(self, h: &Axis1, w: &Axis1) -> Vec<T> {
+        let Finish::Mean { padded } = self else {
+            return Vec::new();
+        };
+        let o = h.output * w.output;
+        let counts: Vec<usize> = match padded {
+            Some(c) => c[..o].to_vec(),
+            None => (0..o)
+                .map(|i| {
+                    let (rows, cols) = (h.taps_inside(i / w.output), w.taps_inside(i % w.output));
+                    (rows.1 - rows.0) * (cols.1 - cols.0)
+                })
+                .collect(),
+        };
+        counts.iter().map(|&n| count::<T>(n)).collect()
+    }
+}
+
+/// How [`Reduce::planar`] finishes its output rows: what [`Finish`] does,
+/// with what a plane's input allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Last {
+    /// Max over a plane without NaN: the folded value is the output.
+    Keep,
+    /// Max: a NaN becomes [`Num::maximum`]'s own NaN.
+    Canonical,
+    /// Mean: the sum (plus `+0`, the fold's start, see
+    /// [`Reduce::fold_rows`]) over its divisor.
+    Divide,
+}
+
+impl Last {
+    /// Finishes one output row, given its outputs' divisors (mean only).
+    fn row<T: Num>(self, row: &mut [T], divs: &[T]) {
         match self {
-            Finish::Max => row.iter_mut().for_each(|m| *m = T::maximum(*m, *m)),
-            Finish::Mean { padded } => {
-                let divs = &mut divs[..row.len()];
-                match padded {
-                    Some(c) => divs
-                        .iter_mut()
-                        .zip(&c[first..])
-                        .for_each(|(d, &n)| *d = count::<T>(n)),
-                    None => divs.iter_mut().zip(inside).for_each(|(d, n)| *d = count::<T>(n)),
-                }
-                row.iter_mut().zip(divs.iter()).for_each(|(s, &d)| *s = *s / d);
-            }
+            Last::Keep => {}
+            Last::Canonical => row.iter_mut().for_each(|m| *m = T::maximum(*m, *m)),
+            Last::Divide => row
+                .iter_mut()
+                .zip(divs)
+                .for_each(|(s, &n)| *s = (*s + T::zero()) / n),
         }
     }
 }
@@ -134,21 +162,117 @@ fn count<T: Num>(n: usize) -> T {
     <T as num_traits::NumCast>::from(n).unwrap_or_else(T::one)
 }
 
+/// The geometry of a 1-D or 2-D pool, worked out once per call and shared
+/// by every plane (see [`Reduce::planar`]).
+struct Plan<T> {
+    h: Axis1,
+    w: Axis1,
+    /// The length of one phase of a split row (`w.input / w.stride`, rounded up).
+    len: usize,
+    /// The output columns `lo..hi` whose every kernel tap reads inside the
+    /// input (empty as `(0, 0)`).
+    mid: (usize, usize),
+    /// Where each kernel column's tap of window `mid.0` sits in the split row.
+    taps: Vec<usize>,
+    /// The other output columns: each one's index and its taps inside the
+    /// input, as `edge_at[lo..hi]` (positions in the split row, in order).
+    edges: Vec<(usize, usize, usize)>,
+    edge_at: Vec<usize>,
+    /// Input rows a window spans: the ring of row results holds this many
+    /// (at most the input's height).
+    slots: usize,
+    /// Each output row's kernel rows inside the input, as
+    /// `row_at[lo..hi]`: (input row, its ring slot).
+    rows: Vec<(usize, usize)>,
+    row_at: Vec<(usize, usize)>,
+    /// Every output's divisor (mean only).
+    divs: Vec<T>,
+}
+
+impl<T: Num> Plan<T> {
+    fn new(h: Axis1, w: Axis1, finish: Finish<'_>) -> Plan<T> {
+        let len = w.input.div_ceil(w.stride);
+        let at = |o: usize, k: usize| {
+            let iw = (w.start(o) + (k * w.dilation) as i64) as usize;
+            (iw % w.stride) * len + iw / w.stride
+        };
+        let spans = (0..w.kernel).map(|kw| w.outputs_inside(kw));
+        let lo = spans.clone().map(|r| r.0).max().unwrap_or(0);
+        let hi = spans.map(|r| r.1).min().unwrap_or(0);
+        let mid = if lo < hi { (lo, hi) } else { (0, 0) };
+        let taps = if mid.0 < mid.1 {
+            (0..w.kernel).map(|kw| at(mid.0, kw)).collect()
+        } else {
+            Vec::new()
+        };
+        let (mut edges, mut edge_at) = (Vec::new(), Vec::new());
+        for o in (0..mid.0).chain(mid.1..w.output) {
+            let (a, b) = w.taps_inside(o);
+            edges.push((o, edge_at.len(), edge_at.len() + b - a));
+            edge_at.extend((a..b).map(|kw| at(o, kw)));
+        }
+        let slots = ((h.kernel - 1) * h.dilation + 1).min(h.input).max(1);
+        let (mut rows, mut row_at) = (Vec::new(), Vec::new());
+        for oh in 0..h.output {
+            let (a, b) = h.taps_inside(oh);
+            rows.push((row_at.len(), row_at.len() + b - a));
+            row_at.extend((a..b).map(|kh| {
+                let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
+                (ih, ih % slots)
+            }));
+        }
+        Plan {
+            divs: finish.divisors(&h, &w),
+            h,
+            w,
+            len,
+            mid,
+            taps,
+            edges,
+            edge_at,
+            slots,
+            rows,
+            row_at,
+        }
+    }
+}
+
 impl<T: Num, S> Reduce<'_, T, S>
 where
-    S: Fn(T, T) -> T,
+    S: Fn(T, T) -> T + Sync,
 {
     /// Pools every contiguous input plane of `x` into the matching plane of
     /// `out`: 1-D and 2-D windows walk the input rows directly (see
     /// [`Reduce::planar`]), more spatial axes go through the gather table.
+    /// Large inputs split their planes across the rayon pool (each plane
+    /// is computed the same way on any thread).
+    ///
+    /// A max plane without NaN folds with `if b > a { b } else { a }` (one
+    /// vector max instruction) and needs no finishing: it is the max step
+    /// for any tap `b` that is not NaN (both keep `a` on ties and on a NaN
+    /// `a`, and take a larger `b`), and a NaN-free fold gives no NaN to
+    /// canonicalize. `Finish::Max` is only [`max_reduce`]'s.
     fn planes(&self, x: &[T], out: &mut [T], axes: &[Axis1]) -> Result<()> {
+        use rayon::prelude::*;
         let plane: usize = axes.iter().map(|a| a.input).product();
         let o: usize = axes.iter().map(|a| a.output).product();
-        let input = |p: usize| &x[p * plane..(p + 1) * plane];
         if let Some((h, w)) = planar(axes) {
-            let cols: Vec<(usize, usize)> = (0..w.output).map(|ow| w.taps_inside(ow)).collect();
-            for (p, dst) in out.chunks_exact_mut(o.max(1)).enumerate() {
-                self.planar(input(p), dst, &h, &w, &cols);
+            let plan = Plan::new(h, w, self.finish);
+            let one = |(p, dst): (usize, &mut [T])| {
+                let xp = &x[p * plane..(p + 1) * plane];
+                match self.finish {
+                    Finish::Max if !xp.iter().fold(false, |n, &v| n | is_nan(v)) => {
+                        let step = |a: T, b: T| if b > a { b } else { a };
+                        self.planar(&step, Last::Keep, xp, dst, &plan)
+                    }
+                    Finish::Max => self.planar(&self.step, Last::Canonical, xp, dst, &plan),
+                    Finish::Mean { .. } => self.planar(&self.step, Last::Divide, xp, dst, &plan),
+                }
+            };
+            if crate::parallel::split(x.len().max(out.len())) {
+                out.par_chunks_mut(o.max(1)).enumerate().for_each(one);
+            } else {
+                out.chunks_exact_mut(o.max(1)).enumerate().for_each(one);
             }
             return Ok(());
         }
@@ -176,97 +300,149 @@ where
         Ok(())
     }
 
-    /// One 2-D plane, an output row at a time: each kernel tap updates the
-    /// whole run of windows that read it inside the input, so consecutive
-    /// steps touch independent accumulators (no chain of dependent max or add
-    /// per window) and every run is a straight vector loop. A strided row is
-    /// first split into its `stride` phases (`phases`), so that the inputs
-    /// of consecutive windows sit side by side. Each window still folds its
-    /// taps in the gather table's order (rows, then columns), so results are
-    /// bit for bit the table's. The taps inside a window form the rectangle
-    /// `h.taps_inside` × `cols`.
-    fn planar(&self, xp: &[T], dst: &mut [T], h: &Axis1, w: &Axis1, cols: &[(usize, usize)]) {
-        let s = w.stride;
-        // Each kernel column's run of windows and where its first input
-        // sits in the split row (phase-major: phase p at p * len).
-        let len = w.input.div_ceil(s);
-        let runs: Vec<(usize, usize, usize)> = (0..w.kernel)
-            .map(|kw| {
-                let (lo, hi) = w.outputs_inside(kw);
-                let iw = if lo < hi {
-                    (w.start(lo) + (kw * w.dilation) as i64) as usize
-                } else {
-                    0
-                };
-                (lo, hi, (iw % s) * len + iw / s)
-            })
-            .filter(|&(lo, hi, _)| lo < hi)
-            .collect();
-        let mut split = vec![self.init; if s == 1 { 0 } else { s * len }];
-        let mut divs = vec![self.init; w.output];
-        for (oh, row) in dst.chunks_exact_mut(w.output).enumerate() {
-            row.fill(self.init);
-            let (kh_lo, kh_hi) = h.taps_inside(oh);
-            for kh in kh_lo..kh_hi {
-                let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
-                let src = &xp[ih * w.input..(ih + 1) * w.input];
-                let src = if s == 1 {
-                    src
-                } else {
-                    phases(src, s, &mut split);
-                    &split[..]
-                };
-                // Windows every tap reads inside take their taps in one pass
-                // (2 or 3 wide), the rest tap by tap; either way in order.
-                let (mid_lo, mid_hi) = match (runs.len() == w.kernel, w.kernel) {
-                    (true, 2) => self.fused::<2>(row, src, &runs),
-                    (true, 3) => self.fused::<3>(row, src, &runs),
-                    _ => (0, 0),
-                };
-                for &(lo, hi, at) in &runs {
-                    for (a, b) in [(lo, hi.min(mid_lo)), (lo.max(mid_hi), hi)] {
-                        if a < b {
-                            row[a..b]
-                                .iter_mut()
-                                .zip(&src[at + (a - lo)..at + (b - lo)])
-                                .for_each(|(acc, &v)| *acc = (self.step)(*acc, v));
+    /// One 2-D plane, separably, with `step` (this reduction's own or, for
+    /// max, one the plane allows; see [`Reduce::planes`]) and `last`: each
+    /// input row a window reads is first folded along the row, every output
+    /// column's taps inside the input into one row result
+    /// ([`Reduce::fold_row`]), once per input row; then each output row
+    /// folds the row results of its kernel rows inside the input, column by
+    /// column ([`Reduce::fold_rows`]). Row results live in a ring of as many
+    /// rows as a window spans, so each input row is read and folded once,
+    /// and every step is a straight vector loop over a row. A 3×3 window
+    /// costs 2 steps along the row and 2 down the column instead of 9.
+    ///
+    /// Max stays bit for bit the gather table's fold (rows, then columns,
+    /// from `init`): that fold returns the first NaN in tap order if there
+    /// is one, else the first tap (or `init`) equal to the largest value
+    /// (a tap replaces the accumulator only when strictly greater). A row
+    /// result is that same pick within its row; folding the row results in
+    /// row order then picks the first row holding a NaN, and its first NaN,
+    /// or else the first row holding the largest value, and its first tap
+    /// with it (earlier rows' results are smaller, later ones not larger;
+    /// `init` is the least value of T, so it is kept only if every tap
+    /// equals it, bit for bit). Integers likewise. Average sums each row
+    /// first, so a sum may differ from the table's in its last bits
+    /// (rounding in another order; never in the sign of a zero).
+    fn planar<F: Fn(T, T) -> T>(&self, step: &F, last: Last, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+        let w = &plan.w;
+        let ow = w.output;
+        if ow == 0 {
+            return;
+        }
+        let mut ring = vec![self.init; plan.slots * ow];
+        let mut tags = vec![usize::MAX; plan.slots];
+        let mut split = vec![self.init; if w.stride == 1 { 0 } else { w.stride * plan.len }];
+        let mut slots: Vec<usize> = Vec::with_capacity(plan.h.kernel);
+        for (oh, row) in dst.chunks_exact_mut(ow).enumerate() {
+            let (lo, hi) = plan.rows[oh];
+            slots.clear();
+            for &(ih, slot) in &plan.row_at[lo..hi] {
+                if tags[slot] != ih {
+                    tags[slot] = ih;
+                    let src = &xp[ih * w.input..(ih + 1) * w.input];
+                    let src = if w.stride == 1 {
+                        src
+                    } else {
+                        phases(src, w.stride, &mut split);
+                        &split[..]
+                    };
+                    self.fold_row(step, src, &mut ring[slot * ow..(slot + 1) * ow], plan);
+                }
+                slots.push(slot);
+            }
+            self.fold_rows(step, row, &ring, &slots);
+            last.row(row, plan.divs.get(oh * ow..(oh + 1) * ow).unwrap_or(&[]));
+        }
+    }
+
+    /// One input row's results: `out[ow]` folds window `ow`'s taps inside
+    /// the row (`src`, split into phases when strided) in kernel order,
+    /// starting from the first tap (`init` when none is inside). The
+    /// windows every tap reads inside take their taps as `K` slices side by
+    /// side, the few at the edges one by one.
+    fn fold_row<F: Fn(T, T) -> T>(&self, step: &F, src: &[T], out: &mut [T], plan: &Plan<T>) {
+        let w = &plan.w;
+        let (lo, hi) = plan.mid;
+        if lo < hi {
+            let n = hi - lo;
+            let tap = |k: usize| &src[plan.taps[k]..plan.taps[k] + n];
+            let r = &mut out[lo..hi];
+            match w.kernel {
+                1 => r.copy_from_slice(tap(0)),
+                2 => r
+                    .iter_mut()
+                    .zip(tap(0).iter().zip(tap(1)))
+                    .for_each(|(o, (&a, &b))| *o = step(a, b)),
+                _ => {
+                    r.iter_mut()
+                        .zip(tap(0).iter().zip(tap(1)).zip(tap(2)))
+                        .for_each(|(o, ((&a, &b), &c))| *o = step(step(a, b), c));
+                    let mut k = 3;
+                    while k < w.kernel {
+                        if k + 1 < w.kernel {
+                            r.iter_mut()
+                                .zip(tap(k).iter().zip(tap(k + 1)))
+                                .for_each(|(o, (&a, &b))| *o = step(step(*o, a), b));
+                            k += 2;
+                        } else {
+                            r.iter_mut().zip(tap(k)).for_each(|(o, &a)| *o = step(*o, a));
+                            k += 1;
                         }
                     }
                 }
             }
-            let inside = cols.iter().map(|&(lo, hi)| (kh_hi - kh_lo) * (hi - lo));
-            self.finish.row(row, oh * w.output, inside, &mut divs);
+        }
+        for &(o, a, b) in &plan.edges {
+            let mut taps = plan.edge_at[a..b].iter().map(|&i| src[i]);
+            out[o] = match taps.next() {
+                Some(first) => taps.fold(first, step),
+                None => self.init,
+            };
         }
     }
 
-    /// Folds all `K` taps of the windows every tap reads inside the input
-    /// (`runs`: one per tap, as [`Reduce::planar`] has them) in one pass,
-    /// and returns those windows' range (empty when there are none).
-    fn fused<const K: usize>(
-        &self,
-        row: &mut [T],
-        src: &[T],
-        runs: &[(usize, usize, usize)],
-    ) -> (usize, usize) {
-        let lo = runs.iter().map(|r| r.0).max().unwrap_or(0);
-        let hi = runs.iter().map(|r| r.1).min().unwrap_or(0);
-        if lo >= hi {
-            return (0, 0);
+    /// Output row `row`: the row results in `ring` at `slots` (the kernel
+    /// rows inside the input, in order) folded column by column, up to
+    /// three rows per pass; `init` when no row is inside. Folding into
+    /// `init` first is left to [`Last::row`]: a max step from `init`, the
+    /// least value of T, returns the tap bit for bit (it keeps `init` only
+    /// on a tap equal to it, with the same bits), and a sum from `+0` only
+    /// turns an all `-0` sum into `+0`, which adding `+0` last does too.
+    fn fold_rows<F: Fn(T, T) -> T>(&self, step: &F, row: &mut [T], ring: &[T], slots: &[usize]) {
+        let n = row.len();
+        let r = |k: usize| &ring[slots[k] * n..(slots[k] + 1) * n];
+        let first = slots.len().min(3);
+        match first {
+            0 => row.fill(self.init),
+            1 => row.copy_from_slice(r(0)),
+            2 => row
+                .iter_mut()
+                .zip(r(0).iter().zip(r(1)))
+                .for_each(|(o, (&a, &b))| *o = step(a, b)),
+            _ => row
+                .iter_mut()
+                .zip(r(0).iter().zip(r(1)).zip(r(2)))
+                .for_each(|(o, ((&a, &b), &c))| *o = step(step(a, b), c)),
         }
-        let n = hi - lo;
-        let taps: [&[T]; K] = std::array::from_fn(|k| {
-            let at = runs[k].2 + (lo - runs[k].0);
-            &src[at..at + n]
-        });
-        for (j, acc) in row[lo..hi].iter_mut().enumerate() {
-            let mut v = *acc;
-            for t in &taps {
-                v = (self.step)(v, t[j]);
+        let mut k = first;
+        while k < slots.len() {
+            if k + 1 < slots.len() {
+                row.iter_mut()
+                    .zip(r(k).iter().zip(r(k + 1)))
+                    .for_each(|(o, (&a, &b))| *o = step(step(*o, a), b));
+                k += 2;
+            } else {
+                row.iter_mut().zip(r(k)).for_each(|(o, &a)| *o = step(*o, a));
+                k += 1;
             }
-            *acc = v;
         }
-        (lo, hi)
     }
+}
+
+/// Whether `v` is NaN, for any numeric T.
+#[allow(clippy::eq_op)]
+fn is_nan<T: Num>(v: T) -> bool {
+    v != v
 }
 
 /// Splits `src` into its `s` phases: `out[p * len + j] = src[j * s + p]`
@@ -473,28 +649,90 @@ mod tests {
         (0usize..8, 1usize..4, 1usize..4, 1usize..3, 0usize..3, 0usize..3)
     }
 
+    /// A stride-1 axis: input 0..12 (also narrower than the kernel),
+    /// kernel 2..=5, dilation 1 or 2, pads up to the kernel each side.
+    fn stride_one_axis() -> impl Strategy<Value = (usize, usize, usize, usize, usize, usize)> {
+        (0usize..12, 2usize..6, 1usize..3)
+            .prop_flat_map(|(n, k, d)| (Just(n), Just(k), Just(1usize), Just(d), 0..=k, 0..=k))
+    }
+
     /// Bit equality, any NaN matching only a NaN with the same bits.
     fn same_bits(a: &[f64], b: &[f64]) -> bool {
         a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
     }
 
-    /// Bit equality, except that any NaN matches any NaN: the bits of a NaN
-    /// that arithmetic makes (a sum of NaN and -NaN) are not specified by
-    /// Rust, and may change with the operand order the compiler picks.
-    fn same_bits_any_nan(a: &[f64], b: &[f64]) -> bool {
-        a.len() == b.len()
-            && a.iter()
-                .zip(b)
-                .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
+    /// The pool of `spec` (input, kernel, stride, dilation, pad begin, pad
+    /// end per axis) with `ceil_mode`, or `None` when it has no valid shape.
+    fn resolve(
+        spec: &[(usize, usize, usize, usize, usize, usize)],
+        ceil: bool,
+    ) -> Option<(Vec<Axis1>, usize)> {
+        let win = Window {
+            strides: spec.iter().map(|a| a.2).collect(),
+            dilations: spec.iter().map(|a| a.3).collect(),
+            pads: spec.iter().map(|a| a.4).chain(spec.iter().map(|a| a.5)).collect(),
+            ceil_mode: ceil,
+            ..Window::default()
+        };
+        let input: Vec<usize> = spec.iter().map(|a| a.0).collect();
+        let kernel: Vec<usize> = spec.iter().map(|a| a.1).collect();
+        let axes = win.resolve("pool", &input, &kernel).ok()?;
+        Some((axes, kernel.iter().product()))
+    }
+
+    /// The average pools of the planar walk against the gather table's (the
+    /// reference step `+`, taps in row-major order). The planar walk sums
+    /// each kernel row first, so sums may round differently: outputs must
+    /// agree within 4 ULP per kernel tap of the mean of the taps' magnitudes
+    /// (the bound on reordered summation, over the same divisor), NaN with
+    /// any NaN, infinities exactly.
+    fn averages_agree<T: Float>(
+        x: &[T],
+        axes: &[Axis1],
+        taps: usize,
+        eps: f64,
+    ) -> std::result::Result<(), String> {
+        let o = x.len() / axes.iter().map(|a| a.input).product::<usize>().max(1)
+            * axes.iter().map(|a| a.output).product::<usize>();
+        let counts = padded_counts(axes);
+        for c in [None, Some(&counts[..])] {
+            let (mut fast, mut general, mut scale) =
+                (vec![T::one(); o], vec![T::zero(); o], vec![T::zero(); o]);
+            average_reduce::<T>(c).planes(x, &mut fast, axes).unwrap();
+            let avg = Reduce {
+                init: T::zero(),
+                step: |s: T, v: T| s + v,
+                finish: Finish::Mean { padded: c },
+            };
+            avg.table(x, &mut general, axes).unwrap();
+            let abs = Reduce {
+                init: T::zero(),
+                step: |s: T, v: T| s + <T as Num>::abs(v),
+                finish: Finish::Mean { padded: c },
+            };
+            abs.table(x, &mut scale, axes).unwrap();
+            for i in 0..o {
+                let f = <T as crate::dtype::Element>::to_f64;
+                let (p, q, m) = (f(fast[i]), f(general[i]), f(scale[i]));
+                let ok = (p.is_nan() && q.is_nan())
+                    || p == q
+                    || (p.is_finite() && q.is_finite() && (p - q).abs() <= 4.0 * eps * taps as f64 * m);
+                if !ok {
+                    return Err(format!("avg {c:?} {axes:?} at {i}: {p:e} vs {q:e} (scale {m:e})"));
+                }
+            }
+        }
+        Ok(())
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
         /// The planar walk gives what the gather table gives with the
-        /// reference steps ([`Num::maximum`], `+`), bit for bit, for max
-        /// (NaN, -inf, NaN with its sign bit set, and ±0 among the inputs)
-        /// and both averages (NaN bits aside), with strides, dilations, pads and ceil_mode,
+        /// reference steps ([`Num::maximum`], `+`): max bit for bit (NaN,
+        /// -inf, NaN with its sign bit set, and ±0 among the inputs), both
+        /// averages within reordered summation's rounding (see
+        /// [`averages_agree`]), with strides, dilations, pads and ceil_mode,
         /// in 1-D and 2-D.
         #[test]
         fn planar_pools_match_the_gather_table(
@@ -505,35 +743,63 @@ mod tests {
             specials in prop::collection::vec((any::<prop::sample::Index>(), 0usize..5), 0..4),
         ) {
             for spec in [vec![w], vec![h, w]] {
-                let win = Window {
-                    strides: spec.iter().map(|a| a.2).collect(),
-                    dilations: spec.iter().map(|a| a.3).collect(),
-                    pads: spec.iter().map(|a| a.4).chain(spec.iter().map(|a| a.5)).collect(),
-                    ceil_mode: ceil,
-                    ..Window::default()
-                };
-                let input: Vec<usize> = spec.iter().map(|a| a.0).collect();
-                let kernel: Vec<usize> = spec.iter().map(|a| a.1).collect();
-                let Ok(axes) = win.resolve("pool", &input, &kernel) else { continue };
-                let n = planes * input.iter().product::<usize>();
+                let Some((axes, taps)) = resolve(&spec, ceil) else { continue };
+                let n = planes * spec.iter().map(|a| a.0).product::<usize>();
                 let o = planes * axes.iter().map(|a| a.output).product::<usize>();
-                let mut x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 101) as f64 - 50.0).collect();
+                let mut x: Vec<f64> = (0..n).map(|i| (((i * 7919) % 101) as f64 - 50.0) * 0.37).collect();
                 for (at, kind) in &specials {
                     if n > 0 {
                         x[at.index(n)] = [f64::NAN, -f64::NAN, f64::NEG_INFINITY, 0.0, -0.0][*kind];
                     }
                 }
                 let max = Reduce { init: <f64 as Num>::min_value(), step: <f64 as Num>::maximum, finish: Finish::Max };
-                let counts = padded_counts(&axes);
                 let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
                 max_reduce::<f64>().planes(&x, &mut fast, &axes).unwrap();
                 max.table(&x, &mut general, &axes).unwrap();
                 prop_assert!(same_bits(&fast, &general), "max {:?}: {:?} vs {:?}", axes, fast, general);
-                for c in [None, Some(&counts[..])] {
-                    let avg = Reduce { init: 0.0, step: |s, v| s + v, finish: Finish::Mean { padded: c } };
-                    average_reduce::<f64>(c).planes(&x, &mut fast, &axes).unwrap();
-                    avg.table(&x, &mut general, &axes).unwrap();
-                    prop_assert!(same_bits_any_nan(&fast, &general), "avg {c:?} {:?}: {:?} vs {:?}", axes, fast, general);
+                if let Err(e) = averages_agree(&x, &axes, taps, f64::EPSILON) {
+                    prop_assert!(false, "{}", e);
+                }
+            }
+        }
+
+        /// Stride-1 windows (kernels 2 to 5, dilation 1 and 2, pads up to
+        /// the kernel, ceil_mode, planes narrower than the kernel) in f32,
+        /// with ties, ±0, ±inf and NaNs of both signs among the inputs: max
+        /// bit for bit, integer max exactly, averages as above.
+        #[test]
+        fn stride_one_pools_match_the_gather_table(
+            h in stride_one_axis(),
+            w in stride_one_axis(),
+            ceil in any::<bool>(),
+            planes in 1usize..3,
+            vals in prop::collection::vec(-100f32..100f32, 1..40),
+            specials in prop::collection::vec((any::<prop::sample::Index>(), 0usize..6), 0..5),
+        ) {
+            for spec in [vec![w], vec![h, w]] {
+                let Some((axes, taps)) = resolve(&spec, ceil) else { continue };
+                let n = planes * spec.iter().map(|a| a.0).product::<usize>();
+                let o = planes * axes.iter().map(|a| a.output).product::<usize>();
+                let mut x: Vec<f32> = (0..n).map(|i| vals[i % vals.len()]).collect();
+                for (at, kind) in &specials {
+                    if n > 0 {
+                        x[at.index(n)] = [f32::NAN, -f32::NAN, f32::NEG_INFINITY, f32::INFINITY, 0.0, -0.0][*kind];
+                    }
+                }
+                let max = Reduce { init: <f32 as Num>::min_value(), step: <f32 as Num>::maximum, finish: Finish::Max };
+                let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
+                max_reduce::<f32>().planes(&x, &mut fast, &axes).unwrap();
+                max.table(&x, &mut general, &axes).unwrap();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                prop_assert_eq!(bits(&fast), bits(&general), "max {:?}", axes);
+                let xi: Vec<i32> = x.iter().map(|&f| if f.is_nan() { 7 } else { f.clamp(-1e9, 1e9) as i32 }).collect();
+                let imax = Reduce { init: <i32 as Num>::min_value(), step: <i32 as Num>::maximum, finish: Finish::Max };
+                let (mut ifast, mut igeneral) = (vec![1; o], vec![2; o]);
+                max_reduce::<i32>().planes(&xi, &mut ifast, &axes).unwrap();
+                imax.table(&xi, &mut igeneral, &axes).unwrap();
+                prop_assert_eq!(ifast, igeneral, "int max {:?}", axes);
+                if let Err(e) = averages_agree(&x, &axes, taps, f32::EPSILON as f64) {
+                    prop_assert!(false, "{}", e);
                 }
             }
         }
@@ -556,6 +822,42 @@ mod tests {
             max_reduce::<i64>().planes(&x, &mut fast, &axes).unwrap();
             reference.table(&x, &mut general, &axes).unwrap();
             prop_assert_eq!(fast, general);
+        }
+    }
+
+    /// A wide plane: the ring of row results wraps many times, and the
+    /// middle windows run as slices (the proptests' planes are small).
+    #[test]
+    fn wide_planes_match_the_gather_table() {
+        for (k, s, d, p) in [
+            (3, 1, 1, 1),
+            (3, 2, 1, 1),
+            (2, 2, 1, 0),
+            (5, 1, 2, 2),
+            (4, 3, 1, 2),
+            (7, 1, 1, 3),
+        ] {
+            let spec = [(37, k, s, d, p, p), (41, k, s, d, p, p)];
+            let (axes, taps) = resolve(&spec, false).unwrap();
+            let n = 2 * 37 * 41;
+            let o = 2 * axes.iter().map(|a| a.output).product::<usize>();
+            let mut x: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919) % 1009) as f32 * 0.173 - 80.0)
+                .collect();
+            x[500] = f32::NAN;
+            x[900] = -f32::NAN;
+            x[1700] = f32::INFINITY;
+            let max = Reduce {
+                init: <f32 as Num>::min_value(),
+                step: <f32 as Num>::maximum,
+                finish: Finish::Max,
+            };
+            let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
+            max_reduce::<f32>().planes(&x, &mut fast, &axes).unwrap();
+            max.table(&x, &mut general, &axes).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fast), bits(&general), "max {axes:?}");
+            averages_agree(&x, &axes, taps, f32::EPSILON as f64).unwrap();
         }
     }
 }
