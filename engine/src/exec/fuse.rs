@@ -120,26 +120,21 @@ pub(crate) fn sweep(graph: &Graph, order: &[NodeId], live: &LiveValues) -> Resul
 
 fn run<T: Float + VMath>(x: &Tensor, steps: &[Step]) -> Result<()> {
     // Borrow every operand first (a guard each), then write the buffer.
-    let mut scalars = Vec::with_capacity(steps.len());
-    let mut guards: Vec<Option<Ref<'_, [T]>>> = Vec::with_capacity(steps.len());
-    for s in steps {
-        let (scalar, guard) = match &s.y {
-            Source::Scalar(t) => (Some(t.borrow_contiguous::<T>()?[0]), None),
-            Source::Slice(t) => (None, Some(t.borrow_contiguous::<T>()?)),
-            Source::None | Source::Itself => (None, None),
-        };
-        scalars.push(scalar);
-        guards.push(guard);
-    }
+    let guards = steps
+        .iter()
+        .map(|s| match &s.y {
+            Source::Scalar(t) | Source::Slice(t) => t.borrow_contiguous::<T>().map(Some),
+            Source::None | Source::Itself => Ok(None),
+        })
+        .collect::<Result<Vec<Option<Ref<'_, [T]>>>>>()?;
     let ops: Vec<(Pointwise, Option<Operand<'_, T>>)> = steps
         .iter()
-        .zip(&scalars)
         .zip(&guards)
-        .map(|((s, &scalar), guard)| {
-            let y = match (&s.y, scalar, guard) {
-                (_, Some(b), _) => Some(Operand::Scalar(b)),
-                (_, _, Some(g)) => Some(Operand::Slice(&g[..])),
-                (Source::Itself, ..) => Some(Operand::Itself),
+        .map(|(s, g)| {
+            let y = match (&s.y, g) {
+                (Source::Scalar(_), Some(g)) => Some(Operand::Scalar(g[0])),
+                (Source::Slice(_), Some(g)) => Some(Operand::Slice(&g[..])),
+                (Source::Itself, _) => Some(Operand::Itself),
                 _ => None,
             };
             (s.f, y)

@@ -136,28 +136,24 @@ fn run<Op: SimdUnaryOp<f32>>(op: &Op, src: Option<&[f32]>, dst: &mut [f32]) {
 /// `dst[i] = f(src[i])` with the run-time kernels; false (nothing written)
 /// when `f` has none or the CPU lacks them.
 pub fn map(f: MathFn, src: &[f32], dst: &mut [f32]) -> bool {
-    if !available() {
-        return false;
-    }
-    match f {
-        MathFn::Exp => run(&Exp {}, Some(src), dst),
-        MathFn::Sigmoid => run(&Sigmoid, Some(src), dst),
-        MathFn::Tanh => run(&SignedTanh, Some(src), dst),
-        _ => return false,
-    }
-    true
+    apply(f, Some(src), dst)
 }
 
 /// `buf[i] = f(buf[i])` with the run-time kernels; false (nothing written)
 /// when `f` has none or the CPU lacks them.
 pub fn map_inplace(f: MathFn, buf: &mut [f32]) -> bool {
+    apply(f, None, buf)
+}
+
+/// [`map`] with `src`, else [`map_inplace`] on `dst`.
+fn apply(f: MathFn, src: Option<&[f32]>, dst: &mut [f32]) -> bool {
     if !available() {
         return false;
     }
     match f {
-        MathFn::Exp => run(&Exp {}, None, buf),
-        MathFn::Sigmoid => run(&Sigmoid, None, buf),
-        MathFn::Tanh => run(&SignedTanh, None, buf),
+        MathFn::Exp => run(&Exp {}, src, dst),
+        MathFn::Sigmoid => run(&Sigmoid, src, dst),
+        MathFn::Tanh => run(&SignedTanh, src, dst),
         _ => return false,
     }
     true
