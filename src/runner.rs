@@ -176,6 +176,7 @@ pub fn check(
                     op: s.op.clone(),
                     start_us: s.start_us as u64,
                     dur_us: s.dur_us.ceil() as u64,
+                    swept: s.swept,
                 })
                 .collect()
         })

@@ -22,6 +22,7 @@ pub mod graph;
 pub mod inplace;
 pub mod memory;
 pub mod parallel;
+pub mod summary;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
 pub use exec::{At, Cursor, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step};

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use vigil_engine::exec::{Flow, Listener, NoListener, RunOptions, RunOutput};
+use vigil_engine::exec::{Flow, Listener, NoListener, RunOptions, RunOutput, SweepEvent, SweepWatch};
+use vigil_engine::summary::Acc;
 use vigil_engine::{inplace, At, Attrs, DType, Executor, Graph, GraphBuilder, OpEvent, Sym, Tensor};
 
 /// One op of a generated chain.
@@ -213,8 +214,124 @@ fn an_operand_that_does_not_fit_ends_the_sweep() {
     assert_eq!(fused.stats.fused, 2);
 }
 
+/// What a listener saw of one node's output: its summary and first NaN or
+/// infinity (flat index, value).
+type Seen = (Acc, Option<(usize, f64)>);
+
+/// Records each node's output summary: from the whole output in `post_op`
+/// (through the scalar path), from the sweep's summaries in `post_sweep`.
+struct Summaries {
+    watch: SweepWatch,
+    seen: HashMap<String, Seen>,
+    swept: usize,
+}
+
+impl Summaries {
+    fn new(watch: SweepWatch) -> Summaries {
+        Summaries {
+            watch,
+            seen: HashMap::new(),
+            swept: 0,
+        }
+    }
+}
+
+impl Listener for Summaries {
+    fn watches_sweeps(&self) -> SweepWatch {
+        self.watch
+    }
+    fn post_op(&mut self, _at: &At, ev: &OpEvent<'_>) {
+        let xs = ev.outputs[0].to_f64_vec().unwrap();
+        let mut acc = Acc::default();
+        xs.iter().for_each(|&x| acc.push(x));
+        let first = xs.iter().position(|x| !x.is_finite()).map(|i| (i, xs[i]));
+        self.seen.insert(ev.node.name.clone(), (acc, first));
+    }
+    fn post_sweep(&mut self, _at: &At, ev: &SweepEvent<'_>) {
+        self.swept += ev.nodes.len();
+        for (k, out) in ev.outputs.iter().enumerate() {
+            let name = ev.graph.node(ev.nodes[k]).name.clone();
+            self.seen
+                .insert(name, (out.summary.clone(), out.first_non_finite));
+        }
+    }
+}
+
+/// The same summary up to the order of the sum.
+fn assert_same_summary(name: &str, a: &Seen, b: &Seen) {
+    let (x, y) = (&a.0, &b.0);
+    assert_eq!(
+        (x.nan, x.pos_inf, x.neg_inf, x.negative, x.zero, x.positive),
+        (y.nan, y.pos_inf, y.neg_inf, y.negative, y.zero, y.positive),
+        "counts of '{name}'"
+    );
+    assert_eq!(
+        (x.lo.to_bits(), x.hi.to_bits()),
+        (y.lo.to_bits(), y.hi.to_bits()),
+        "range of '{name}'"
+    );
+    // The f32 kernel adds in f32 lanes, up to 256 adds each per block: a
+    // lost or doubled tile would be off by far more.
+    let mag = x.lo.abs().max(x.hi.abs()) * (x.negative + x.zero + x.positive) as f64;
+    assert!(
+        x.sum == y.sum || (x.sum - y.sum).abs() <= 3e-5 * mag,
+        "sum of '{name}': {} vs {}",
+        x.sum,
+        y.sum
+    );
+    assert_eq!(
+        a.1.map(|(i, v)| (i, v.to_bits())),
+        b.1.map(|(i, v)| (i, v.to_bits())),
+        "first non-finite of '{name}'"
+    );
+}
+
+#[test]
+fn a_listener_that_watches_sweeps_keeps_them() {
+    let links = [Link::Unary("exp"), Link::Unary("tanh"), Link::Scalar("add")];
+    let graph = chain(DType::F32, 100, &links, None);
+    let f = feeds(DType::F32, 100);
+    let exec = Executor::new(&graph).unwrap();
+    for (watch, summaries) in [(SweepWatch::Edges, false), (SweepWatch::Summaries, true)] {
+        let mut l = Summaries::new(watch);
+        let out = exec.run_with(&f, &mut l, &RunOptions::default()).unwrap();
+        assert_eq!((out.stats.fused, l.swept), (3, 3));
+        // `mul` ran alone (post_op); the swept nodes have summaries only
+        // when asked for.
+        assert_eq!(l.seen.len(), if summaries { 4 } else { 1 });
+        assert_same(&out, &stepped(&graph, &f));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A sweep's summaries of each node's output are the whole outputs'
+    /// summaries of a node-by-node run (the sum up to its order), with
+    /// NaN and infinities from `log`, `sqrt`, `reciprocal` and `pow`.
+    #[test]
+    fn sweep_summaries_are_the_stepped_outputs_summaries(
+        links in prop::collection::vec(link(), 1..10),
+        n in 1usize..40_000,
+        f64_ in any::<bool>(),
+    ) {
+        let dtype = if f64_ { DType::F64 } else { DType::F32 };
+        let graph = chain(dtype, n, &links, None);
+        let f = feeds(dtype, n);
+        let exec = Executor::new(&graph).unwrap();
+        let mut swept = Summaries::new(SweepWatch::Summaries);
+        let a = exec.run_with(&f, &mut swept, &RunOptions::default()).unwrap();
+        let mut stepped = Summaries::new(SweepWatch::Summaries);
+        let opts = RunOptions { node_by_node: true, ..RunOptions::default() };
+        let b = exec.run_with(&f, &mut stepped, &opts).unwrap();
+        assert_same(&a, &b);
+        prop_assert_eq!(a.stats.fused, swept.swept);
+        prop_assert_eq!(b.stats.fused, 0);
+        prop_assert_eq!(swept.seen.len(), stepped.seen.len());
+        for (name, seen) in &stepped.seen {
+            assert_same_summary(name, &swept.seen[name], seen);
+        }
+    }
 
     #[test]
     fn a_sweep_is_bit_for_bit_the_stepped_run(

@@ -19,6 +19,18 @@ pub trait Validator: Listener {
     fn take_findings(&mut self) -> Vec<Finding>;
 }
 
+/// The row-major index of element `flat` of an array of `shape`.
+pub(crate) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0usize; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        if d > 0 {
+            index[k] = flat % d;
+            flat /= d;
+        }
+    }
+    index
+}
+
 /// A 64-bit hash as 16 hex digits (JSON numbers lose bits above 2^53).
 pub(crate) fn hex(h: u64) -> String {
     format!("{h:016x}")

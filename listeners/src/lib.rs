@@ -28,7 +28,6 @@ mod region;
 pub mod replay;
 pub mod selftest;
 pub mod set;
-pub mod summary;
 pub mod viewmap;
 
 pub mod compare;

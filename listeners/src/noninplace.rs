@@ -53,6 +53,16 @@
 //! destroy are still hashed: that destroy moves their version on every run.
 //! Like reuse, this trusts versions, so it is on only with reuse.
 //!
+//! # Sweeps
+//!
+//! Nodes that run as one fused sweep (`vigil_engine::exec::SweptOutput`)
+//! are counted in [`NonInplaceStats::ops_swept`], not hashed: a sweep
+//! reads its nodes' other operands through shared borrows of their
+//! buffers, refused while any write is under way, and writes only the
+//! swept value's own elements, so neither finding can arise there. Their
+//! op kernels run node by node wherever a run does not sweep, and are
+//! checked there.
+//!
 //! # Modes
 //!
 //! [`Mode::Hash`] keeps no copies. [`Mode::Copy`] keeps copies of the inputs
@@ -65,12 +75,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::exec::{At, Listener, OpEvent, SweepEvent, SweepWatch};
 use vigil_engine::graph::Graph;
 use vigil_engine::Tensor;
 
 use crate::diff::Diff;
-use crate::finding::{at_op, fmt_index, hex, Finding, Kind, Validator};
+use crate::finding::{at_op, fmt_index, hex, unravel, Finding, Kind, Validator};
 use crate::hash::{HashCache, Hashed, Part};
 use crate::overlap::tensors_share_memory;
 use crate::region::Region;
@@ -121,6 +131,9 @@ impl Default for NonInplaceConfig {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct NonInplaceStats {
     pub ops_checked: usize,
+    /// Nodes that ran inside fused sweeps: not hashed (see the module
+    /// documentation).
+    pub ops_swept: usize,
     pub ops_exempt: usize,
     /// Checked ops with no error finding.
     pub passed: usize,
@@ -724,6 +737,14 @@ impl NonInplaceValidationListener {
 }
 
 impl Listener for NonInplaceValidationListener {
+    fn watches_sweeps(&self) -> SweepWatch {
+        SweepWatch::Edges
+    }
+
+    fn post_sweep(&mut self, _at: &At, ev: &SweepEvent) {
+        self.stats.ops_swept += ev.nodes.len();
+    }
+
     fn operation_end(&mut self, _at: &At, _graph: &Graph) {
         if !self.to_replay.is_empty() || self.snapshot.is_some() {
             self.run_replays();
@@ -826,18 +847,6 @@ fn changed_elements(diff: &Value, shape: &[usize]) -> Option<String> {
         first["old"],
         first["new"]
     ))
-}
-
-/// The row-major index of element `flat` of an array of `shape`.
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut index = vec![0usize; shape.len()];
-    for (k, &d) in shape.iter().enumerate().rev() {
-        if d > 0 {
-            index[k] = flat % d;
-            flat /= d;
-        }
-    }
-    index
 }
 
 fn part_name(part: Part) -> &'static str {

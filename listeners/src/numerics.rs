@@ -3,18 +3,24 @@
 //! the op that *creates* NaN or Inf from all-finite inputs. Ops that merely
 //! pass non-finite values on are recorded (`propagated`), not blamed, so one
 //! bad op gives one finding however far its NaNs travel.
+//!
+//! Nodes of a fused sweep (`vigil_engine::exec::SweptOutput`) are judged
+//! from the summaries the sweep made of each output tile by tile, so
+//! validate mode sweeps as plain mode does. Their health equals a whole
+//! output's, except that the mean's last bits may differ (the sum is added
+//! in another order).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ndarray::ArrayViewD;
 use serde::Serialize;
 use serde_json::json;
-use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::exec::{At, Listener, OpEvent, SweepEvent, SweepWatch};
 use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::{DType, Layout, Tensor};
 
-use crate::finding::{Finding, Kind, Validator};
-use crate::summary::{for_each_run, summarize, summarize_comparing, Acc, Summarize};
+use crate::finding::{unravel, Finding, Kind, Validator};
+use vigil_engine::summary::{for_each_run, summarize, summarize_comparing, Acc, Summarize};
 
 /// Counts and range of one tensor's elements. `negative`, `zero` and
 /// `positive` count finite elements; `min`, `max` and `mean` are over finite
@@ -124,7 +130,12 @@ pub struct NumericsListener {
     deferred: bool,
     /// The last op's outputs, awaiting their health.
     pending: Option<Pending>,
+    /// Whether the value a running sweep started from is all finite.
+    sweep_input_finite: bool,
 }
+
+/// The index and value of an output's first NaN or infinity.
+type FirstBad = (Vec<usize>, f64);
 
 /// An op whose outputs' health is not known yet.
 struct Pending {
@@ -133,6 +144,9 @@ struct Pending {
     position: Option<usize>,
     outputs: Vec<Tensor>,
     inputs_finite: bool,
+    /// For a swept node (whose output was never whole, so `outputs` is
+    /// empty): where the sweep saw each output's first NaN or infinity.
+    swept_first: Option<Vec<Option<FirstBad>>>,
 }
 
 fn all_finite(t: &Tensor) -> vigil_engine::Result<bool> {
@@ -235,7 +249,7 @@ impl NumericsListener {
 
 /// The index (logical order) and value of the first NaN or infinity of `t`.
 /// Only asked for on the failure path, so a plain walk is fine.
-fn first_non_finite(t: &Tensor) -> Option<(Vec<usize>, f64)> {
+fn first_non_finite(t: &Tensor) -> Option<FirstBad> {
     vigil_engine::dispatch_all!(t.dtype(), T => t
         .read(|v: ArrayViewD<'_, T>| {
             v.indexed_iter()
@@ -265,6 +279,7 @@ impl Listener for NumericsListener {
             position: at.node_index,
             outputs: ev.outputs.to_vec(),
             inputs_finite: self.inputs_finite.take().unwrap_or(false),
+            swept_first: None,
         });
         if !self.deferred {
             self.settle();
@@ -273,6 +288,51 @@ impl Listener for NumericsListener {
 
     fn operation_end(&mut self, _at: &At, _graph: &vigil_engine::Graph) {
         self.settle();
+    }
+
+    fn watches_sweeps(&self) -> SweepWatch {
+        SweepWatch::Summaries
+    }
+
+    fn pre_sweep(&mut self, _at: &At, ev: &SweepEvent) {
+        self.settle();
+        self.sweep_input_finite = self.finite(ev.value);
+    }
+
+    /// Each swept node as `post_op` would judge it, from the sweep's
+    /// summaries: its input 0 is the node before's output.
+    fn post_sweep(&mut self, _at: &At, ev: &SweepEvent) {
+        if ev.outputs.len() != ev.nodes.len() {
+            tracing::warn!(
+                position = ev.position,
+                "a sweep came without summaries; its nodes' health is not known"
+            );
+            return;
+        }
+        let mut input_finite = self.sweep_input_finite;
+        for (k, out) in ev.outputs.iter().enumerate() {
+            let node = ev.graph.node(ev.nodes[k]);
+            let mut ok = input_finite;
+            for &v in node.inputs.iter().skip(1).filter(|&&v| v != node.inputs[0]) {
+                ok &= ev.live.value(v).is_none_or(|t| self.finite(t));
+            }
+            let health = Health::from_acc(ev.value, &out.summary);
+            input_finite = health.non_finite() == 0;
+            let first = out
+                .first_non_finite
+                .map(|(flat, x)| (unravel(flat, ev.value.shape()), x));
+            let p = Pending {
+                node: node.name.clone(),
+                op: node.op.name().to_string(),
+                position: Some(ev.position + k),
+                outputs: Vec::new(),
+                inputs_finite: ok,
+                swept_first: Some(vec![first]),
+            };
+            self.judge(p, vec![health]);
+        }
+        // The swept buffer now holds the last node's output.
+        self.remember(ev.value, input_finite);
     }
 }
 
@@ -288,7 +348,10 @@ impl NumericsListener {
                     "output {k} has {} NaN, {} -inf, {} +inf from all-finite inputs",
                     h.nan, h.neg_inf, h.pos_inf
                 );
-                let first = p.outputs.get(k).and_then(first_non_finite);
+                let first = match &p.swept_first {
+                    Some(f) => f.get(k).cloned().flatten(),
+                    None => p.outputs.get(k).and_then(first_non_finite),
+                };
                 if let Some((index, x)) = &first {
                     message.push_str(&format!(
                         ", the first at {} ({x})",

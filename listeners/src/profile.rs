@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::json;
-use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::exec::{At, Listener, OpEvent, SweepEvent, SweepWatch};
 use vigil_engine::Graph;
 
 /// Aggregate timing of one op name.
@@ -28,6 +28,10 @@ pub struct OpSpan {
     pub op: String,
     pub start_us: f64,
     pub dur_us: f64,
+    /// The op ran in a fused sweep: the sweep's time is split evenly over
+    /// its nodes, which ran interleaved, a tile at a time.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub swept: bool,
 }
 
 #[derive(Default)]
@@ -78,7 +82,7 @@ impl ProfilingListener {
             .iter()
             .map(|s| {
                 json!({"name": s.op, "cat": "op", "ph": "X", "ts": s.start_us, "dur": s.dur_us,
-                       "pid": 1, "tid": 1, "args": {"node": s.node}})
+                       "pid": 1, "tid": 1, "args": {"node": s.node, "swept": s.swept}})
             })
             .collect();
         json!({"traceEvents": events, "displayTimeUnit": "ms"})
@@ -111,6 +115,35 @@ impl Listener for ProfilingListener {
             op: ev.op_name().to_string(),
             start_us: us(start.duration_since(origin)),
             dur_us: us(end.duration_since(start)),
+            swept: false,
         });
+    }
+
+    fn watches_sweeps(&self) -> SweepWatch {
+        SweepWatch::Edges
+    }
+
+    fn pre_sweep(&mut self, _at: &At, _ev: &SweepEvent) {
+        self.started = Some(Instant::now());
+    }
+
+    fn post_sweep(&mut self, _at: &At, ev: &SweepEvent) {
+        let end = Instant::now();
+        let Some(start) = self.started.take() else { return };
+        let origin = *self.origin.get_or_insert(start);
+        let (t0, each) = (
+            us(start.duration_since(origin)),
+            us(end.duration_since(start)) / ev.nodes.len().max(1) as f64,
+        );
+        for (k, &n) in ev.nodes.iter().enumerate() {
+            let node = ev.graph.node(n);
+            self.spans.push(OpSpan {
+                node: node.name.clone(),
+                op: node.op.name().to_string(),
+                start_us: t0 + k as f64 * each,
+                dur_us: each,
+                swept: true,
+            });
+        }
     }
 }

@@ -52,7 +52,7 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::json;
-use vigil_engine::exec::{At, Flow, Listener, Metrics, OpEvent, Operation};
+use vigil_engine::exec::{At, Flow, Listener, Metrics, OpEvent, Operation, SweepWatch};
 use vigil_engine::forward_listener_hooks_to_0;
 
 use crate::finding::{Finding, Kind, Validator};
@@ -72,6 +72,9 @@ impl<L: Listener> Listener for Plain<L> {
     }
     fn required_variables(&self) -> Vec<String> {
         self.0.required_variables()
+    }
+    fn watches_sweeps(&self) -> SweepWatch {
+        self.0.watches_sweeps()
     }
     vigil_engine::listener_unit_hooks!(forward_listener_hooks_to_0);
 }
@@ -367,6 +370,17 @@ impl Listener for ListenerSet {
         flow
     }
     vigil_engine::listener_unit_hooks!(fan_out);
+    /// Sweeps run only when every enabled member can watch them (also
+    /// members inactive for the run: the set is not told its kind here).
+    fn watches_sweeps(&self) -> SweepWatch {
+        self.members
+            .iter()
+            .filter(|m| m.enabled)
+            .map(|m| {
+                catch_unwind(AssertUnwindSafe(|| m.slot.v_ref().watches_sweeps())).unwrap_or(SweepWatch::No)
+            })
+            .fold(SweepWatch::Edges, SweepWatch::and)
+    }
     fn required_variables(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for m in self.members.iter().filter(|m| m.enabled) {

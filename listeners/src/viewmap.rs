@@ -17,7 +17,7 @@
 //! op was given two views of one buffer, e.g. `add_inplace(x, x)`).
 
 use serde_json::json;
-use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::exec::{At, Listener, OpEvent, SweepEvent, SweepWatch};
 use vigil_engine::graph::Graph;
 use vigil_engine::{Tensor, ViewKind};
 
@@ -81,6 +81,20 @@ fn sharing_json(s: Sharing) -> serde_json::Value {
 }
 
 impl Listener for ViewMapValidationListener {
+    fn watches_sweeps(&self) -> SweepWatch {
+        SweepWatch::Edges
+    }
+
+    /// A sweep keeps every node's buffers and layouts (each output is the
+    /// swept value, declared destroyed), so each node is checked as
+    /// `post_op` would check it.
+    fn post_sweep(&mut self, at: &At, ev: &SweepEvent) {
+        for k in 0..ev.nodes.len() {
+            let inputs = ev.inputs(k);
+            self.post_op(at, &ev.op_event(k, &inputs));
+        }
+    }
+
     fn operation_start(&mut self, _at: &At, _graph: &Graph) {
         self.alias.start_run();
     }

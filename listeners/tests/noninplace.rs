@@ -391,12 +391,25 @@ fn exempt_ops_and_declared_destroyers_are_not_blamed() {
     let row = x.view(&[IndexSpec::Point(1)]).unwrap();
     let z = row.add_inplace(&row).unwrap().relu_inplace().unwrap();
     let graph = g.build(&[&z]).unwrap();
-    let mut l = NonInplaceValidationListener::new();
-    assert!(run_with(&graph, &feeds(&[("x", ramp(&[3, 4]))]), &mut l).is_empty());
-    assert_eq!(
-        (l.stats().ops_exempt, l.stats().ops_checked, l.stats().failed),
-        (1, 2, 0)
-    );
+    // Node by node: run as usual, add and relu would be one sweep, which is
+    // counted, not hashed.
+    for (stepped, checked, swept) in [(true, 2, 0), (false, 0, 2)] {
+        let mut l = NonInplaceValidationListener::new();
+        let opts = vigil_engine::exec::RunOptions {
+            node_by_node: stepped,
+            ..Default::default()
+        };
+        vigil_engine::Executor::new(&graph)
+            .unwrap()
+            .run_with(&feeds(&[("x", ramp(&[3, 4]))]), &mut l, &opts)
+            .unwrap();
+        assert!(vigil_listeners::Validator::take_findings(&mut l).is_empty());
+        let s = l.stats();
+        assert_eq!(
+            (s.ops_exempt, s.ops_checked, s.ops_swept, s.failed),
+            (1, checked, swept, 0)
+        );
+    }
 }
 
 #[test]

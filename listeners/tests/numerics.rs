@@ -175,3 +175,78 @@ fn views_of_finite_buffers_count_as_finite_and_views_around_a_nan_are_looked_at(
         .filter(|h| h.op == "log")
         .all(|h| h.created_non_finite && h.inputs_finite));
 }
+
+/// Validate mode's listeners all watch sweeps, so an in-place chain still
+/// sweeps under them, and they find what they find node by node: the op
+/// that makes NaN (with its first bad element), the same health counts,
+/// nothing else.
+#[test]
+fn a_swept_chain_gets_the_findings_and_health_of_a_node_by_node_run() {
+    use vigil_engine::exec::{Executor, RunOptions};
+    use vigil_listeners::{
+        ListenerSet, NonInplaceValidationListener, ProfilingListener, ViewMapValidationListener,
+    };
+    let g = builder("swept");
+    let x = g.input("x", DType::F32, &[3, 50, 40]);
+    let c = g.constant("c", Tensor::from_vec(&[1], vec![0.5f32]).unwrap());
+    let y = x.mul(&c).unwrap().tanh().unwrap().add(&x).unwrap();
+    let y = y.log().unwrap().exp().unwrap().sqrt().unwrap();
+    let graph = vigil_engine::inplace::run(&g.build(&[&y]).unwrap())
+        .unwrap()
+        .graph;
+    let n = 3 * 50 * 40;
+    let xs: Vec<f32> = (0..n).map(|i| ((i * 37) % 101) as f32 / 50.0 - 0.4).collect();
+    let f = feeds(&[("x", Tensor::from_vec(&[3, 50, 40], xs).unwrap())]);
+    let exec = Executor::new(&graph).unwrap();
+    let run = |opts: &RunOptions| {
+        let mut set = ListenerSet::new()
+            .with(NonInplaceValidationListener::new())
+            .with(ViewMapValidationListener::new())
+            .with(NumericsListener::new())
+            .with_listener(ProfilingListener::new());
+        let out = exec.run_with(&f, &mut set, opts).unwrap();
+        let findings = set.take_findings();
+        let health = set.get::<NumericsListener>().unwrap().all_health().clone();
+        let swept = set
+            .get::<NonInplaceValidationListener>()
+            .unwrap()
+            .stats()
+            .ops_swept;
+        let spans = set.get::<ProfilingListener>().unwrap().spans().len();
+        (out, findings, health, swept, spans)
+    };
+    let (a, fa, ha, swept, spans) = run(&RunOptions::default());
+    let stepped = RunOptions {
+        node_by_node: true,
+        ..RunOptions::default()
+    };
+    let (b, fb, hb, _, _) = run(&stepped);
+    // tanh, add, log, exp and sqrt run in place as one sweep.
+    assert_eq!((a.stats.fused, b.stats.fused, swept, spans), (5, 0, 5, 6));
+    assert_eq!(kinds(&fa), vec![Kind::NON_FINITE], "{fa:?}");
+    let (one, two) = (&fa[0], &fb[0]);
+    assert_eq!((&one.node, &one.message), (&two.node, &two.message));
+    assert!(one.message.contains("the first at"), "{}", one.message);
+    assert_eq!(kinds(&fb), kinds(&fa));
+    assert_eq!(ha.len(), hb.len());
+    for (node, h) in &hb {
+        let s = &ha[node];
+        assert_eq!(
+            (s.inputs_finite, s.created_non_finite, s.propagated),
+            (h.inputs_finite, h.created_non_finite, h.propagated),
+            "{node}"
+        );
+        let (p, q) = (&s.outputs[0], &h.outputs[0]);
+        assert_eq!(
+            (p.nan, p.neg_inf, p.pos_inf, p.negative, p.zero, p.positive),
+            (q.nan, q.neg_inf, q.pos_inf, q.negative, q.zero, q.positive),
+            "{node}"
+        );
+        assert_eq!((p.min, p.max), (q.min, q.max), "{node}");
+        let (m, w) = (p.mean.unwrap_or(0.0), q.mean.unwrap_or(0.0));
+        assert!(
+            (m - w).abs() <= 1e-5 * w.abs().max(1.0),
+            "{node}: mean {m} vs {w}"
+        );
+    }
+}

@@ -130,6 +130,10 @@ pub struct TimelineEntry {
     pub op: String,
     pub start_us: u64,
     pub dur_us: u64,
+    /// The op ran in a fused sweep with its neighbours, interleaved a tile
+    /// at a time: the sweep's time is split evenly over its nodes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub swept: bool,
 }
 
 /// One graph case of a suite run.

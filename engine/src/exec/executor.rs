@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 
 use crate::destroy::DestroyHandler;
 use crate::error::{Error, Result};
-use crate::exec::listener::{At, Listener, NoListener, OpEvent};
+use crate::exec::listener::{At, Listener, NoListener, OpEvent, SweepEvent, SweepWatch};
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
 use crate::ops::OpCtx;
@@ -268,13 +268,21 @@ impl<'g> Executor<'g> {
         opts: &RunOptions,
     ) -> Result<RunOutput> {
         let mut cursor = self.start(feeds, listener, opts)?;
-        // Nobody sees the values between nodes: sweeps may skip them.
-        let fuse = !cursor.hooks && opts.prealloc.is_none() && !opts.node_by_node;
+        // Sweeps skip the values between their nodes: only where nobody
+        // needs to see them (`exec::fuse`). `Some(summaries)` when allowed.
+        let sweeps = match (opts.prealloc.is_some() || opts.node_by_node, cursor.hooks) {
+            (true, _) => None,
+            (false, false) => Some(false),
+            (false, true) => match listener.watches_sweeps() {
+                SweepWatch::No => None,
+                SweepWatch::Edges => Some(false),
+                SweepWatch::Summaries => Some(true),
+            },
+        };
         let ran = loop {
-            let next = if fuse {
-                cursor.step_fused(listener)
-            } else {
-                cursor.step(listener)
+            let next = match sweeps {
+                Some(summaries) => cursor.step_fused(listener, summaries),
+                None => cursor.step(listener),
             };
             match next {
                 Ok(Some(_)) => {}
@@ -523,29 +531,74 @@ impl<'g> Cursor<'_, 'g> {
 
     /// Runs the next nodes as one fused sweep when they form one
     /// (`exec::fuse`), else the next node alone; the step returned is the
-    /// last node run. Only for runs nobody watches between nodes.
-    fn step_fused(&mut self, listener: &mut dyn Listener) -> Result<Option<Step>> {
+    /// last node run. Only for runs nobody watches between nodes, or whose
+    /// listeners watch sweeps (they get `pre_sweep` and `post_sweep`, with
+    /// each node's output summary when `summaries`).
+    fn step_fused(&mut self, listener: &mut dyn Listener, summaries: bool) -> Result<Option<Step>> {
         let exec = self.exec;
         let (pos, end) = (self.pos, self.end);
-        let len = 1 + exec.continues[(pos + 1).min(end)..end]
-            .iter()
-            .take_while(|&&c| c)
-            .count();
-        if pos >= end || len < 2 {
+        // A parameter update fires `pre_update` from its own step.
+        let alone = |p: usize| self.hooks && exec.updates.contains_key(&exec.order[p]);
+        if pos >= end || alone(pos) {
+            return self.step(listener);
+        }
+        let mut len = 1;
+        while pos + len < end && exec.continues[pos + len] && !alone(pos + len) {
+            len += 1;
+        }
+        if len < 2 {
             return self.step(listener);
         }
         let g = exec.graph;
-        let ran = crate::exec::fuse::sweep(g, &exec.order[pos..pos + len], &self.live)?;
-        if ran == 0 {
+        let order = &exec.order[pos..pos + len];
+        let Some(sweep) = crate::exec::fuse::prepare(g, order, &self.live) else {
             return self.step(listener);
+        };
+        let nodes = &order[..sweep.len()];
+        let at = At {
+            node_index: Some(pos),
+            ..self.opts.at
+        };
+        let value = sweep.value().clone();
+        let value = &value;
+        if self.hooks {
+            listener.pre_sweep(
+                &at,
+                &SweepEvent {
+                    graph: g,
+                    nodes,
+                    position: pos,
+                    value,
+                    outputs: &[],
+                    live: &self.live,
+                },
+            );
         }
+        let outputs = sweep.run(summaries && self.hooks)?;
+        // An in-place node's output is its destroyed input 0, as is.
+        for &n in nodes {
+            self.live.set(g.node(n).outputs[0], value.clone());
+        }
+        if self.hooks {
+            listener.post_sweep(
+                &at,
+                &SweepEvent {
+                    graph: g,
+                    nodes,
+                    position: pos,
+                    value,
+                    outputs: &outputs,
+                    live: &self.live,
+                },
+            );
+        }
+        let ran = nodes.len();
         for p in pos..pos + ran {
-            let node = g.node(exec.order[p]);
-            // An in-place node's output is its destroyed input 0, as is.
-            if let Some(t) = self.live.value(node.inputs[0]).cloned() {
-                self.live.set(node.outputs[0], t);
-            }
-            self.release(p, listener, &At::default());
+            let at = At {
+                node_index: Some(p),
+                ..self.opts.at
+            };
+            self.release(p, listener, &at);
         }
         self.pos += ran;
         self.stats.ops += ran;

@@ -8,8 +8,8 @@
 //! next tile is read. The values between the nodes are never whole, so a
 //! sweep runs only where nothing can look at them: a value it skips is read
 //! by the next node alone (which overwrites it) and is not a graph output,
-//! and the run has no active listener and no pre-allocated outputs
-//! ([`crate::exec::Executor::run_with`]). A [`crate::exec::Cursor`] stepped
+//! and the run has no pre-allocated outputs and no active listener that
+//! needs whole values ([`crate::exec::Executor::run_with`]). A [`crate::exec::Cursor`] stepped
 //! by hand (DebugMode's lockstep) always runs node by node.
 //!
 //! Each node of a sweep applies the same element function as its op
@@ -28,6 +28,7 @@ use crate::exec::live::LiveValues;
 use crate::graph::{Graph, NodeId};
 use crate::ops::elementwise::{apply_tile, Operand, Pointwise};
 use crate::ops::vmath::{VMath, PARALLEL_ELEMS};
+use crate::summary::{Acc, Summarize};
 use crate::tensor::Tensor;
 
 /// Bytes of a tile: the tile and one operand's tile stay in L1.
@@ -78,19 +79,46 @@ struct Step {
     y: Source,
 }
 
-/// Runs the nodes at `positions` (consecutive, each continuing the one
-/// before) as one sweep when their operands allow it, and returns how many
-/// leading nodes it ran: 0 when fewer than two could go (the caller then
-/// steps node by node). A second operand must be one element or a
-/// contiguous array of the swept value's shape on another buffer, and the
-/// swept value must be contiguous and of a float dtype.
-pub(crate) fn sweep(graph: &Graph, order: &[NodeId], live: &LiveValues) -> Result<usize> {
+/// What a sweep saw of one node's output, when asked for summaries: the
+/// listeners that watch sweeps read these instead of the whole output,
+/// which never exists.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SweptOutput {
+    pub summary: Acc,
+    /// The flat index (row-major: a swept value is contiguous) and value of
+    /// the first NaN or infinity.
+    pub first_non_finite: Option<(usize, f64)>,
+}
+
+impl SweptOutput {
+    /// Adds the summary of the part after `self`'s.
+    fn merge(&mut self, later: &SweptOutput) {
+        self.summary.merge(&later.summary);
+        if self.first_non_finite.is_none() {
+            self.first_non_finite = later.first_non_finite;
+        }
+    }
+}
+
+/// Nodes that can run as one sweep, found by [`prepare`].
+pub(crate) struct Sweep<'g> {
+    /// The first node's name, for errors.
+    name: &'g str,
+    /// The swept value: input 0 of the first node.
+    x: Tensor,
+    steps: Vec<Step>,
+}
+
+/// The leading nodes of `order` (consecutive, each continuing the one
+/// before) that can run as one sweep, or `None` when fewer than two can (the
+/// caller then steps node by node). A second operand must be one element
+/// or a contiguous array of the swept value's shape on another buffer, and
+/// the swept value must be contiguous and of a float dtype.
+pub(crate) fn prepare<'g>(graph: &'g Graph, order: &[NodeId], live: &LiveValues) -> Option<Sweep<'g>> {
     let first = graph.node(order[0]);
-    let Some(x) = first.inputs.first().and_then(|&v| live.value(v)) else {
-        return Ok(0);
-    };
+    let x = live.value(*first.inputs.first()?)?;
     if !x.is_contiguous() || !x.dtype().is_float() || x.size() == 0 {
-        return Ok(0);
+        return None;
     }
     let mut steps = Vec::with_capacity(order.len());
     for &n in order {
@@ -109,16 +137,38 @@ pub(crate) fn sweep(graph: &Graph, order: &[NodeId], live: &LiveValues) -> Resul
         };
         steps.push(Step { f, y });
     }
-    if steps.len() < 2 {
-        return Ok(0);
-    }
-    let name = &first.name;
-    crate::dispatch_float!(x.dtype(), T => run::<T>(x, &steps).map_err(|e| e.at_node(name))?,
-        return Ok(0));
-    Ok(steps.len())
+    (steps.len() >= 2).then(|| Sweep {
+        name: &first.name,
+        x: x.clone(),
+        steps,
+    })
 }
 
-fn run<T: Float + VMath>(x: &Tensor, steps: &[Step]) -> Result<()> {
+impl Sweep<'_> {
+    /// The swept value: the first node's input 0, every node's output.
+    pub(crate) fn value(&self) -> &Tensor {
+        &self.x
+    }
+
+    /// How many nodes the sweep runs.
+    pub(crate) fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Runs the sweep; with `summaries`, summarizes each node's output
+    /// tile by tile (else the result is empty).
+    pub(crate) fn run(&self, summaries: bool) -> Result<Vec<SweptOutput>> {
+        let x = &self.x;
+        crate::dispatch_float!(x.dtype(), T => run::<T>(x, &self.steps, summaries).map_err(|e| e.at_node(self.name)),
+            Ok(Vec::new()))
+    }
+}
+
+fn run<T: Float + VMath + Summarize>(
+    x: &Tensor,
+    steps: &[Step],
+    summaries: bool,
+) -> Result<Vec<SweptOutput>> {
     // Borrow every operand first (a guard each), then write the buffer.
     let guards = steps
         .iter()
@@ -140,28 +190,75 @@ fn run<T: Float + VMath>(x: &Tensor, steps: &[Step]) -> Result<()> {
             (s.f, y)
         })
         .collect();
+    let n = ops.len();
     x.write_contiguous(|buf: &mut [T]| {
-        if buf.len() >= PARALLEL_ELEMS && crate::parallel::intra_op() {
+        let parallel = buf.len() >= PARALLEL_ELEMS && crate::parallel::intra_op();
+        if !summaries {
+            return if parallel {
+                buf.par_chunks_mut(TASK)
+                    .enumerate()
+                    .try_for_each(|(k, part)| tiles(&ops, part, k * TASK, None))
+                    .map(|()| Vec::new())
+            } else {
+                tiles(&ops, buf, 0, None).map(|()| Vec::new())
+            };
+        }
+        // Summaries part by part, merged in order: the parts (and so the
+        // sums' bits) are the same with or without threads.
+        let part = |(k, part): (usize, &mut [T])| {
+            let mut out = vec![SweptOutput::default(); n];
+            tiles(&ops, part, k * TASK, Some(&mut out)).map(|()| out)
+        };
+        let parts: Vec<Vec<SweptOutput>> = if parallel {
             buf.par_chunks_mut(TASK)
                 .enumerate()
-                .try_for_each(|(k, part)| tiles(&ops, part, k * TASK))
+                .map(part)
+                .collect::<Result<_>>()?
         } else {
-            tiles(&ops, buf, 0)
+            buf.chunks_mut(TASK)
+                .enumerate()
+                .map(part)
+                .collect::<Result<_>>()?
+        };
+        let mut parts = parts.into_iter();
+        let mut whole = parts.next().unwrap_or_else(|| vec![SweptOutput::default(); n]);
+        for p in parts {
+            whole.iter_mut().zip(&p).for_each(|(w, p)| w.merge(p));
         }
+        Ok(whole)
     })?
 }
 
-/// Every node over each tile of `part`, which starts at element `at`.
-fn tiles<T: Float + VMath>(
+/// Every node over each tile of `part`, which starts at element `at`; with
+/// `out`, each node's output tile is summarized into its entry while the
+/// tile is in L1.
+fn tiles<T: Float + VMath + Summarize>(
     ops: &[(Pointwise, Option<Operand<'_, T>>)],
     part: &mut [T],
     at: usize,
+    mut out: Option<&mut [SweptOutput]>,
 ) -> Result<()> {
     let tile = (TILE_BYTES / std::mem::size_of::<T>()).max(1);
     for (j, t) in part.chunks_mut(tile).enumerate() {
-        for &(f, y) in ops {
+        for (k, &(f, y)) in ops.iter().enumerate() {
             apply_tile(f, t, at + j * tile, y)?;
+            if let Some(out) = out.as_deref_mut() {
+                summarize_tile(t, at + j * tile, &mut out[k]);
+            }
         }
     }
     Ok(())
+}
+
+/// Adds tile `t` (starting at element `at`) to `out`.
+fn summarize_tile<T: Summarize>(t: &[T], at: usize, out: &mut SweptOutput) {
+    let acc = &mut out.summary;
+    let before = acc.nan + acc.pos_inf + acc.neg_inf;
+    T::summarize_run(t, acc);
+    if out.first_non_finite.is_none() && acc.nan + acc.pos_inf + acc.neg_inf > before {
+        out.first_non_finite = t
+            .iter()
+            .position(|x| !x.to_f64().is_finite())
+            .map(|i| (at + i, t[i].to_f64()));
+    }
 }

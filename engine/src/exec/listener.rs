@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use smallvec::SmallVec;
+
+use crate::exec::fuse::SweptOutput;
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, Node, NodeId};
 use crate::tensor::Tensor;
@@ -84,6 +87,86 @@ impl OpEvent<'_> {
     }
 }
 
+/// How a listener can watch a fused sweep (`exec::fuse`): nodes that run a
+/// tile at a time, so that the values between them are never whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SweepWatch {
+    /// It needs each node's whole inputs and outputs: while it is active,
+    /// runs go node by node. The default.
+    No,
+    /// `pre_sweep` and `post_sweep` are enough.
+    Edges,
+    /// As `Edges`, and it reads each swept node's output summary
+    /// ([`SweepEvent::outputs`]).
+    Summaries,
+}
+
+impl SweepWatch {
+    /// What two listeners need together: one that cannot watch a sweep
+    /// stops sweeps for both.
+    pub fn and(self, other: SweepWatch) -> SweepWatch {
+        if self == SweepWatch::No || other == SweepWatch::No {
+            SweepWatch::No
+        } else {
+            self.max(other)
+        }
+    }
+}
+
+/// A fused sweep as `pre_sweep` and `post_sweep` see it.
+pub struct SweepEvent<'a> {
+    pub graph: &'a Graph,
+    /// The swept nodes in order; the first runs at `position`.
+    pub nodes: &'a [NodeId],
+    pub position: usize,
+    /// The swept buffer: before the sweep, the first node's input 0; after
+    /// it, the last node's output (every node's output 0 is this buffer).
+    pub value: &'a Tensor,
+    /// After the sweep, each node's output summary, when a listener asked
+    /// for them ([`SweepWatch::Summaries`]); else empty.
+    pub outputs: &'a [SweptOutput],
+    /// The run's live values: every input of every swept node, as long as
+    /// the sweep's hooks run.
+    pub live: &'a LiveValues,
+}
+
+impl SweepEvent<'_> {
+    /// The inputs of the `k`-th swept node. Input 0 is [`Self::value`]:
+    /// the right buffer and layout, but the values of the sweep's edge, not
+    /// those the node read.
+    pub fn inputs(&self, k: usize) -> SmallVec<[Tensor; 4]> {
+        let node = self.graph.node(self.nodes[k]);
+        node.inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &v)| {
+                if i == 0 {
+                    Some(self.value)
+                } else {
+                    self.live.value(v)
+                }
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The `k`-th swept node as an op hook would see it, with `inputs` from
+    /// [`Self::inputs`] and its output [`Self::value`]: for checks of
+    /// buffers, layouts and declared maps, which a sweep keeps, not of
+    /// values.
+    pub fn op_event<'e>(&'e self, k: usize, inputs: &'e [Tensor]) -> OpEvent<'e> {
+        let node_id = self.nodes[k];
+        OpEvent {
+            graph: self.graph,
+            node_id,
+            node: self.graph.node(node_id),
+            inputs,
+            outputs: std::slice::from_ref(self.value),
+            live: self.live,
+        }
+    }
+}
+
 /// Calls macro `$m` with every hook of [`Listener`] that returns nothing,
 /// each as `docs name(arg: Type, ...) => event;` where `event` is the
 /// [`OpEvent`] argument (`Some(ev)`) or `None`. The trait's default methods
@@ -105,6 +188,12 @@ macro_rules! listener_unit_hooks {
             pre_op(at: &$crate::exec::At, ev: &$crate::exec::OpEvent) => Some(ev);
             /// The op ran; outputs are ready.
             post_op(at: &$crate::exec::At, ev: &$crate::exec::OpEvent) => Some(ev);
+            /// A fused sweep is about to run, in place of its nodes'
+            /// `pre_op` (only while every active listener watches sweeps).
+            pre_sweep(at: &$crate::exec::At, ev: &$crate::exec::SweepEvent) => None;
+            /// The sweep ran, in place of its nodes' `post_op` and
+            /// `activation_available`.
+            post_sweep(at: &$crate::exec::At, ev: &$crate::exec::SweepEvent) => None;
             /// Once per output of each op, after `post_op`.
             activation_available(
                 at: &$crate::exec::At,
@@ -160,6 +249,11 @@ pub trait Listener {
     }
     fn validation_done(&mut self, at: &At, metrics: &Metrics) -> Flow {
         Flow::Continue
+    }
+    /// Whether runs may sweep while this listener is active, and what it
+    /// needs to see of a sweep (see [`SweepWatch`]).
+    fn watches_sweeps(&self) -> SweepWatch {
+        SweepWatch::No
     }
     /// Variables this listener needs kept alive until the run ends.
     fn required_variables(&self) -> Vec<String> {

@@ -10,7 +10,8 @@ mod updates;
 pub use executor::{
     destroyed_sources, Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step,
 };
-pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation};
+pub use fuse::SweptOutput;
+pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation, SweepEvent, SweepWatch};
 pub use live::LiveValues;
 pub use snapshot::{copy_destroyed, copy_values, Copier, Lent, Snapshot};
 pub use updates::updated_parameters;

@@ -210,6 +210,7 @@ fn durations_plot(h: &mut String, report: &Report) {
             op: c.status.name().to_string(),
             start_us: 0,
             dur_us: c.duration_ms.saturating_mul(1000),
+            swept: false,
         })
         .collect();
     let flagged: BTreeSet<&str> = cases[..shown]

@@ -152,7 +152,7 @@ pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>
         let label = truncate(&format!("{} · {}", e.node, e.op), 26);
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><rect x="{x:.2}" y="{:.1}" width="{w:.2}" height="{:.1}" rx="2" class="{class}"><title>{} ({}): start {}, {}</title></rect>"##,
+            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><rect x="{x:.2}" y="{:.1}" width="{w:.2}" height="{:.1}" rx="2" class="{class}"><title>{} ({}): start {}, {}{}</title></rect>"##,
             LABEL_W - 8.0,
             y + ROW * 0.7,
             esc(&label),
@@ -162,6 +162,11 @@ pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>
             esc(&e.op),
             fmt_us(e.start_us),
             fmt_us(e.dur_us),
+            if e.swept {
+                " (a share of a fused sweep)"
+            } else {
+                ""
+            },
         );
     }
     let _ = write!(
@@ -400,6 +405,7 @@ mod tests {
                 op: "add".into(),
                 start_us: i * 10,
                 dur_us: 8,
+                swept: false,
             })
             .collect();
         let flagged: BTreeSet<&str> = ["n<3>"].into_iter().collect();

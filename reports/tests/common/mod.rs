@@ -22,6 +22,7 @@ pub fn timeline(nodes: &[(&str, &str)]) -> Vec<TimelineEntry> {
                 op: op.to_string(),
                 start_us: start,
                 dur_us: dur,
+                swept: false,
             };
             start += dur + 5;
             e

@@ -1,6 +1,8 @@
-//! One-pass element summaries for the numerics listener: counts of NaN,
-//! ±inf, negative, zero and positive elements, and the min, max and sum of
-//! the finite ones.
+//! One-pass element summaries: counts of NaN, ±inf, negative, zero and
+//! positive elements, and the min, max and sum of the finite ones. The
+//! numerics listener summarizes whole outputs with them, and a fused sweep
+//! (`exec::fuse`) each node's output tile by tile, while the tile is in
+//! cache.
 //!
 //! f32 runs go through `wide::f32x8` compares, blends and adds, one pass,
 //! no branches. f64 runs use `L` independent scalar accumulators per
@@ -8,8 +10,9 @@
 //! in f64).
 
 use ndarray::{ArrayViewD, Axis};
-use vigil_engine::Element;
 use wide::f32x8;
+
+use crate::Element;
 
 /// Lanes per statistic.
 const L: usize = 16;
@@ -96,7 +99,7 @@ pub trait Summarize: Element {
     /// [`Summarize::summarize_run`] of `run`, and whether it equals `want`
     /// element for element, NaN matching NaN (never, at another length).
     fn summarize_compared(run: &[Self], want: &[Self], acc: &mut Acc) -> bool {
-        let same = vigil_engine::compare::slices_same(run, want);
+        let same = crate::compare::slices_same(run, want);
         Self::summarize_run(run, acc);
         same
     }
@@ -236,7 +239,7 @@ fn finite_block<const CMP: bool>(block: &[f32], want: &[f32], acc: &mut Acc) -> 
     }
     // Equal bits are the same value; other differences (NaN payloads,
     // 0 against -0) are for `slices_same` to judge.
-    let same = !CMP || diff == i32x8::ZERO || vigil_engine::compare::slices_same(block, want);
+    let same = !CMP || diff == i32x8::ZERO || crate::compare::slices_same(block, want);
     if !sum.is_finite().all() {
         return (false, same);
     }
@@ -326,7 +329,7 @@ impl Summarize for f32 {
         for &x in &run[whole..] {
             acc.push(x as f64);
         }
-        same & vigil_engine::compare::slices_same(&run[whole..], &want[whole..])
+        same & crate::compare::slices_same(&run[whole..], &want[whole..])
     }
 
     fn all_finite(run: &[f32]) -> bool {
@@ -369,7 +372,7 @@ exact_summary!(u64);
 /// f16 widened to f32 a block at a time and summarized by the f32 kernel
 /// (exact: every f16 is an f32). Blocks match f32's, so summarizing block
 /// by block still gives the bits of the whole.
-impl Summarize for vigil_engine::f16 {
+impl Summarize for crate::f16 {
     const BLOCK: usize = <f32 as Summarize>::BLOCK;
     fn summarize_run(run: &[Self], acc: &mut Acc) {
         let mut wide = vec![0f32; run.len().min(Self::BLOCK)];
@@ -435,11 +438,11 @@ pub fn summarize<T: Summarize>(v: &ArrayViewD<'_, T>, acc: &mut Acc) {
 
 /// Elements per part of a long run (a whole number of f32 blocks). The
 /// parts fix the order of the sum, so they do not depend on the threads.
-const TASK: usize = vigil_engine::parallel::PASS_CHUNK;
+const TASK: usize = crate::parallel::PASS_CHUNK;
 
 /// A run longer than [`TASK`] is summarized in parts of `TASK` elements,
 /// merged in order: on the rayon pool when intra-op parallelism is on (see
-/// `vigil_engine::parallel`), else on this thread. The parts are the same
+/// `crate::parallel`), else on this thread. The parts are the same
 /// either way, so the sum is bit-identical with or without threads.
 fn summarize_long<T: Summarize>(run: &[T], acc: &mut Acc) {
     use rayon::prelude::*;
@@ -451,7 +454,7 @@ fn summarize_long<T: Summarize>(run: &[T], acc: &mut Acc) {
         T::summarize_run(c, &mut a);
         a
     };
-    let parts: Vec<Acc> = if vigil_engine::parallel::split(run.len()) {
+    let parts: Vec<Acc> = if crate::parallel::split(run.len()) {
         run.par_chunks(TASK).map(part).collect()
     } else {
         run.chunks(TASK).map(part).collect()
@@ -489,7 +492,7 @@ pub fn summarize_comparing<T: Summarize>(got: &[T], want: &[T], acc: &mut Acc) -
         let same = blocks(g, w, &mut a);
         (a, same)
     };
-    let parts: Vec<(Acc, bool)> = if vigil_engine::parallel::split(got.len()) {
+    let parts: Vec<(Acc, bool)> = if crate::parallel::split(got.len()) {
         got.par_chunks(TASK)
             .zip(want.par_chunks(TASK))
             .map(part)
@@ -539,7 +542,7 @@ mod tests {
     /// their f64 values, across more than one block.
     #[test]
     fn f16_runs_count_like_the_scalar_path() {
-        use vigil_engine::f16;
+        use crate::f16;
         let n = 3 * <f16 as Summarize>::BLOCK + 5;
         let mut xs: Vec<f16> = (0..n).map(|i| f16::from_f32((i % 97) as f32 - 48.0)).collect();
         xs[3] = f16::NAN;
@@ -624,10 +627,10 @@ mod tests {
             .collect();
         let v = Array1::from(xs.clone()).into_dyn();
         let run = |threads: bool| {
-            vigil_engine::parallel::set_intra_op(threads);
+            crate::parallel::set_intra_op(threads);
             let mut a = Acc::default();
             summarize(&v.view(), &mut a);
-            vigil_engine::parallel::set_intra_op(true);
+            crate::parallel::set_intra_op(true);
             a
         };
         let (par, seq) = (run(true), run(false));
