@@ -222,6 +222,7 @@ fn paired_main(reps: usize) {
             Side::new("inplace_1t", &inplace_exec, Box::new(NoListener)).one_thread(),
             Side::new("pure_1t", &pure_exec, Box::new(NoListener)).one_thread(),
             Side::replaying("validate", &inplace_exec, validate_set()),
+            Side::replaying("validate_node_by_node", &inplace_exec, validate_set()).node_by_node(),
             Side::new("validate_hash", &inplace_exec, Box::new(validate_set())),
             Side::new(
                 "validate_no_guard_alias",

@@ -74,8 +74,14 @@ impl Health {
 
     fn from_acc(t: &Tensor, acc: &Acc) -> Health {
         let finite = acc.negative + acc.zero + acc.positive;
+        // `+ 0.0` makes a zero +0: which zero a lane's min or max keeps
+        // depends on how the elements fell into lanes.
         let (min, max, mean) = if finite > 0 {
-            (Some(acc.lo), Some(acc.hi), Some(acc.sum / finite as f64))
+            (
+                Some(acc.lo + 0.0),
+                Some(acc.hi + 0.0),
+                Some(acc.sum / finite as f64),
+            )
         } else {
             (None, None, None)
         };

@@ -22,7 +22,7 @@ pub mod einsum;
 pub mod elements;
 pub mod elementwise;
 mod erf;
-mod fastmath;
+pub(crate) mod fastmath;
 pub mod fill;
 pub mod intdiv;
 pub mod layer_norm;

@@ -14,6 +14,8 @@ use wide::f32x8;
 
 use crate::Element;
 
+mod runtime;
+
 /// Lanes per statistic.
 const L: usize = 16;
 /// Elements per flush of the lane counters (far below `u32::MAX` per lane).
@@ -292,13 +294,20 @@ fn mixed_block(block: &[f32], acc: &mut Acc) {
 
 impl Summarize for f32 {
     /// `wide::f32x8` compares, blends and adds over blocks of 4096
-    /// elements: an all-finite block (the usual case) needs only five
+    /// elements (AVX2 or AVX-512 chosen at run time where the CPU has them:
+    /// [`runtime`]): an all-finite block (the usual case) needs only five
     /// accumulators; a block with NaN or infinities is summarized again,
     /// from cache, counting every class.
     fn summarize_run(run: &[f32], acc: &mut Acc) {
         let whole = run.len() - run.len() % 8;
+        let simd = crate::ops::fastmath::available();
         for block in run[..whole].chunks(VCHUNK * 8) {
-            if !finite_block::<false>(block, &[], acc).0 {
+            let finite = if simd {
+                runtime::finite_block(block, acc)
+            } else {
+                finite_block::<false>(block, &[], acc).0
+            };
+            if !finite {
                 mixed_block(block, acc);
             }
         }
@@ -517,6 +526,45 @@ mod tests {
         let mut a = Acc::default();
         xs.iter().for_each(|&x| a.push(x as f64));
         a
+    }
+
+    /// The run-time SIMD block gives the `wide` block's counts and range,
+    /// and its sum up to the order of the adds; both refuse a block with a
+    /// NaN or an infinity, wherever it sits.
+    #[test]
+    fn the_runtime_block_matches_the_wide_block() {
+        if !crate::ops::fastmath::available() {
+            eprintln!("skipped: this CPU has no AVX2+FMA, so the run-time kernel is never used");
+            return;
+        }
+        for len in [8, 24, 40, 128, 4096, 4088] {
+            let xs: Vec<f32> = (0..len)
+                .map(|i| match i % 13 {
+                    0 => 0.0,
+                    1 => -0.0,
+                    _ => ((i * 7919) % 1009) as f32 * 0.37 - 150.0,
+                })
+                .collect();
+            let (mut a, mut b) = (Acc::default(), Acc::default());
+            assert!(runtime::finite_block(&xs, &mut a));
+            assert!(finite_block::<false>(&xs, &[], &mut b).0);
+            assert_eq!(
+                (a.negative, a.zero, a.positive),
+                (b.negative, b.zero, b.positive),
+                "{len}"
+            );
+            assert_eq!((a.lo, a.hi), (b.lo, b.hi), "{len}");
+            assert!((a.sum - b.sum).abs() <= 1e-5 * 150.0 * len as f64, "{len}");
+            for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                for at in [0, len / 2, len - 1] {
+                    let mut ys = xs.clone();
+                    ys[at] = bad;
+                    let mut c = Acc::default();
+                    assert!(!runtime::finite_block(&ys, &mut c), "{len} {at} {bad}");
+                    assert_eq!(c, Acc::default());
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,117 @@
+//! The all-finite f32 block of the summaries with the CPU's widest SIMD,
+//! chosen at run time as `ops::fastmath` chooses its kernels: AVX-512 or
+//! AVX2 (16 or 8 lanes per instruction) where the baseline `wide` kernel
+//! gets SSE2 (4). Validate mode summarizes every output of every op, so
+//! this loop is most of its cost.
+//!
+//! Same counts, minimum and maximum as the `wide` kernel; the sum is added
+//! in other lanes, so its last bits differ between the two (one process
+//! always uses one: [`crate::ops::fastmath::available`]).
+
+use rten_simd::ops::{BitOps, NumOps};
+use rten_simd::{Isa, Simd, SimdOp};
+
+use super::Acc;
+
+/// Summarizes `block` into `acc` when every element is finite; returns
+/// false (and adds nothing) otherwise.
+pub(super) fn finite_block(block: &[f32], acc: &mut Acc) -> bool {
+    let Some(b) = Finite(block).dispatch() else {
+        return false;
+    };
+    acc.negative += b.negative;
+    acc.zero += b.zero;
+    acc.positive += block.len() - b.negative - b.zero;
+    acc.lo = acc.lo.min(b.lo as f64);
+    acc.hi = acc.hi.max(b.hi as f64);
+    acc.sum += b.sum;
+    true
+}
+
+struct Finite<'a>(&'a [f32]);
+
+/// One all-finite block's statistics.
+struct Block {
+    negative: usize,
+    zero: usize,
+    lo: f32,
+    hi: f32,
+    sum: f64,
+}
+
+impl SimdOp for Finite<'_> {
+    type Output = Option<Block>;
+
+    /// Two vectors per step, added to each other before the running sums.
+    /// Class counts are f32 lanes (exact: at most 4096 per lane in a
+    /// block). As in the `wide` kernel, finiteness needs no test of its
+    /// own: a lane sum stays finite only while every element added to it
+    /// is (a finite overflow sends the block to the counting path, which
+    /// gives the same result).
+    #[inline(always)]
+    fn eval<I: Isa>(self, isa: I) -> Option<Block> {
+        let ops = isa.f32();
+        let n = ops.len();
+        let (zero, one) = (ops.zero(), ops.one());
+        let (mut lt, mut eq, mut sum) = (zero, zero, zero);
+        let mut lo = ops.splat(f32::INFINITY);
+        let mut hi = ops.splat(f32::NEG_INFINITY);
+        let mut pairs = self.0.chunks_exact(2 * n);
+        for p in &mut pairs {
+            let (a, b) = (ops.load(&p[..n]), ops.load(&p[n..]));
+            let neg = ops.add(
+                ops.select(one, zero, ops.lt(a, zero)),
+                ops.select(one, zero, ops.lt(b, zero)),
+            );
+            let nil = ops.add(
+                ops.select(one, zero, ops.eq(a, zero)),
+                ops.select(one, zero, ops.eq(b, zero)),
+            );
+            lt = ops.add(lt, neg);
+            eq = ops.add(eq, nil);
+            lo = ops.min(lo, ops.min(a, b));
+            hi = ops.max(hi, ops.max(a, b));
+            sum = ops.add(sum, ops.add(a, b));
+        }
+        let mut singles = pairs.remainder().chunks_exact(n);
+        for c in &mut singles {
+            let a = ops.load(c);
+            lt = ops.add(lt, ops.select(one, zero, ops.lt(a, zero)));
+            eq = ops.add(eq, ops.select(one, zero, ops.eq(a, zero)));
+            lo = ops.min(lo, a);
+            hi = ops.max(hi, a);
+            sum = ops.add(sum, a);
+        }
+        let tail = singles.remainder();
+        let sums = sum.to_array();
+        if !sums.as_ref().iter().all(|s| s.is_finite()) || !tail.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        let count = |v: I::F32| v.to_array().as_ref().iter().map(|&c| c as usize).sum::<usize>();
+        let mut b = Block {
+            negative: count(lt),
+            zero: count(eq),
+            lo: lo
+                .to_array()
+                .as_ref()
+                .iter()
+                .copied()
+                .fold(f32::INFINITY, f32::min),
+            hi: hi
+                .to_array()
+                .as_ref()
+                .iter()
+                .copied()
+                .fold(f32::NEG_INFINITY, f32::max),
+            sum: sums.as_ref().iter().map(|&s| s as f64).sum(),
+        };
+        for &x in tail {
+            b.negative += (x < 0.0) as usize;
+            b.zero += (x == 0.0) as usize;
+            b.lo = b.lo.min(x);
+            b.hi = b.hi.max(x);
+            b.sum += x as f64;
+        }
+        Some(b)
+    }
+}
