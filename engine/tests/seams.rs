@@ -331,11 +331,19 @@ fn the_pool_policy_is_per_run() {
     assert!(run(PoolPolicy::Fresh).iter().all(|&x| x == 0.0));
 }
 
-/// Records every `pre_update` with the old and new values.
+/// Records every `pre_update` with the old and new values; with `.1`, it
+/// lets runs sweep.
 #[derive(Default)]
-struct Updates(Vec<(String, Vec<f64>, Vec<f64>)>);
+struct Updates(Vec<(String, Vec<f64>, Vec<f64>)>, bool);
 
 impl Listener for Updates {
+    fn watches_sweeps(&self) -> vigil_engine::exec::SweepWatch {
+        if self.1 {
+            vigil_engine::exec::SweepWatch::Edges
+        } else {
+            vigil_engine::exec::SweepWatch::No
+        }
+    }
     fn pre_update(&mut self, _: &At, param: &str, old: &Tensor, new: &Tensor) {
         self.0.push((
             param.to_string(),
@@ -349,33 +357,45 @@ impl Listener for Updates {
 fn an_in_place_op_that_overwrites_a_parameter_fires_pre_update_before_the_write() {
     // w -= x, then w *= 2 (a chain of updates starting at the parameter),
     // and an in-place op on an input, which is not an update.
-    let b = GraphBuilder::new("sgd");
-    let w = b.parameter("w", Tensor::from_vec(&[2], vec![1f32, 2.0]).unwrap());
-    let x = b.input("x", DType::F32, &[2]);
-    let two = b.constant("two", Tensor::from_vec(&[2], vec![2f32, 2.0]).unwrap());
-    let w1 = w.sub_inplace(&x).unwrap().mul_inplace(&two).unwrap();
-    let y = x.exp().unwrap().neg_inplace().unwrap();
-    let g = b.build(&[&w1, &y]).unwrap();
-    let exec = Executor::new(&g).unwrap();
+    // The parameter keeps its updates across runs: a graph per case.
+    let graph = || {
+        let b = GraphBuilder::new("sgd");
+        let w = b.parameter("w", Tensor::from_vec(&[2], vec![1f32, 2.0]).unwrap());
+        let x = b.input("x", DType::F32, &[2]);
+        let two = b.constant("two", Tensor::from_vec(&[2], vec![2f32, 2.0]).unwrap());
+        let w1 = w.sub_inplace(&x).unwrap().mul_inplace(&two).unwrap();
+        let y = x.exp().unwrap().neg_inplace().unwrap();
+        b.build(&[&w1, &y]).unwrap()
+    };
     let feeds = HashMap::from([(
         "x".to_string(),
         Tensor::from_vec(&[2], vec![0.25f32, 0.5]).unwrap(),
     )]);
-    let mut l = Updates::default();
-    for _ in 0..2 {
-        exec.run_with(&feeds, &mut l, &RunOptions::default()).unwrap();
+    // A listener that watches sweeps still sees each update: `w -= x` and
+    // `w *= 2` would otherwise sweep.
+    for watch in [false, true] {
+        let mut l = Updates(Vec::new(), watch);
+        let g = graph();
+        let exec = Executor::new(&g).unwrap();
+        for _ in 0..2 {
+            let out = exec.run_with(&feeds, &mut l, &RunOptions::default()).unwrap();
+            assert_eq!(out.stats.fused, 0);
+        }
+        let w = |v: &[f64]| v.to_vec();
+        assert_eq!(
+            l.0,
+            vec![
+                ("w".into(), w(&[1.0, 2.0]), w(&[0.75, 1.5])),
+                ("w".into(), w(&[0.75, 1.5]), w(&[1.5, 3.0])),
+                // The second run starts from the updated parameter.
+                ("w".into(), w(&[1.5, 3.0]), w(&[1.25, 2.5])),
+                ("w".into(), w(&[1.25, 2.5]), w(&[2.5, 5.0])),
+            ]
+        );
     }
-    let w = |v: &[f64]| v.to_vec();
-    assert_eq!(
-        l.0,
-        vec![
-            ("w".into(), w(&[1.0, 2.0]), w(&[0.75, 1.5])),
-            ("w".into(), w(&[0.75, 1.5]), w(&[1.5, 3.0])),
-            // The second run starts from the updated parameter.
-            ("w".into(), w(&[1.5, 3.0]), w(&[1.25, 2.5])),
-            ("w".into(), w(&[1.25, 2.5]), w(&[2.5, 5.0])),
-        ]
-    );
+    // Nobody watching, the updates sweep.
+    let out = Executor::new(&graph()).unwrap().run(&feeds).unwrap();
+    assert_eq!(out.stats.fused, 2);
 }
 
 #[test]
