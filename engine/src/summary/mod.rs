@@ -325,11 +325,16 @@ impl Summarize for f32 {
         }
         let whole = run.len() - run.len() % 8;
         let mut same = true;
+        let simd = crate::ops::fastmath::available();
         for (block, w) in run[..whole]
             .chunks(VCHUNK * 8)
             .zip(want[..whole].chunks(VCHUNK * 8))
         {
-            let (finite, s) = finite_block::<true>(block, w, acc);
+            let (finite, s) = if simd {
+                runtime::finite_block_compared(block, w, acc)
+            } else {
+                finite_block::<true>(block, w, acc)
+            };
             same &= s;
             if !finite {
                 mixed_block(block, acc);
@@ -555,6 +560,23 @@ mod tests {
             );
             assert_eq!((a.lo, a.hi), (b.lo, b.hi), "{len}");
             assert!((a.sum - b.sum).abs() <= 1e-5 * 150.0 * len as f64, "{len}");
+            // Compared: equal to itself, unequal after one element changes
+            // (in the pairs, the singles or the tail), -0 equal to 0.
+            let mut c = Acc::default();
+            assert_eq!(runtime::finite_block_compared(&xs, &xs, &mut c), (true, true));
+            assert_eq!(c, a);
+            for at in [0, len / 2, len - 1] {
+                let mut ys = xs.clone();
+                ys[at] += 1.0;
+                assert_eq!(
+                    runtime::finite_block_compared(&xs, &ys, &mut Acc::default()),
+                    (true, false),
+                    "{len} {at}"
+                );
+                ys[at] = if xs[at] == 0.0 { -xs[at] } else { xs[at] };
+                let same = runtime::finite_block_compared(&xs, &ys, &mut Acc::default());
+                assert_eq!(same, (true, true), "{len} {at}");
+            }
             for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
                 for at in [0, len / 2, len - 1] {
                     let mut ys = xs.clone();
@@ -562,6 +584,12 @@ mod tests {
                     let mut c = Acc::default();
                     assert!(!runtime::finite_block(&ys, &mut c), "{len} {at} {bad}");
                     assert_eq!(c, Acc::default());
+                    // The comparison still counts when the block is not finite.
+                    assert_eq!(runtime::finite_block_compared(&ys, &xs, &mut c), (false, false));
+                    assert!(
+                        runtime::finite_block_compared(&ys, &ys, &mut c).1,
+                        "NaN matches NaN"
+                    );
                 }
             }
         }

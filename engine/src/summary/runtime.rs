@@ -16,19 +16,33 @@ use super::Acc;
 /// Summarizes `block` into `acc` when every element is finite; returns
 /// false (and adds nothing) otherwise.
 pub(super) fn finite_block(block: &[f32], acc: &mut Acc) -> bool {
-    let Some(b) = Finite(block).dispatch() else {
-        return false;
-    };
+    add(Finite::<false>(block, &[]).dispatch().0, block.len(), acc)
+}
+
+/// [`finite_block`], and whether `block` equals `want` (of its length)
+/// element for element, NaN matching NaN: the comparison rides along, one
+/// XOR and OR per vector.
+pub(super) fn finite_block_compared(block: &[f32], want: &[f32], acc: &mut Acc) -> (bool, bool) {
+    let (b, diff) = Finite::<true>(block, want).dispatch();
+    // Equal bits are the same value; other differences (NaN payloads, 0
+    // against -0) are for `slices_same` to judge.
+    let same = !diff || crate::compare::slices_same(block, want);
+    (add(b, block.len(), acc), same)
+}
+
+fn add(b: Option<Block>, len: usize, acc: &mut Acc) -> bool {
+    let Some(b) = b else { return false };
     acc.negative += b.negative;
     acc.zero += b.zero;
-    acc.positive += block.len() - b.negative - b.zero;
+    acc.positive += len - b.negative - b.zero;
     acc.lo = acc.lo.min(b.lo as f64);
     acc.hi = acc.hi.max(b.hi as f64);
     acc.sum += b.sum;
     true
 }
 
-struct Finite<'a>(&'a [f32]);
+/// A block, and with `CMP` the block it is compared with.
+struct Finite<'a, const CMP: bool>(&'a [f32], &'a [f32]);
 
 /// One all-finite block's statistics.
 struct Block {
@@ -39,8 +53,10 @@ struct Block {
     sum: f64,
 }
 
-impl SimdOp for Finite<'_> {
-    type Output = Option<Block>;
+impl<const CMP: bool> SimdOp for Finite<'_, CMP> {
+    /// The block's statistics when it is all finite, and with `CMP`
+    /// whether any bit differs from the other block.
+    type Output = (Option<Block>, bool);
 
     /// Two vectors per step, added to each other before the running sums.
     /// Class counts are f32 lanes (exact: at most 4096 per lane in a
@@ -49,16 +65,23 @@ impl SimdOp for Finite<'_> {
     /// is (a finite overflow sends the block to the counting path, which
     /// gives the same result).
     #[inline(always)]
-    fn eval<I: Isa>(self, isa: I) -> Option<Block> {
+    fn eval<I: Isa>(self, isa: I) -> (Option<Block>, bool) {
         let ops = isa.f32();
         let n = ops.len();
         let (zero, one) = (ops.zero(), ops.one());
+        let mut diff = zero;
+        let mut wants = self.1.chunks_exact(2 * n);
         let (mut lt, mut eq, mut sum) = (zero, zero, zero);
         let mut lo = ops.splat(f32::INFINITY);
         let mut hi = ops.splat(f32::NEG_INFINITY);
         let mut pairs = self.0.chunks_exact(2 * n);
         for p in &mut pairs {
             let (a, b) = (ops.load(&p[..n]), ops.load(&p[n..]));
+            if CMP {
+                let w = wants.next().unwrap_or(p);
+                let d = ops.or(ops.xor(a, ops.load(&w[..n])), ops.xor(b, ops.load(&w[n..])));
+                diff = ops.or(diff, d);
+            }
             let neg = ops.add(
                 ops.select(one, zero, ops.lt(a, zero)),
                 ops.select(one, zero, ops.lt(b, zero)),
@@ -74,8 +97,13 @@ impl SimdOp for Finite<'_> {
             sum = ops.add(sum, ops.add(a, b));
         }
         let mut singles = pairs.remainder().chunks_exact(n);
+        let mut want_singles = wants.remainder().chunks_exact(n);
         for c in &mut singles {
             let a = ops.load(c);
+            if CMP {
+                let w = want_singles.next().unwrap_or(c);
+                diff = ops.or(diff, ops.xor(a, ops.load(w)));
+            }
             lt = ops.add(lt, ops.select(one, zero, ops.lt(a, zero)));
             eq = ops.add(eq, ops.select(one, zero, ops.eq(a, zero)));
             lo = ops.min(lo, a);
@@ -83,9 +111,17 @@ impl SimdOp for Finite<'_> {
             sum = ops.add(sum, a);
         }
         let tail = singles.remainder();
+        // The tail's comparison is `slices_same`'s (called on any
+        // difference): count its bits in.
+        let tail_diff = CMP
+            && tail
+                .iter()
+                .zip(want_singles.remainder())
+                .any(|(x, w)| x.to_bits() != w.to_bits());
+        let differs = tail_diff || diff.to_array().as_ref().iter().any(|d| d.to_bits() != 0);
         let sums = sum.to_array();
         if !sums.as_ref().iter().all(|s| s.is_finite()) || !tail.iter().all(|x| x.is_finite()) {
-            return None;
+            return (None, differs);
         }
         let count = |v: I::F32| v.to_array().as_ref().iter().map(|&c| c as usize).sum::<usize>();
         let mut b = Block {
@@ -112,6 +148,6 @@ impl SimdOp for Finite<'_> {
             b.hi = b.hi.max(x);
             b.sum += x as f64;
         }
-        Some(b)
+        (Some(b), differs)
     }
 }
