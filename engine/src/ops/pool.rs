@@ -255,7 +255,8 @@ impl<T: Num> Plan<T> {
 /// vector loops use 8 or 16 lanes where the portable build has 4. The
 /// loops are the same scalar code either way, which LLVM vectorizes without
 /// reordering a float operation (no FMA contraction, the division kept), so
-/// every instruction set gives the same bits.
+/// every instruction set gives the same bits, but for which of two NaNs a
+/// NaN sum carries (an addition's operands may be swapped).
 struct PlaneOp<'a, 'r, T, S> {
     reduce: &'a Reduce<'r, T, S>,
     xp: &'a [T],
@@ -293,7 +294,8 @@ where
     ///
     /// With `wide` (the CPU has AVX2 and FMA, see [`fastmath::available`])
     /// each 1-D or 2-D plane runs as a [`PlaneOp`], the same code compiled
-    /// for the widest vectors the CPU has; the results are the same bits.
+    /// for the widest vectors the CPU has; the results are the same bits
+    /// (see [`PlaneOp`]).
     fn planes(&self, x: &[T], out: &mut [T], axes: &[Axis1]) -> Result<()> {
         self.planes_on(x, out, axes, fastmath::available())
     }
@@ -1024,27 +1026,30 @@ mod tests {
         }
     }
 
-    /// Planes taller than one of [`planar_flat`]'s blocks, with stride-1
-    /// rows: the blocks' shared input rows, their middle and edge output
-    /// rows, a column stride of 2 and a kernel taller than a block's
-    /// overlap; max (with NaN of both signs and inf) bit for bit, averages
-    /// within rounding, and the vector path as the baseline.
+    /// Planes taller than one of [`planar_flat`]'s blocks: the blocks'
+    /// shared input rows, their middle and edge output rows, column
+    /// strides of 2 and 3, and strided rows (the ring walk) for
+    /// comparison; max (with NaN of both signs and inf) bit for bit,
+    /// averages within rounding, and the vector path as the baseline.
     ///
     /// [`planar_flat`]: Reduce::planar_flat
     #[test]
     fn tall_planes_fold_in_blocks() {
         let width = 23;
         assert!(BLOCK / width < 150);
-        for (kh, sh, dh, ph, kw, dw, pw) in [
-            (3, 1, 1, 1, 3, 1, 1),
-            (3, 2, 1, 1, 3, 1, 1),
-            (5, 1, 2, 2, 5, 1, 2),
-            (2, 1, 1, 0, 2, 1, 0),
-            (7, 1, 1, 3, 3, 2, 2),
-            (3, 3, 1, 0, 4, 1, 1),
-            (1, 1, 1, 0, 3, 1, 0),
+        for (kh, sh, dh, ph, kw, sw, dw, pw) in [
+            (3, 1, 1, 1, 3, 1, 1, 1),
+            (3, 2, 1, 1, 3, 1, 1, 1),
+            (5, 1, 2, 2, 5, 1, 2, 2),
+            (2, 1, 1, 0, 2, 1, 1, 0),
+            (7, 1, 1, 3, 3, 1, 2, 2),
+            (3, 3, 1, 0, 4, 1, 1, 1),
+            (1, 1, 1, 0, 3, 1, 1, 0),
+            (3, 2, 1, 1, 3, 2, 1, 1),
+            (2, 2, 1, 0, 2, 2, 1, 0),
+            (4, 3, 1, 2, 5, 3, 2, 3),
         ] {
-            let spec = [(301, kh, sh, dh, ph, ph), (width, kw, 1, dw, pw, pw)];
+            let spec = [(301, kh, sh, dh, ph, ph), (width, kw, sw, dw, pw, pw)];
             let (axes, taps) = resolve(&spec, false).unwrap();
             let n = 2 * 301 * width;
             let o = 2 * axes.iter().map(|a| a.output).product::<usize>();
