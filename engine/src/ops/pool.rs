@@ -13,14 +13,15 @@
 use std::sync::Arc;
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
+use rten_simd::{Isa, SimdOp};
 
 use crate::dtype::{DType, Float, Num};
 use crate::error::{op_err, Result};
-use crate::ops::widen;
 use crate::ops::window::{
     gather_table, infer_spatial, padded_counts, planar, Axis1, Window, PAD, WINDOW_ATTRS,
 };
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::ops::{fastmath, widen};
 use crate::tensor::Tensor;
 
 /// Which reduction a pool applies to each window.
@@ -117,16 +118,20 @@ impl Finish<'_> {
             return Vec::new();
         };
         let o = h.output * w.output;
-        let counts: Vec<usize> = match padded {
-            Some(c) => c[..o].to_vec(),
-            None => (0..o)
-                .map(|i| {
-                    let (rows, cols) = (h.taps_inside(i / w.output), w.taps_inside(i % w.output));
-                    (rows.1 - rows.0) * (cols.1 - cols.0)
-                })
-                .collect(),
+        if let Some(c) = padded {
+            return c[..o].iter().map(|&n| count::<T>(n)).collect();
+        }
+        let inside = |a: &Axis1, i: usize| {
+            let (lo, hi) = a.taps_inside(i);
+            hi - lo
         };
-        counts.iter().map(|&n| count::<T>(n)).collect()
+        let cols: Vec<usize> = (0..w.output).map(|i| inside(w, i)).collect();
+        let mut divs = Vec::with_capacity(o);
+        for oh in 0..h.output {
+            let rows = inside(h, oh);
+            divs.extend(cols.iter().map(|&c| count::<T>(rows * c)));
+        }
+        divs
     }
 }
 
@@ -139,20 +144,27 @@ enum Last {
     /// Max: a NaN becomes [`Num::maximum`]'s own NaN.
     Canonical,
     /// Mean: the sum (plus `+0`, the fold's start, see
-    /// [`Reduce::fold_rows`]) over its divisor.
+    /// [`Reduce::fold_slices`]) over its divisor.
     Divide,
 }
 
 impl Last {
-    /// Finishes one output row, given its outputs' divisors (mean only).
-    fn row<T: Num>(self, row: &mut [T], divs: &[T]) {
+    /// Finishes a plane's outputs, given their divisors (mean only).
+    #[inline(always)]
+    fn all<T: Num>(self, row: &mut [T], divs: &[T]) {
         match self {
             Last::Keep => {}
-            Last::Canonical => row.iter_mut().for_each(|m| *m = T::maximum(*m, *m)),
-            Last::Divide => row
-                .iter_mut()
-                .zip(divs)
-                .for_each(|(s, &n)| *s = (*s + T::zero()) / n),
+            Last::Canonical => {
+                for m in row.iter_mut() {
+                    *m = T::maximum(*m, *m);
+                }
+            }
+            Last::Divide => {
+                let divs = &divs[..row.len()];
+                for i in 0..row.len() {
+                    row[i] = (row[i] + T::zero()) / divs[i];
+                }
+            }
         }
     }
 }
@@ -237,6 +249,33 @@ impl<T: Num> Plan<T> {
     }
 }
 
+/// One plane of a 1-D or 2-D pool ([`Reduce::plane`]) as a `rten-simd`
+/// operation: `rten-simd` compiles it once per instruction set (AVX-512,
+/// AVX2 with FMA, baseline) and runs the one the CPU has, so the row folds'
+/// vector loops use 8 or 16 lanes where the portable build has 4. The
+/// loops are the same scalar code either way, which LLVM vectorizes without
+/// reordering a float operation (no FMA contraction, the division kept), so
+/// every instruction set gives the same bits, but for which of two NaNs a
+/// NaN sum carries (an addition's operands may be swapped).
+struct PlaneOp<'a, 'r, T, S> {
+    reduce: &'a Reduce<'r, T, S>,
+    xp: &'a [T],
+    dst: &'a mut [T],
+    plan: &'a Plan<T>,
+}
+
+impl<T: Num, S> SimdOp for PlaneOp<'_, '_, T, S>
+where
+    S: Fn(T, T) -> T + Sync,
+{
+    type Output = ();
+
+    #[inline(always)]
+    fn eval<I: Isa>(self, _isa: I) {
+        self.reduce.plane(self.xp, self.dst, self.plan)
+    }
+}
+
 impl<T: Num, S> Reduce<'_, T, S>
 where
     S: Fn(T, T) -> T + Sync,
@@ -252,7 +291,17 @@ where
     /// for any tap `b` that is not NaN (both keep `a` on ties and on a NaN
     /// `a`, and take a larger `b`), and a NaN-free fold gives no NaN to
     /// canonicalize. `Finish::Max` is only [`max_reduce`]'s.
+    ///
+    /// With `wide` (the CPU has AVX2 and FMA, see [`fastmath::available`])
+    /// each 1-D or 2-D plane runs as a [`PlaneOp`], the same code compiled
+    /// for the widest vectors the CPU has; the results are the same bits
+    /// (see [`PlaneOp`]).
     fn planes(&self, x: &[T], out: &mut [T], axes: &[Axis1]) -> Result<()> {
+        self.planes_on(x, out, axes, fastmath::available())
+    }
+
+    /// [`Reduce::planes`], with or without the run-time vector kernels.
+    fn planes_on(&self, x: &[T], out: &mut [T], axes: &[Axis1], wide: bool) -> Result<()> {
         use rayon::prelude::*;
         let plane: usize = axes.iter().map(|a| a.input).product();
         let o: usize = axes.iter().map(|a| a.output).product();
@@ -260,13 +309,16 @@ where
             let plan = Plan::new(h, w, self.finish);
             let one = |(p, dst): (usize, &mut [T])| {
                 let xp = &x[p * plane..(p + 1) * plane];
-                match self.finish {
-                    Finish::Max if !xp.iter().fold(false, |n, &v| n | is_nan(v)) => {
-                        let step = |a: T, b: T| if b > a { b } else { a };
-                        self.planar(&step, Last::Keep, xp, dst, &plan)
+                if wide {
+                    PlaneOp {
+                        reduce: self,
+                        xp,
+                        dst,
+                        plan: &plan,
                     }
-                    Finish::Max => self.planar(&self.step, Last::Canonical, xp, dst, &plan),
-                    Finish::Mean { .. } => self.planar(&self.step, Last::Divide, xp, dst, &plan),
+                    .dispatch()
+                } else {
+                    self.plane(xp, dst, &plan)
                 }
             };
             if crate::parallel::split(x.len().max(out.len())) {
@@ -277,6 +329,20 @@ where
             return Ok(());
         }
         self.table(x, out, axes)
+    }
+
+    /// One 1-D or 2-D plane: a max plane without NaN folds with the plain
+    /// max step and needs no finishing (see [`Reduce::planes`]).
+    #[inline(always)]
+    fn plane(&self, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+        match self.finish {
+            Finish::Max if !xp.iter().fold(false, |n, &v| n | is_nan(v)) => {
+                let step = |a: T, b: T| if b > a { b } else { a };
+                self.planar(&step, Last::Keep, xp, dst, plan)
+            }
+            Finish::Max => self.planar(&self.step, Last::Canonical, xp, dst, plan),
+            Finish::Mean { .. } => self.planar(&self.step, Last::Divide, xp, dst, plan),
+        }
     }
 
     /// Any number of spatial axes, each window read through the gather table.
@@ -306,10 +372,13 @@ where
     /// column's taps inside the input into one row result
     /// ([`Reduce::fold_row`]), once per input row; then each output row
     /// folds the row results of its kernel rows inside the input, column by
-    /// column ([`Reduce::fold_rows`]). Row results live in a ring of as many
-    /// rows as a window spans, so each input row is read and folded once,
-    /// and every step is a straight vector loop over a row. A 3×3 window
-    /// costs 2 steps along the row and 2 down the column instead of 9.
+    /// column ([`Reduce::fold_slices`]). Row results live in a ring of as
+    /// many rows as a window spans ([`Reduce::planar_ring`]) or, for a
+    /// stride-1 row axis, in a whole plane of them, folded a plane at a
+    /// time ([`Reduce::planar_flat`]); each input row is read and folded
+    /// once, and every step is a straight vector loop over a row or a
+    /// plane. A 3×3 window costs 2 steps along the row and 2 down the
+    /// column instead of 9. `last` then finishes the plane's outputs.
     ///
     /// Max stays bit for bit the gather table's fold (rows, then columns,
     /// from `init`): that fold returns the first NaN in tap order if there
@@ -323,19 +392,36 @@ where
     /// equals it, bit for bit). Integers likewise. Average sums each row
     /// first, so a sum may differ from the table's in its last bits
     /// (rounding in another order; never in the sign of a zero).
+    #[inline(always)]
     fn planar<F: Fn(T, T) -> T>(&self, step: &F, last: Last, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
         let w = &plan.w;
         let ow = w.output;
         if ow == 0 {
             return;
         }
+        if w.stride == 1 && ow <= w.input {
+            self.planar_flat(step, xp, dst, plan);
+        } else {
+            self.planar_ring(step, xp, dst, plan);
+        }
+        last.all(dst, &plan.divs);
+    }
+
+    /// [`Reduce::planar`] through a ring of row results: each input row a
+    /// window reads is folded (split into phases when strided) when its
+    /// first output row needs it, then each output row folds its rows'
+    /// results.
+    #[inline(always)]
+    fn planar_ring<F: Fn(T, T) -> T>(&self, step: &F, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+        let w = &plan.w;
+        let ow = w.output;
         let mut ring = vec![self.init; plan.slots * ow];
         let mut tags = vec![usize::MAX; plan.slots];
         let mut split = vec![self.init; if w.stride == 1 { 0 } else { w.stride * plan.len }];
-        let mut slots: Vec<usize> = Vec::with_capacity(plan.h.kernel);
+        let mut starts: Vec<usize> = Vec::with_capacity(plan.h.kernel);
         for (oh, row) in dst.chunks_exact_mut(ow).enumerate() {
             let (lo, hi) = plan.rows[oh];
-            slots.clear();
+            starts.clear();
             for &(ih, slot) in &plan.row_at[lo..hi] {
                 if tags[slot] != ih {
                     tags[slot] = ih;
@@ -348,10 +434,85 @@ where
                     };
                     self.fold_row(step, src, &mut ring[slot * ow..(slot + 1) * ow], plan);
                 }
-                slots.push(slot);
+                starts.push(slot * ow);
             }
-            self.fold_rows(step, row, &ring, &slots);
-            last.row(row, plan.divs.get(oh * ow..(oh + 1) * ow).unwrap_or(&[]));
+            self.fold_slices(step, row, &ring, &starts);
+        }
+    }
+
+    /// [`Reduce::planar`] for a stride-1 row axis whose output is no wider
+    /// than its input, a block of rows at a time rather than a row at a
+    /// time: the row results of the block's input rows are kept with the
+    /// input's row length, so each of the kernel's taps is one vector loop
+    /// over the block (values a tap reads across a row's end land in the
+    /// edge columns, which are then folded row by row, or past the
+    /// output's width, which nothing reads). With same-size output rows
+    /// and a stride-1 column axis, the block's output rows whose kernel
+    /// rows are all inside fold the same way, one loop per kernel row; the
+    /// others row by row. A block covers about [`BLOCK`] elements, so its
+    /// input, row results and output stay in the L1 cache; the input rows
+    /// two blocks share are folded in each. Every output folds the same
+    /// taps in the same order as [`Reduce::planar_ring`], so the results
+    /// are the same bits.
+    #[inline(always)]
+    fn planar_flat<F: Fn(T, T) -> T>(&self, step: &F, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+        let (h, w) = (&plan.h, &plan.w);
+        let (iw, ow) = (w.input, w.output);
+        let n = h.input * iw;
+        let span = (w.kernel - 1) * w.dilation;
+        let hspan = (h.kernel - 1) * h.dilation;
+        // The output rows whose kernel rows are all inside, when they can
+        // fold as one loop per kernel row.
+        let (mut vlo, mut vhi) = (0, 0);
+        if h.stride == 1 && ow == iw {
+            let spans = (0..h.kernel).map(|k| h.outputs_inside(k));
+            vlo = spans.clone().map(|r| r.0).max().unwrap_or(0);
+            vhi = spans.map(|r| r.1).min().unwrap_or(0);
+        }
+        let block = (BLOCK / iw).max(1);
+        let mut rows = vec![self.init; ((block - 1) * h.stride + hspan + 1).min(h.input) * iw];
+        let taps: Vec<usize> = (0..w.kernel).map(|k| k * w.dilation).collect();
+        let mut starts: Vec<usize> = Vec::with_capacity(h.kernel);
+        for oa in (0..h.output).step_by(block) {
+            let ob = (oa + block).min(h.output);
+            // The input rows the block's windows read.
+            let ia = (h.start(oa).max(0) as usize).min(h.input);
+            let ib = ((h.start(ob - 1) + hspan as i64 + 1).max(0) as usize).min(h.input);
+            let ib = ib.max(ia);
+            let buf = &mut rows[..(ib - ia) * iw];
+            if plan.mid.0 < plan.mid.1 {
+                // Flat position j (row j / iw, column j % iw) reads tap k
+                // at j + k * dilation - pad_begin.
+                let lo = (ia * iw).max(w.pad_begin);
+                let hi = (ib * iw).min((n + w.pad_begin).saturating_sub(span));
+                if lo < hi {
+                    let out = &mut buf[lo - ia * iw..hi - ia * iw];
+                    self.fold_slices(step, out, &xp[lo - w.pad_begin..], &taps);
+                }
+            }
+            if !plan.edges.is_empty() {
+                let src = xp[ia * iw..ib * iw].chunks_exact(iw);
+                for (src, out) in src.zip(buf.chunks_exact_mut(iw)) {
+                    self.fold_edges(step, src, out, plan);
+                }
+            }
+            let (ma, mb) = (vlo.max(oa), vhi.min(ob));
+            if ma < mb {
+                starts.clear();
+                starts.extend(
+                    (0..h.kernel).map(|k| ((h.start(ma) + (k * h.dilation) as i64) as usize - ia) * iw),
+                );
+                self.fold_slices(step, &mut dst[ma * ow..mb * ow], buf, &starts);
+            }
+            for oh in oa..ob {
+                if ma <= oh && oh < mb {
+                    continue;
+                }
+                let (a, b) = plan.rows[oh];
+                starts.clear();
+                starts.extend(plan.row_at[a..b].iter().map(|&(ih, _)| (ih - ia) * iw));
+                self.fold_slices(step, &mut dst[oh * ow..(oh + 1) * ow], buf, &starts);
+            }
         }
     }
 
@@ -359,39 +520,19 @@ where
     /// the row (`src`, split into phases when strided) in kernel order,
     /// starting from the first tap (`init` when none is inside). The
     /// windows every tap reads inside take their taps as `K` slices side by
-    /// side, the few at the edges one by one.
+    /// side ([`Reduce::fold_slices`]), the few at the edges one by one.
+    #[inline(always)]
     fn fold_row<F: Fn(T, T) -> T>(&self, step: &F, src: &[T], out: &mut [T], plan: &Plan<T>) {
-        let w = &plan.w;
         let (lo, hi) = plan.mid;
         if lo < hi {
-            let n = hi - lo;
-            let tap = |k: usize| &src[plan.taps[k]..plan.taps[k] + n];
-            let r = &mut out[lo..hi];
-            match w.kernel {
-                1 => r.copy_from_slice(tap(0)),
-                2 => r
-                    .iter_mut()
-                    .zip(tap(0).iter().zip(tap(1)))
-                    .for_each(|(o, (&a, &b))| *o = step(a, b)),
-                _ => {
-                    r.iter_mut()
-                        .zip(tap(0).iter().zip(tap(1)).zip(tap(2)))
-                        .for_each(|(o, ((&a, &b), &c))| *o = step(step(a, b), c));
-                    let mut k = 3;
-                    while k < w.kernel {
-                        if k + 1 < w.kernel {
-                            r.iter_mut()
-                                .zip(tap(k).iter().zip(tap(k + 1)))
-                                .for_each(|(o, (&a, &b))| *o = step(step(*o, a), b));
-                            k += 2;
-                        } else {
-                            r.iter_mut().zip(tap(k)).for_each(|(o, &a)| *o = step(*o, a));
-                            k += 1;
-                        }
-                    }
-                }
-            }
+            self.fold_slices(step, &mut out[lo..hi], src, &plan.taps);
         }
+        self.fold_edges(step, src, out, plan);
+    }
+
+    /// The edge windows of one row's results (see [`Reduce::fold_row`]).
+    #[inline(always)]
+    fn fold_edges<F: Fn(T, T) -> T>(&self, step: &F, src: &[T], out: &mut [T], plan: &Plan<T>) {
         for &(o, a, b) in &plan.edges {
             let mut taps = plan.edge_at[a..b].iter().map(|&i| src[i]);
             out[o] = match taps.next() {
@@ -401,46 +542,64 @@ where
         }
     }
 
-    /// Output row `row`: the row results in `ring` at `slots` (the kernel
-    /// rows inside the input, in order) folded column by column, up to
-    /// three rows per pass; `init` when no row is inside. Folding into
-    /// `init` first is left to [`Last::row`]: a max step from `init`, the
-    /// least value of T, returns the tap bit for bit (it keeps `init` only
-    /// on a tap equal to it, with the same bits), and a sum from `+0` only
-    /// turns an all `-0` sum into `+0`, which adding `+0` last does too.
-    fn fold_rows<F: Fn(T, T) -> T>(&self, step: &F, row: &mut [T], ring: &[T], slots: &[usize]) {
-        let n = row.len();
-        let r = |k: usize| &ring[slots[k] * n..(slots[k] + 1) * n];
-        let first = slots.len().min(3);
+    /// `out[i]` folds `src[starts[k] + i]` over k in order, up to three
+    /// slices per pass: a row's middle windows over their kernel taps, or
+    /// output rows over their kernel rows' results (inside the input);
+    /// `init` when there are none. Folding an output into `init` first is
+    /// left to [`Last::all`]: a max step from `init`, the least value of
+    /// T, returns the tap bit for bit (it keeps `init` only on a tap equal
+    /// to it, with the same bits), and a sum from `+0` only turns an all
+    /// `-0` sum into `+0`, which adding `+0` last does too.
+    #[inline(always)]
+    fn fold_slices<F: Fn(T, T) -> T>(&self, step: &F, out: &mut [T], src: &[T], starts: &[usize]) {
+        // Index loops over slices cut to `out`'s length: they vectorize and
+        // inline into a `PlaneOp`'s instruction set (an iterator's
+        // `for_each` may be left out of line, built for the baseline).
+        let n = out.len();
+        let r = |k: usize| &src[starts[k]..starts[k] + n];
+        let first = starts.len().min(3);
         match first {
-            0 => row.fill(self.init),
-            1 => row.copy_from_slice(r(0)),
-            2 => row
-                .iter_mut()
-                .zip(r(0).iter().zip(r(1)))
-                .for_each(|(o, (&a, &b))| *o = step(a, b)),
-            _ => row
-                .iter_mut()
-                .zip(r(0).iter().zip(r(1)).zip(r(2)))
-                .for_each(|(o, ((&a, &b), &c))| *o = step(step(a, b), c)),
+            0 => out.fill(self.init),
+            1 => out.copy_from_slice(r(0)),
+            2 => {
+                let (a, b) = (r(0), r(1));
+                for i in 0..n {
+                    out[i] = step(a[i], b[i]);
+                }
+            }
+            _ => {
+                let (a, b, c) = (r(0), r(1), r(2));
+                for i in 0..n {
+                    out[i] = step(step(a[i], b[i]), c[i]);
+                }
+            }
         }
         let mut k = first;
-        while k < slots.len() {
-            if k + 1 < slots.len() {
-                row.iter_mut()
-                    .zip(r(k).iter().zip(r(k + 1)))
-                    .for_each(|(o, (&a, &b))| *o = step(step(*o, a), b));
+        while k < starts.len() {
+            if k + 1 < starts.len() {
+                let (a, b) = (r(k), r(k + 1));
+                for i in 0..n {
+                    out[i] = step(step(out[i], a[i]), b[i]);
+                }
                 k += 2;
             } else {
-                row.iter_mut().zip(r(k)).for_each(|(o, &a)| *o = step(*o, a));
+                let a = r(k);
+                for i in 0..n {
+                    out[i] = step(out[i], a[i]);
+                }
                 k += 1;
             }
         }
     }
 }
 
+/// About how many elements of input rows [`Reduce::planar_flat`] folds
+/// at a time (8 KiB of f32).
+const BLOCK: usize = 2048;
+
 /// Whether `v` is NaN, for any numeric T.
 #[allow(clippy::eq_op)]
+#[inline(always)]
 fn is_nan<T: Num>(v: T) -> bool {
     v != v
 }
@@ -448,6 +607,7 @@ fn is_nan<T: Num>(v: T) -> bool {
 /// Splits `src` into its `s` phases: `out[p * len + j] = src[j * s + p]`
 /// with `len = ceil(src.len() / s)` (a phase's missing tail is left as is;
 /// no window reads it).
+#[inline(always)]
 fn phases<T: Copy>(src: &[T], s: usize, out: &mut [T]) {
     let len = src.len().div_ceil(s);
     if s == 2 {
@@ -680,6 +840,39 @@ mod tests {
         Some((axes, kernel.iter().product()))
     }
 
+    /// The run-time vector path ([`PlaneOp`]) against the baseline build of
+    /// the same walk: max and both averages bit for bit (no operation is
+    /// reordered between them), a NaN average matching any NaN (which of
+    /// two NaNs a sum carries is up to the instruction's operand order),
+    /// the averages with `avg` (floats). Without
+    /// AVX2 and FMA both are the baseline.
+    fn paths_agree<T: Num>(x: &[T], axes: &[Axis1], avg: bool) -> std::result::Result<(), String> {
+        let o = x.len() / axes.iter().map(|a| a.input).product::<usize>().max(1)
+            * axes.iter().map(|a| a.output).product::<usize>();
+        let bits = |v: &[T]| bytemuck::cast_slice::<T, u8>(v).to_vec();
+        let (mut wide, mut base) = (vec![T::one(); o], vec![T::zero(); o]);
+        max_reduce::<T>().planes_on(x, &mut wide, axes, true).unwrap();
+        max_reduce::<T>().planes_on(x, &mut base, axes, false).unwrap();
+        if bits(&wide) != bits(&base) {
+            return Err(format!("max paths {axes:?}: {wide:?} vs {base:?}"));
+        }
+        let counts = padded_counts(axes);
+        for c in [None, Some(&counts[..])].into_iter().filter(|_| avg) {
+            let (mut wide, mut base) = (vec![T::one(); o], vec![T::zero(); o]);
+            average_reduce::<T>(c)
+                .planes_on(x, &mut wide, axes, true)
+                .unwrap();
+            average_reduce::<T>(c)
+                .planes_on(x, &mut base, axes, false)
+                .unwrap();
+            let same = |(p, q): (&T, &T)| bits(&[*p]) == bits(&[*q]) || (is_nan(*p) && is_nan(*q));
+            if !wide.iter().zip(&base).all(same) {
+                return Err(format!("avg paths {c:?} {axes:?}: {wide:?} vs {base:?}"));
+            }
+        }
+        Ok(())
+    }
+
     /// The average pools of the planar walk against the gather table's (the
     /// reference step `+`, taps in row-major order). The planar walk sums
     /// each kernel row first, so sums may round differently: outputs must
@@ -760,6 +953,9 @@ mod tests {
                 if let Err(e) = averages_agree(&x, &axes, taps, f64::EPSILON) {
                     prop_assert!(false, "{}", e);
                 }
+                if let Err(e) = paths_agree(&x, &axes, true) {
+                    prop_assert!(false, "{}", e);
+                }
             }
         }
 
@@ -801,6 +997,11 @@ mod tests {
                 if let Err(e) = averages_agree(&x, &axes, taps, f32::EPSILON as f64) {
                     prop_assert!(false, "{}", e);
                 }
+                for e in [paths_agree(&x, &axes, true), paths_agree(&xi, &axes, false)] {
+                    if let Err(e) = e {
+                        prop_assert!(false, "{}", e);
+                    }
+                }
             }
         }
 
@@ -822,6 +1023,59 @@ mod tests {
             max_reduce::<i64>().planes(&x, &mut fast, &axes).unwrap();
             reference.table(&x, &mut general, &axes).unwrap();
             prop_assert_eq!(fast, general);
+        }
+    }
+
+    /// Planes taller than one of [`planar_flat`]'s blocks: the blocks'
+    /// shared input rows, their middle and edge output rows, column
+    /// strides of 2 and 3, and strided rows (the ring walk) for
+    /// comparison; max (with NaN of both signs and inf) bit for bit,
+    /// averages within rounding, and the vector path as the baseline.
+    ///
+    /// [`planar_flat`]: Reduce::planar_flat
+    #[test]
+    fn tall_planes_fold_in_blocks() {
+        let width = 23;
+        assert!(BLOCK / width < 150);
+        for (kh, sh, dh, ph, kw, sw, dw, pw) in [
+            (3, 1, 1, 1, 3, 1, 1, 1),
+            (3, 2, 1, 1, 3, 1, 1, 1),
+            (5, 1, 2, 2, 5, 1, 2, 2),
+            (2, 1, 1, 0, 2, 1, 1, 0),
+            (7, 1, 1, 3, 3, 1, 2, 2),
+            (3, 3, 1, 0, 4, 1, 1, 1),
+            (1, 1, 1, 0, 3, 1, 1, 0),
+            (3, 2, 1, 1, 3, 2, 1, 1),
+            (2, 2, 1, 0, 2, 2, 1, 0),
+            (4, 3, 1, 2, 5, 3, 2, 3),
+        ] {
+            let spec = [(301, kh, sh, dh, ph, ph), (width, kw, sw, dw, pw, pw)];
+            let (axes, taps) = resolve(&spec, false).unwrap();
+            let n = 2 * 301 * width;
+            let o = 2 * axes.iter().map(|a| a.output).product::<usize>();
+            let mut x: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919) % 1009) as f32 * 0.173 - 80.0)
+                .collect();
+            let max = Reduce {
+                init: <f32 as Num>::min_value(),
+                step: <f32 as Num>::maximum,
+                finish: Finish::Max,
+            };
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            for specials in [false, true] {
+                if specials {
+                    x[2000] = f32::NAN;
+                    x[4700] = -f32::NAN;
+                    x[9000] = f32::INFINITY;
+                    x[n - 5] = -0.0;
+                }
+                let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
+                max_reduce::<f32>().planes(&x, &mut fast, &axes).unwrap();
+                max.table(&x, &mut general, &axes).unwrap();
+                assert_eq!(bits(&fast), bits(&general), "max {axes:?}");
+                averages_agree(&x, &axes, taps, f32::EPSILON as f64).unwrap();
+                paths_agree(&x, &axes, true).unwrap();
+            }
         }
     }
 
@@ -858,6 +1112,9 @@ mod tests {
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&fast), bits(&general), "max {axes:?}");
             averages_agree(&x, &axes, taps, f32::EPSILON as f64).unwrap();
+            paths_agree(&x, &axes, true).unwrap();
+            let xd: Vec<f64> = x.iter().map(|&v| v as f64 * 1.1).collect();
+            paths_agree(&xd, &axes, true).unwrap();
         }
     }
 }
