@@ -454,6 +454,34 @@ fn explain_marks_the_nodes_that_sweep_with_the_one_before() {
     );
 }
 
+/// Validate mode keeps plain mode's sweeps: the timeline marks the swept
+/// nodes (their time a share of their sweep's), and the explain counts
+/// agree with the run.
+#[test]
+fn validate_mode_sweeps_and_its_timeline_says_so() {
+    let case = "suites/inplace/chain128_f64";
+    let o = vigil(&["run", case, "--mode", "validate", "--format", "json", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let c = &json_of(&o)["cases"][0];
+    assert_eq!(c["status"], "pass");
+    let timeline = c["timeline"].as_array().unwrap();
+    let swept = timeline.iter().filter(|e| e["swept"] == true).count();
+    let e = json_of(&vigil(&["explain", case, "--format", "json"]));
+    // Explain marks the nodes after each sweep's first; the timeline marks
+    // every swept node.
+    let nodes = e["nodes"].as_array().unwrap();
+    let joins = |k: usize| nodes[k]["sweeps_with_previous"] == true;
+    let starts = (0..nodes.len() - 1)
+        .filter(|&k| !joins(k) && joins(k + 1))
+        .count();
+    assert!(starts > 0);
+    assert_eq!(swept, e["nodes_swept"].as_u64().unwrap() as usize + starts);
+    assert_eq!(timeline.len(), nodes.len());
+    assert!(timeline
+        .iter()
+        .all(|e| e["swept"] == true || e.get("swept").is_none()));
+}
+
 #[test]
 fn a_closed_stdout_pipe_is_not_an_error() {
     use std::io::Read;
