@@ -151,3 +151,54 @@ impl<const CMP: bool> SimdOp for Finite<'_, CMP> {
         (Some(b), differs)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(finite, counts and range, differs)` of one evaluation.
+    type Seen = (bool, Option<(usize, usize, f32, f32)>, bool);
+
+    fn seen(r: (Option<Block>, bool)) -> Seen {
+        let (b, differs) = r;
+        (b.is_some(), b.map(|b| (b.negative, b.zero, b.lo, b.hi)), differs)
+    }
+
+    /// Every instruction set this CPU has gives the portable one's counts,
+    /// range and comparison: the dispatcher picks only the widest, so the
+    /// narrower ones (AVX2 on an AVX-512 machine) are run here directly.
+    #[test]
+    fn every_instruction_set_gives_the_same_counts_range_and_comparison() {
+        let xs: Vec<f32> = (0..4096 + 40)
+            .map(|i| match i % 11 {
+                0 => 0.0,
+                1 => -0.0,
+                _ => ((i * 7919) % 1009) as f32 * 0.37 - 150.0,
+            })
+            .collect();
+        let mut nan = xs.clone();
+        nan[4100] = f32::NAN;
+        let mut other = xs.clone();
+        other[33] += 1.0;
+        for len in [8, 40, 4096, xs.len()] {
+            let cases = [
+                (&xs[..len], &xs[..len]),
+                (&xs[..len], &other[..len]),
+                (&nan[..len], &xs[..len]),
+            ];
+            for (a, b) in cases {
+                let want = seen(Finite::<true>(a, b).eval(rten_simd::isa::GenericIsa::new()));
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if let Some(isa) = rten_simd::isa::Avx2Isa::new() {
+                        assert_eq!(seen(Finite::<true>(a, b).eval(isa)), want, "avx2, {len}");
+                    }
+                    if let Some(isa) = rten_simd::isa::Avx512Isa::new() {
+                        assert_eq!(seen(Finite::<true>(a, b).eval(isa)), want, "avx512, {len}");
+                    }
+                }
+                assert_eq!(seen(Finite::<true>(a, b).dispatch()), want, "dispatched, {len}");
+            }
+        }
+    }
+}
