@@ -158,3 +158,72 @@ fn apply(f: MathFn, src: Option<&[f32]>, dst: &mut [f32]) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::ulp_distance;
+    use crate::DType;
+
+    /// The AVX2 kernels, which the dispatcher never picks on an AVX-512
+    /// machine, run directly: within the same ULP bounds as the dispatched
+    /// ones, with zeros' signs, infinities and NaN as numpy has them.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_kernels_hold_the_bounds_too() {
+        let Some(isa) = rten_simd::isa::Avx2Isa::new().filter(|_| available()) else {
+            eprintln!("skipped: this CPU has no AVX2+FMA");
+            return;
+        };
+        let mut xs: Vec<f32> = (0..20_000).map(|i| (i as f32 - 10_000.0) * 0.0123).collect();
+        xs.extend([
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            88.7,
+            -103.9,
+            1e-40,
+        ]);
+        // (function, f64 reference, ULP bound)
+        type Case = (MathFn, fn(f64) -> f64, u64);
+        let cases: [Case; 3] = [
+            (MathFn::Exp, f64::exp, 1),
+            (MathFn::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 2),
+            (MathFn::Tanh, f64::tanh, 2),
+        ];
+        for (f, reference, bound) in cases {
+            let mut out = vec![0f32; xs.len()];
+            let src = Some(&xs[..]);
+            match f {
+                MathFn::Exp => Map {
+                    op: &Exp {},
+                    src,
+                    dst: &mut out,
+                }
+                .eval(isa),
+                MathFn::Sigmoid => Map {
+                    op: &Sigmoid,
+                    src,
+                    dst: &mut out,
+                }
+                .eval(isa),
+                _ => Map {
+                    op: &SignedTanh,
+                    src,
+                    dst: &mut out,
+                }
+                .eval(isa),
+            }
+            for (&x, &y) in xs.iter().zip(&out) {
+                let want = reference(x as f64) as f32;
+                let d = ulp_distance(y as f64, want as f64, DType::F32);
+                assert!(d <= bound, "{f:?}({x}) = {y}, want {want} ({d} ULP)");
+                if want == 0.0 {
+                    assert_eq!(y.is_sign_negative(), want.is_sign_negative(), "{f:?}({x})");
+                }
+            }
+        }
+    }
+}
