@@ -333,15 +333,23 @@ where
 
     /// One 1-D or 2-D plane: a max plane without NaN folds with the plain
     /// max step and needs no finishing (see [`Reduce::planes`]).
+    ///
+    /// Whether a max plane has a NaN is learned while it is folded: the
+    /// plain fold also watches every input it reads (see
+    /// [`Reduce::planar`]), and a plane that read a NaN is folded again
+    /// with this reduction's own step and finished as [`Finish::Max`].
     #[inline(always)]
     fn plane(&self, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
         match self.finish {
-            Finish::Max if !xp.iter().fold(false, |n, &v| n | is_nan(v)) => {
+            Finish::Max => {
                 let step = |a: T, b: T| if b > a { b } else { a };
-                self.planar(&step, Last::Keep, xp, dst, plan)
+                if self.planar::<_, true>(&step, Last::Keep, xp, dst, plan) {
+                    self.planar::<_, false>(&self.step, Last::Canonical, xp, dst, plan);
+                }
             }
-            Finish::Max => self.planar(&self.step, Last::Canonical, xp, dst, plan),
-            Finish::Mean { .. } => self.planar(&self.step, Last::Divide, xp, dst, plan),
+            Finish::Mean { .. } => {
+                self.planar::<_, false>(&self.step, Last::Divide, xp, dst, plan);
+            }
         }
     }
 
@@ -392,33 +400,51 @@ where
     /// equals it, bit for bit). Integers likewise. Average sums each row
     /// first, so a sum may differ from the table's in its last bits
     /// (rounding in another order; never in the sign of a zero).
+    ///
+    /// With `WATCH`, returns whether any input the plane's folds read is a
+    /// NaN (inputs no window reads may go unwatched); else `false`.
     #[inline(always)]
-    fn planar<F: Fn(T, T) -> T>(&self, step: &F, last: Last, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+    fn planar<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        last: Last,
+        xp: &[T],
+        dst: &mut [T],
+        plan: &Plan<T>,
+    ) -> bool {
         let w = &plan.w;
         let ow = w.output;
         if ow == 0 {
-            return;
+            return false;
         }
         if w.stride == 1 && ow <= w.input {
-            self.planar_flat(step, xp, dst, plan);
+            self.planar_flat::<F, WATCH>(step, last, xp, dst, plan)
         } else {
-            self.planar_ring(step, xp, dst, plan);
+            self.planar_ring::<F, WATCH>(step, last, xp, dst, plan)
         }
-        last.all(dst, &plan.divs);
     }
 
     /// [`Reduce::planar`] through a ring of row results: each input row a
     /// window reads is folded (split into phases when strided) when its
     /// first output row needs it, then each output row folds its rows'
-    /// results.
+    /// results, then `last` finishes it. With `WATCH`, each input row it
+    /// folds is watched for NaN as it is read (split).
     #[inline(always)]
-    fn planar_ring<F: Fn(T, T) -> T>(&self, step: &F, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+    fn planar_ring<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        last: Last,
+        xp: &[T],
+        dst: &mut [T],
+        plan: &Plan<T>,
+    ) -> bool {
         let w = &plan.w;
         let ow = w.output;
         let mut ring = vec![self.init; plan.slots * ow];
         let mut tags = vec![usize::MAX; plan.slots];
         let mut split = vec![self.init; if w.stride == 1 { 0 } else { w.stride * plan.len }];
         let mut starts: Vec<usize> = Vec::with_capacity(plan.h.kernel);
+        let mut nan = false;
         for (oh, row) in dst.chunks_exact_mut(ow).enumerate() {
             let (lo, hi) = plan.rows[oh];
             starts.clear();
@@ -426,18 +452,24 @@ where
                 if tags[slot] != ih {
                     tags[slot] = ih;
                     let src = &xp[ih * w.input..(ih + 1) * w.input];
+                    nan |= WATCH && any_nan(src);
                     let src = if w.stride == 1 {
                         src
                     } else {
                         phases(src, w.stride, &mut split);
                         &split[..]
                     };
+                    if WATCH && nan {
+                        return true;
+                    }
                     self.fold_row(step, src, &mut ring[slot * ow..(slot + 1) * ow], plan);
                 }
                 starts.push(slot * ow);
             }
-            self.fold_slices(step, row, &ring, &starts);
+            self.fold_slices::<F, false>(step, row, &ring, &starts);
         }
+        last.all(dst, &plan.divs);
+        nan
     }
 
     /// [`Reduce::planar`] for a stride-1 row axis whose output is no wider
@@ -449,13 +481,22 @@ where
     /// output's width, which nothing reads). With same-size output rows
     /// and a stride-1 column axis, the block's output rows whose kernel
     /// rows are all inside fold the same way, one loop per kernel row; the
-    /// others row by row. A block covers about [`BLOCK`] elements, so its
+    /// others row by row, and `last` finishes the block's output rows. A block covers about [`BLOCK`] elements, so its
     /// input, row results and output stay in the L1 cache; the input rows
     /// two blocks share are folded in each. Every output folds the same
     /// taps in the same order as [`Reduce::planar_ring`], so the results
-    /// are the same bits.
+    /// are the same bits. With `WATCH`, the row folds watch their inputs for
+    /// NaN: the first tap's loop and the few inputs only later taps read,
+    /// and each edge tap.
     #[inline(always)]
-    fn planar_flat<F: Fn(T, T) -> T>(&self, step: &F, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+    fn planar_flat<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        last: Last,
+        xp: &[T],
+        dst: &mut [T],
+        plan: &Plan<T>,
+    ) -> bool {
         let (h, w) = (&plan.h, &plan.w);
         let (iw, ow) = (w.input, w.output);
         let n = h.input * iw;
@@ -473,6 +514,7 @@ where
         let mut rows = vec![self.init; ((block - 1) * h.stride + hspan + 1).min(h.input) * iw];
         let taps: Vec<usize> = (0..w.kernel).map(|k| k * w.dilation).collect();
         let mut starts: Vec<usize> = Vec::with_capacity(h.kernel);
+        let mut nan = false;
         for oa in (0..h.output).step_by(block) {
             let ob = (oa + block).min(h.output);
             // The input rows the block's windows read.
@@ -487,22 +529,19 @@ where
                 let hi = (ib * iw).min((n + w.pad_begin).saturating_sub(span));
                 if lo < hi {
                     let out = &mut buf[lo - ia * iw..hi - ia * iw];
-                    self.fold_slices(step, out, &xp[lo - w.pad_begin..], &taps);
+                    let src = &xp[lo - w.pad_begin..];
+                    nan |= self.fold_slices::<F, WATCH>(step, out, src, &taps);
+                    nan |= WATCH && any_nan(&src[hi - lo..hi - lo + span]);
                 }
             }
-            if !plan.edges.is_empty() {
-                let src = xp[ia * iw..ib * iw].chunks_exact(iw);
-                for (src, out) in src.zip(buf.chunks_exact_mut(iw)) {
-                    self.fold_edges(step, src, out, plan);
-                }
-            }
+            nan |= self.fold_edge_columns::<F, WATCH>(step, &xp[ia * iw..ib * iw], buf, plan);
             let (ma, mb) = (vlo.max(oa), vhi.min(ob));
             if ma < mb {
                 starts.clear();
                 starts.extend(
                     (0..h.kernel).map(|k| ((h.start(ma) + (k * h.dilation) as i64) as usize - ia) * iw),
                 );
-                self.fold_slices(step, &mut dst[ma * ow..mb * ow], buf, &starts);
+                self.fold_slices::<F, false>(step, &mut dst[ma * ow..mb * ow], buf, &starts);
             }
             for oh in oa..ob {
                 if ma <= oh && oh < mb {
@@ -511,9 +550,15 @@ where
                 let (a, b) = plan.rows[oh];
                 starts.clear();
                 starts.extend(plan.row_at[a..b].iter().map(|&(ih, _)| (ih - ia) * iw));
-                self.fold_slices(step, &mut dst[oh * ow..(oh + 1) * ow], buf, &starts);
+                self.fold_slices::<F, false>(step, &mut dst[oh * ow..(oh + 1) * ow], buf, &starts);
             }
+            if WATCH && nan {
+                return true;
+            }
+            let divs = plan.divs.get(oa * ow..).unwrap_or(&[]);
+            last.all(&mut dst[oa * ow..ob * ow], divs);
         }
+        nan
     }
 
     /// One input row's results: `out[ow]` folds window `ow`'s taps inside
@@ -525,21 +570,80 @@ where
     fn fold_row<F: Fn(T, T) -> T>(&self, step: &F, src: &[T], out: &mut [T], plan: &Plan<T>) {
         let (lo, hi) = plan.mid;
         if lo < hi {
-            self.fold_slices(step, &mut out[lo..hi], src, &plan.taps);
+            self.fold_slices::<F, false>(step, &mut out[lo..hi], src, &plan.taps);
         }
-        self.fold_edges(step, src, out, plan);
+        self.fold_edges::<F, false>(step, src, out, plan);
     }
 
-    /// The edge windows of one row's results (see [`Reduce::fold_row`]).
+    /// The edge windows of every row's results in `out` (rows of the
+    /// input's width, read from the same rows of `src`), an edge column at
+    /// a time down the rows: a window's taps sit at the same places in
+    /// every row. The same folds as [`Reduce::fold_edges`] row by row;
+    /// with `WATCH`, whether any tap is NaN.
     #[inline(always)]
-    fn fold_edges<F: Fn(T, T) -> T>(&self, step: &F, src: &[T], out: &mut [T], plan: &Plan<T>) {
+    fn fold_edge_columns<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        src: &[T],
+        out: &mut [T],
+        plan: &Plan<T>,
+    ) -> bool {
+        let iw = plan.w.input;
+        let mut nan = false;
+        macro_rules! rows {
+            () => {
+                src.chunks_exact(iw).zip(out.chunks_exact_mut(iw))
+            };
+        }
         for &(o, a, b) in &plan.edges {
-            let mut taps = plan.edge_at[a..b].iter().map(|&i| src[i]);
+            match plan.edge_at[a..b] {
+                [] => rows!().for_each(|(_, d)| d[o] = self.init),
+                [p] => rows!().for_each(|(s, d)| {
+                    nan |= WATCH && is_nan(s[p]);
+                    d[o] = s[p];
+                }),
+                [p, q] => rows!().for_each(|(s, d)| {
+                    nan |= WATCH && (is_nan(s[p]) | is_nan(s[q]));
+                    d[o] = step(s[p], s[q]);
+                }),
+                [p, q, r] => rows!().for_each(|(s, d)| {
+                    nan |= WATCH && (is_nan(s[p]) | is_nan(s[q]) | is_nan(s[r]));
+                    d[o] = step(step(s[p], s[q]), s[r]);
+                }),
+                [p, ref more @ ..] => rows!().for_each(|(s, d)| {
+                    nan |= WATCH && is_nan(s[p]);
+                    d[o] = more.iter().fold(s[p], |m, &i| {
+                        nan |= WATCH && is_nan(s[i]);
+                        step(m, s[i])
+                    });
+                }),
+            }
+        }
+        nan
+    }
+
+    /// The edge windows of one row's results (see [`Reduce::fold_row`]);
+    /// with `WATCH`, whether any of their taps is NaN.
+    #[inline(always)]
+    fn fold_edges<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        src: &[T],
+        out: &mut [T],
+        plan: &Plan<T>,
+    ) -> bool {
+        let mut nan = false;
+        for &(o, a, b) in &plan.edges {
+            let mut taps = plan.edge_at[a..b].iter().map(|&i| {
+                nan |= WATCH && is_nan(src[i]);
+                src[i]
+            });
             out[o] = match taps.next() {
                 Some(first) => taps.fold(first, step),
                 None => self.init,
             };
         }
+        nan
     }
 
     /// `out[i]` folds `src[starts[k] + i]` over k in order, up to three
@@ -549,28 +653,41 @@ where
     /// left to [`Last::all`]: a max step from `init`, the least value of
     /// T, returns the tap bit for bit (it keeps `init` only on a tap equal
     /// to it, with the same bits), and a sum from `+0` only turns an all
-    /// `-0` sum into `+0`, which adding `+0` last does too.
+    /// `-0` sum into `+0`, which adding `+0` last does too. With `WATCH`,
+    /// returns whether the first slice holds a NaN (else `false`).
     #[inline(always)]
-    fn fold_slices<F: Fn(T, T) -> T>(&self, step: &F, out: &mut [T], src: &[T], starts: &[usize]) {
+    fn fold_slices<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        out: &mut [T],
+        src: &[T],
+        starts: &[usize],
+    ) -> bool {
         // Index loops over slices cut to `out`'s length: they vectorize and
         // inline into a `PlaneOp`'s instruction set (an iterator's
         // `for_each` may be left out of line, built for the baseline).
         let n = out.len();
         let r = |k: usize| &src[starts[k]..starts[k] + n];
         let first = starts.len().min(3);
+        let mut nan = false;
         match first {
             0 => out.fill(self.init),
-            1 => out.copy_from_slice(r(0)),
+            1 => {
+                out.copy_from_slice(r(0));
+                nan = WATCH && any_nan(r(0));
+            }
             2 => {
                 let (a, b) = (r(0), r(1));
                 for i in 0..n {
                     out[i] = step(a[i], b[i]);
+                    nan |= WATCH && is_nan(a[i]);
                 }
             }
             _ => {
                 let (a, b, c) = (r(0), r(1), r(2));
                 for i in 0..n {
                     out[i] = step(step(a[i], b[i]), c[i]);
+                    nan |= WATCH && is_nan(a[i]);
                 }
             }
         }
@@ -590,6 +707,7 @@ where
                 k += 1;
             }
         }
+        nan
     }
 }
 
@@ -602,6 +720,12 @@ const BLOCK: usize = 2048;
 #[inline(always)]
 fn is_nan<T: Num>(v: T) -> bool {
     v != v
+}
+
+/// Whether any of `v` is NaN.
+#[inline(always)]
+fn any_nan<T: Num>(v: &[T]) -> bool {
+    v.iter().fold(false, |n, &v| n | is_nan(v))
 }
 
 /// Splits `src` into its `s` phases: `out[p * len + j] = src[j * s + p]`
@@ -1075,6 +1199,48 @@ mod tests {
                 assert_eq!(bits(&fast), bits(&general), "max {axes:?}");
                 averages_agree(&x, &axes, taps, f32::EPSILON as f64).unwrap();
                 paths_agree(&x, &axes, true).unwrap();
+            }
+        }
+    }
+
+    /// A single NaN (of either sign) at every position of a small plane in
+    /// turn, also where only an edge window or only a later tap reads it
+    /// or where no window reads it: the max pools that learn of NaN while
+    /// folding (see [`Reduce::plane`]) match the gather table bit for bit,
+    /// with stride-1 and strided rows, and the vector path the baseline.
+    #[test]
+    fn every_nan_position_is_seen() {
+        for (kh, sh, ph, kw, sw, dw, pw) in [
+            (3, 1, 1, 3, 1, 1, 1),
+            (2, 1, 0, 2, 1, 1, 0),
+            (3, 1, 0, 3, 1, 1, 0),
+            (2, 1, 2, 2, 1, 1, 2),
+            (3, 1, 1, 5, 1, 2, 1),
+            (1, 1, 0, 4, 1, 1, 3),
+            (3, 2, 1, 3, 2, 1, 1),
+            (2, 2, 0, 2, 2, 1, 0),
+            (3, 2, 0, 3, 3, 1, 0),
+        ] {
+            let spec = [(6, kh, sh, 1, ph, ph), (9, kw, sw, dw, pw, pw)];
+            let (axes, _) = resolve(&spec, false).unwrap();
+            let n = 6 * 9;
+            let o = axes.iter().map(|a| a.output).product::<usize>();
+            let max = Reduce {
+                init: <f32 as Num>::min_value(),
+                step: <f32 as Num>::maximum,
+                finish: Finish::Max,
+            };
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            for at in 0..n {
+                for nan in [f32::NAN, -f32::NAN] {
+                    let mut x: Vec<f32> = (0..n).map(|i| ((i * 37) % 23) as f32 - 11.0).collect();
+                    x[at] = nan;
+                    let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
+                    max_reduce::<f32>().planes(&x, &mut fast, &axes).unwrap();
+                    max.table(&x, &mut general, &axes).unwrap();
+                    assert_eq!(bits(&fast), bits(&general), "max {axes:?} NaN at {at}");
+                    paths_agree(&x, &axes, false).unwrap();
+                }
             }
         }
     }
