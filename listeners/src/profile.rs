@@ -93,6 +93,17 @@ impl ProfilingListener {
     }
 }
 
+impl ProfilingListener {
+    /// The start (from the first op) and duration of what `pre_op` or
+    /// `pre_sweep` started, in microseconds.
+    fn stop(&mut self) -> Option<(f64, f64)> {
+        let end = Instant::now();
+        let start = self.started.take()?;
+        let origin = *self.origin.get_or_insert(start);
+        Some((us(start.duration_since(origin)), us(end.duration_since(start))))
+    }
+}
+
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -107,14 +118,14 @@ impl Listener for ProfilingListener {
     }
 
     fn post_op(&mut self, _at: &At, ev: &OpEvent) {
-        let end = Instant::now();
-        let Some(start) = self.started.take() else { return };
-        let origin = *self.origin.get_or_insert(start);
+        let Some((start_us, dur_us)) = self.stop() else {
+            return;
+        };
         self.spans.push(OpSpan {
             node: ev.node.name.clone(),
             op: ev.op_name().to_string(),
-            start_us: us(start.duration_since(origin)),
-            dur_us: us(end.duration_since(start)),
+            start_us,
+            dur_us,
             swept: false,
         });
     }
@@ -128,13 +139,8 @@ impl Listener for ProfilingListener {
     }
 
     fn post_sweep(&mut self, _at: &At, ev: &SweepEvent) {
-        let end = Instant::now();
-        let Some(start) = self.started.take() else { return };
-        let origin = *self.origin.get_or_insert(start);
-        let (t0, each) = (
-            us(start.duration_since(origin)),
-            us(end.duration_since(start)) / ev.nodes.len().max(1) as f64,
-        );
+        let Some((t0, dur)) = self.stop() else { return };
+        let each = dur / ev.nodes.len().max(1) as f64;
         for (k, &n) in ev.nodes.iter().enumerate() {
             let node = ev.graph.node(n);
             self.spans.push(OpSpan {

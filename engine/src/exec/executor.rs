@@ -559,38 +559,33 @@ impl<'g> Cursor<'_, 'g> {
             node_index: Some(pos),
             ..self.opts.at
         };
-        let value = sweep.value().clone();
-        let value = &value;
+        let value = sweep.value();
         if self.hooks {
-            listener.pre_sweep(
-                &at,
-                &SweepEvent {
-                    graph: g,
-                    nodes,
-                    position: pos,
-                    value,
-                    outputs: &[],
-                    live: &self.live,
-                },
-            );
+            let ev = SweepEvent {
+                graph: g,
+                nodes,
+                position: pos,
+                value,
+                outputs: &[],
+                live: &self.live,
+            };
+            listener.pre_sweep(&at, &ev);
         }
-        let outputs = sweep.run(summaries && self.hooks)?;
+        let outputs = sweep.run(summaries)?;
         // An in-place node's output is its destroyed input 0, as is.
         for &n in nodes {
             self.live.set(g.node(n).outputs[0], value.clone());
         }
         if self.hooks {
-            listener.post_sweep(
-                &at,
-                &SweepEvent {
-                    graph: g,
-                    nodes,
-                    position: pos,
-                    value,
-                    outputs: &outputs,
-                    live: &self.live,
-                },
-            );
+            let ev = SweepEvent {
+                graph: g,
+                nodes,
+                position: pos,
+                value,
+                outputs: &outputs,
+                live: &self.live,
+            };
+            listener.post_sweep(&at, &ev);
         }
         let ran = nodes.len();
         for p in pos..pos + ran {
