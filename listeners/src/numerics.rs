@@ -74,17 +74,9 @@ impl Health {
 
     fn from_acc(t: &Tensor, acc: &Acc) -> Health {
         let finite = acc.negative + acc.zero + acc.positive;
-        // `+ 0.0` makes a zero +0: which zero a lane's min or max keeps
-        // depends on how the elements fell into lanes.
-        let (min, max, mean) = if finite > 0 {
-            (
-                Some(acc.lo + 0.0),
-                Some(acc.hi + 0.0),
-                Some(acc.sum / finite as f64),
-            )
-        } else {
-            (None, None, None)
-        };
+        let range = acc.range();
+        let (min, max) = (range.map(|r| r.0), range.map(|r| r.1));
+        let mean = (finite > 0).then(|| acc.sum / finite as f64);
         Health {
             dtype: t.dtype(),
             shape: t.shape().to_vec(),

@@ -54,6 +54,14 @@ impl Default for Acc {
 }
 
 impl Acc {
+    /// Min and max of the finite elements, `None` while there are none.
+    /// A zero comes out as +0: which zero a lane's min or max keeps depends
+    /// on how the elements fell into lanes (and tiles), so its sign carries
+    /// no information.
+    pub fn range(&self) -> Option<(f64, f64)> {
+        (self.negative + self.zero + self.positive > 0).then(|| (self.lo + 0.0, self.hi + 0.0))
+    }
+
     /// Adds the elements `other` summarized.
     pub fn merge(&mut self, other: &Acc) {
         self.nan += other.nan;
@@ -195,7 +203,7 @@ fn vec8(c: &[f32]) -> f32x8 {
 /// Finiteness needs no test of its own: a lane's sum stays finite only
 /// while every element added to it is finite (an infinity makes it ±inf or
 /// NaN for good; a finite overflow sends the block to `mixed_block`, which
-/// gives the same result).
+/// sums it again in f64).
 fn finite_block<const CMP: bool>(block: &[f32], want: &[f32], acc: &mut Acc) -> (bool, bool) {
     use wide::bytemuck::cast;
     use wide::i32x8;
@@ -285,7 +293,17 @@ fn mixed_block(block: &[f32], acc: &mut Acc) {
     acc.negative += count(n[3]);
     acc.zero += count(n[4]);
     acc.positive += count(n[5]);
-    acc.sum += sum.to_array().iter().map(|&x| x as f64).sum::<f64>();
+    acc.sum += if sum.is_finite().all() {
+        sum.to_array().iter().map(|&x| x as f64).sum::<f64>()
+    } else {
+        // Only finite elements were added, so an f32 lane overflowed: the
+        // f64 sum is finite (a mean of finite elements never is ±inf).
+        block
+            .iter()
+            .filter(|x| x.is_finite())
+            .map(|&x| x as f64)
+            .sum::<f64>()
+    };
     for (&l, &h) in lo.to_array().iter().zip(&hi.to_array()) {
         acc.lo = acc.lo.min(l as f64);
         acc.hi = acc.hi.max(h as f64);
@@ -533,6 +551,20 @@ mod tests {
         a
     }
 
+    /// A range is +0 at a zero, whichever zero the min or max kept, and
+    /// `None` with no finite element.
+    #[test]
+    fn a_range_reports_zero_as_plus_zero() {
+        let bits = |a: &Acc| a.range().map(|(lo, hi)| (lo.to_bits(), hi.to_bits()));
+        let zero = 0.0f64.to_bits();
+        assert_eq!(bits(&scalar(&[-0.0, 0.0])), Some((zero, zero)));
+        assert_eq!(bits(&scalar(&[0.0, -0.0])), Some((zero, zero)));
+        assert_eq!(scalar(&[-0.0, 2.5]).range(), Some((0.0, 2.5)));
+        assert_eq!(scalar(&[-1.0, -0.0]).range(), Some((-1.0, 0.0)));
+        assert_eq!(scalar(&[f32::NAN, f32::INFINITY]).range(), None);
+        assert_eq!(Acc::default().range(), None);
+    }
+
     /// The run-time SIMD block gives the `wide` block's counts and range,
     /// and its sum up to the order of the adds; both refuse a block with a
     /// NaN or an infinity, wherever it sits.
@@ -649,11 +681,16 @@ mod tests {
         assert_eq!((a.nan, a.pos_inf, a.neg_inf), (0, 0, 0));
         assert_eq!((a.negative, a.zero, a.positive), (1, 1, 4094));
         assert_eq!((a.lo, a.hi), (-1.5, 3.0e38f32 as f64));
+        // ... nor report their sum (and so the mean) as an infinity.
+        let big = 3.0e38f32 as f64;
+        let want = |k: f64| k * big - 1.5;
+        assert!((a.sum - want(4094.0)).abs() <= 1e-12 * a.sum, "{}", a.sum);
         // An infinity among them is still one.
         xs[77] = f32::INFINITY;
         let mut a = Acc::default();
         f32::summarize_run(&xs, &mut a);
         assert_eq!((a.pos_inf, a.positive), (1, 4093));
+        assert!((a.sum - want(4093.0)).abs() <= 1e-12 * a.sum, "{}", a.sum);
     }
 
     /// Another length is never equal, and the summary is still whole.

@@ -63,7 +63,7 @@ impl<const CMP: bool> SimdOp for Finite<'_, CMP> {
     /// block). As in the `wide` kernel, finiteness needs no test of its
     /// own: a lane sum stays finite only while every element added to it
     /// is (a finite overflow sends the block to the counting path, which
-    /// gives the same result).
+    /// sums it again in f64).
     #[inline(always)]
     fn eval<I: Isa>(self, isa: I) -> (Option<Block>, bool) {
         let ops = isa.f32();
