@@ -9,9 +9,10 @@
 //!   `add`, with a plain copy of the same bytes as the bandwidth yardstick;
 //!   throughput in bytes read and written.
 //!
-//! `VIGIL_PAIRED=REPS cargo bench --bench cnn` instead times the pools at
-//! the stem's shape against a copy of their input, on one thread,
-//! alternating rep by rep in one process, and prints median ratios.
+//! `VIGIL_PAIRED=REPS [VIGIL_WORKLOADS=max_pool,3x3/1] cargo bench --bench cnn`
+//! instead times the pools at the stem's shape against a copy of their
+//! input, on one thread, alternating rep by rep in one process, and prints
+//! median ratios.
 
 use std::hint::black_box;
 
@@ -120,14 +121,24 @@ fn pools_paired(reps: usize) {
         let name = format!("{op} {k}x{k}/{s} pad {p}");
         (name, reg.make(op, &a).expect("op"))
     };
-    let pools = [
+    // `VIGIL_WORKLOADS=max_pool,3x3/1` keeps the pools whose names hold
+    // every one of those words.
+    let only = std::env::var("VIGIL_WORKLOADS").unwrap_or_default();
+    let pools: Vec<_> = [
         window("max_pool", 3, 2, 1),
         window("max_pool", 2, 2, 0),
         window("max_pool", 3, 1, 1),
         window("average_pool", 2, 2, 0),
         window("average_pool", 3, 2, 1),
         window("average_pool", 3, 1, 1),
-    ];
+    ]
+    .into_iter()
+    .filter(|(name, _)| {
+        only.split(',')
+            .filter(|w| !w.is_empty())
+            .all(|w| name.contains(w))
+    })
+    .collect();
     let mut copy = Vec::new();
     let mut times = vec![Vec::new(); pools.len()];
     let ms = |s: Instant| s.elapsed().as_secs_f64() * 1e3;

@@ -59,7 +59,7 @@ impl Acc {
     /// on how the elements fell into lanes (and tiles), so its sign carries
     /// no information.
     pub fn range(&self) -> Option<(f64, f64)> {
-        (self.negative + self.zero + self.positive > 0).then(|| (self.lo + 0.0, self.hi + 0.0))
+        (self.negative + self.zero + self.positive > 0).then_some((self.lo + 0.0, self.hi + 0.0))
     }
 
     /// Adds the elements `other` summarized.
