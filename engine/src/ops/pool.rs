@@ -535,12 +535,28 @@ where
             }
             nan |= self.fold_edge_columns::<F, WATCH>(step, &xp[ia * iw..ib * iw], buf, plan);
             let (ma, mb) = (vlo.max(oa), vhi.min(ob));
+            // Whether the inner rows were divided as they were folded.
+            let mut divided = false;
             if ma < mb {
                 starts.clear();
                 starts.extend(
                     (0..h.kernel).map(|k| ((h.start(ma) + (k * h.dilation) as i64) as usize - ia) * iw),
                 );
-                self.fold_slices::<F, false>(step, &mut dst[ma * ow..mb * ow], buf, &starts);
+                let out = &mut dst[ma * ow..mb * ow];
+                if let (Last::Divide, &[p, q, r]) = (last, &starts[..]) {
+                    // A 3-row mean divides in the column fold's loop: one
+                    // pass less over the output (the same operations, so
+                    // the same bits as folding, then `Last::all`).
+                    let len = out.len();
+                    let divs = &plan.divs[ma * ow..ma * ow + len];
+                    let (a, b, c) = (&buf[p..p + len], &buf[q..q + len], &buf[r..r + len]);
+                    for i in 0..len {
+                        out[i] = (step(step(a[i], b[i]), c[i]) + T::zero()) / divs[i];
+                    }
+                    divided = true;
+                } else {
+                    self.fold_slices::<F, false>(step, out, buf, &starts);
+                }
             }
             for oh in oa..ob {
                 if ma <= oh && oh < mb {
@@ -554,8 +570,16 @@ where
             if WATCH && nan {
                 return true;
             }
-            let divs = plan.divs.get(oa * ow..).unwrap_or(&[]);
-            last.all(&mut dst[oa * ow..ob * ow], divs);
+            if divided {
+                for (ra, rb) in [(oa, ma), (mb, ob)] {
+                    if ra < rb {
+                        last.all(&mut dst[ra * ow..rb * ow], &plan.divs[ra * ow..]);
+                    }
+                }
+            } else {
+                let divs = plan.divs.get(oa * ow..).unwrap_or(&[]);
+                last.all(&mut dst[oa * ow..ob * ow], divs);
+            }
         }
         nan
     }
