@@ -74,8 +74,7 @@ impl Health {
 
     fn from_acc(t: &Tensor, acc: &Acc) -> Health {
         let finite = acc.negative + acc.zero + acc.positive;
-        let range = acc.range();
-        let (min, max) = (range.map(|r| r.0), range.map(|r| r.1));
+        let (min, max) = acc.range().unzip();
         let mean = (finite > 0).then(|| acc.sum / finite as f64);
         Health {
             dtype: t.dtype(),

@@ -91,9 +91,7 @@ impl ProfilingListener {
     pub fn write_chrome_trace(&self, path: &Path) -> std::io::Result<()> {
         std::fs::write(path, serde_json::to_vec(&self.chrome_trace())?)
     }
-}
 
-impl ProfilingListener {
     /// The start (from the first op) and duration of what `pre_op` or
     /// `pre_sweep` started, in microseconds.
     fn stop(&mut self) -> Option<(f64, f64)> {

@@ -129,8 +129,26 @@ fn tail<I: Isa, Op: SimdUnaryOp<f32>>(isa: I, op: &Op, src: &[f32], dst: &mut [f
     dst.copy_from_slice(&pad[..src.len()]);
 }
 
-fn run<Op: SimdUnaryOp<f32>>(op: &Op, src: Option<&[f32]>, dst: &mut [f32]) {
-    Map { op, src, dst }.dispatch()
+/// `Some($body)` with `$op` bound to `f`'s kernel, `None` when `f` has
+/// none: the one place that maps a [`MathFn`] to its kernel.
+macro_rules! with_kernel {
+    ($f:expr, $op:ident => $body:expr) => {
+        match $f {
+            MathFn::Exp => {
+                let $op = &Exp {};
+                Some($body)
+            }
+            MathFn::Sigmoid => {
+                let $op = &Sigmoid;
+                Some($body)
+            }
+            MathFn::Tanh => {
+                let $op = &SignedTanh;
+                Some($body)
+            }
+            _ => None,
+        }
+    };
 }
 
 /// `dst[i] = f(src[i])` with the run-time kernels; false (nothing written)
@@ -150,13 +168,7 @@ fn apply(f: MathFn, src: Option<&[f32]>, dst: &mut [f32]) -> bool {
     if !available() {
         return false;
     }
-    match f {
-        MathFn::Exp => run(&Exp {}, src, dst),
-        MathFn::Sigmoid => run(&Sigmoid, src, dst),
-        MathFn::Tanh => run(&SignedTanh, src, dst),
-        _ => return false,
-    }
-    true
+    with_kernel!(f, op => Map { op, src, dst }.dispatch()).is_some()
 }
 
 #[cfg(test)]
@@ -196,26 +208,8 @@ mod tests {
         for (f, reference, bound) in cases {
             let mut out = vec![0f32; xs.len()];
             let src = Some(&xs[..]);
-            match f {
-                MathFn::Exp => Map {
-                    op: &Exp {},
-                    src,
-                    dst: &mut out,
-                }
-                .eval(isa),
-                MathFn::Sigmoid => Map {
-                    op: &Sigmoid,
-                    src,
-                    dst: &mut out,
-                }
-                .eval(isa),
-                _ => Map {
-                    op: &SignedTanh,
-                    src,
-                    dst: &mut out,
-                }
-                .eval(isa),
-            }
+            let ran = with_kernel!(f, op => Map { op, src, dst: &mut out }.eval(isa));
+            assert!(ran.is_some(), "{f:?} has a kernel");
             for (&x, &y) in xs.iter().zip(&out) {
                 let want = reference(x as f64) as f32;
                 let d = ulp_distance(y as f64, want as f64, DType::F32);

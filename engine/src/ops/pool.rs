@@ -149,7 +149,7 @@ enum Last {
 }
 
 impl Last {
-    /// Finishes a plane's outputs, given their divisors (mean only).
+    /// Finishes a plane's outputs `row`, given their divisors (mean only).
     #[inline(always)]
     fn all<T: Num>(self, row: &mut [T], divs: &[T]) {
         match self {
@@ -162,10 +162,17 @@ impl Last {
             Last::Divide => {
                 let divs = &divs[..row.len()];
                 for i in 0..row.len() {
-                    row[i] = (row[i] + T::zero()) / divs[i];
+                    row[i] = Last::mean(row[i], divs[i]);
                 }
             }
         }
+    }
+
+    /// A mean from its sum (plus `+0`, the fold's start, see
+    /// [`Reduce::fold_slices`]) and divisor.
+    #[inline(always)]
+    fn mean<T: Num>(sum: T, div: T) -> T {
+        (sum + T::zero()) / div
     }
 }
 
@@ -441,13 +448,13 @@ where
     ) -> bool {
         let w = &plan.w;
         let ow = w.output;
+        if WATCH && any_nan(xp) {
+            return true;
+        }
         let mut ring = vec![self.init; plan.slots * ow];
         let mut tags = vec![usize::MAX; plan.slots];
         let mut split = vec![self.init; if w.stride == 1 { 0 } else { w.stride * plan.len }];
         let mut starts: Vec<usize> = Vec::with_capacity(plan.h.kernel);
-        if WATCH && any_nan(xp) {
-            return true;
-        }
         for (oh, row) in dst.chunks_exact_mut(ow).enumerate() {
             let (lo, hi) = plan.rows[oh];
             starts.clear();
@@ -479,10 +486,11 @@ where
     /// edge columns, which are then folded row by row, or past the
     /// output's width, which nothing reads). With same-size output rows
     /// and a stride-1 column axis, the block's output rows whose kernel
-    /// rows are all inside fold the same way, one loop per kernel row; the
-    /// others row by row, and `last` finishes the block's output rows. A block covers about [`BLOCK`] elements, so its
-    /// input, row results and output stay in the L1 cache; the input rows
-    /// two blocks share are folded in each. Every output folds the same
+    /// rows are all inside fold the same way, one loop per kernel row (a
+    /// 3-row mean divides in that loop); the others row by row, and `last`
+    /// finishes the block's other output rows. A block covers about
+    /// [`BLOCK`] elements, so its input, row results and output stay in
+    /// the L1 cache; the input rows two blocks share are folded in each. Every output folds the same
     /// taps in the same order as [`Reduce::planar_ring`], so the results
     /// are the same bits. With `WATCH`, the row folds watch their inputs for
     /// NaN: the first tap's loop and the few inputs only later taps read,
@@ -551,7 +559,7 @@ where
                     let divs = &plan.divs[ma * ow..ma * ow + len];
                     let (a, b, c) = (&buf[p..p + len], &buf[q..q + len], &buf[r..r + len]);
                     for i in 0..len {
-                        out[i] = (step(step(a[i], b[i]), c[i]) + T::zero()) / divs[i];
+                        out[i] = Last::mean(step(step(a[i], b[i]), c[i]), divs[i]);
                     }
                     divided = true;
                 } else {
@@ -570,15 +578,13 @@ where
             if WATCH && nan {
                 return true;
             }
-            if divided {
-                for (ra, rb) in [(oa, ma), (mb, ob)] {
-                    if ra < rb {
-                        last.all(&mut dst[ra * ow..rb * ow], &plan.divs[ra * ow..]);
-                    }
+            // The rows not finished yet: all, or those around `ma..mb`.
+            let done = if divided { ma..mb } else { ob..ob };
+            for (ra, rb) in [(oa, done.start), (done.end, ob)] {
+                if ra < rb {
+                    let divs = plan.divs.get(ra * ow..).unwrap_or(&[]);
+                    last.all(&mut dst[ra * ow..rb * ow], divs);
                 }
-            } else {
-                let divs = plan.divs.get(oa * ow..).unwrap_or(&[]);
-                last.all(&mut dst[oa * ow..ob * ow], divs);
             }
         }
         nan
@@ -595,7 +601,7 @@ where
         if lo < hi {
             self.fold_slices::<F, false>(step, &mut out[lo..hi], src, &plan.taps);
         }
-        self.fold_edges::<F, false>(step, src, out, plan);
+        self.fold_edges(step, src, out, plan);
     }
 
     /// The edge windows of every row's results in `out` (rows of the
@@ -662,28 +668,16 @@ where
         nan
     }
 
-    /// The edge windows of one row's results (see [`Reduce::fold_row`]);
-    /// with `WATCH`, whether any of their taps is NaN.
+    /// The edge windows of one row's results (see [`Reduce::fold_row`]).
     #[inline(always)]
-    fn fold_edges<F: Fn(T, T) -> T, const WATCH: bool>(
-        &self,
-        step: &F,
-        src: &[T],
-        out: &mut [T],
-        plan: &Plan<T>,
-    ) -> bool {
-        let mut nan = false;
+    fn fold_edges<F: Fn(T, T) -> T>(&self, step: &F, src: &[T], out: &mut [T], plan: &Plan<T>) {
         for &(o, a, b) in &plan.edges {
-            let mut taps = plan.edge_at[a..b].iter().map(|&i| {
-                nan |= WATCH && is_nan(src[i]);
-                src[i]
-            });
+            let mut taps = plan.edge_at[a..b].iter().map(|&i| src[i]);
             out[o] = match taps.next() {
                 Some(first) => taps.fold(first, step),
                 None => self.init,
             };
         }
-        nan
     }
 
     /// `out[i]` folds `src[starts[k] + i]` over k in order, up to three
