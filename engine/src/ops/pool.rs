@@ -206,6 +206,41 @@ struct Plan<T> {
     row_at: Vec<(usize, usize)>,
     /// Every output's divisor (mean only).
     divs: Vec<T>,
+    /// Output rows [`Reduce::planar_flat`] folds at a time, and the most
+    /// input rows such a block reads.
+    block: usize,
+    most: usize,
+}
+
+/// The buffers one thread's planes reuse, plane after plane: row results
+/// (a block's, or the ring), split rows, tag of each ring slot, and tap or
+/// row positions. What a plane reads from them it wrote first, so they
+/// are never cleared.
+struct Scratch<T> {
+    rows: Vec<T>,
+    phased: Vec<T>,
+    tags: Vec<usize>,
+    at: Vec<usize>,
+    starts: Vec<usize>,
+}
+
+impl<T: Num> Scratch<T> {
+    fn new(plan: &Plan<T>) -> Scratch<T> {
+        let (w, s) = (&plan.w, plan.w.stride);
+        let rows = (plan.most * w.input).max(plan.slots * w.output);
+        let phased = if s == 1 {
+            0
+        } else {
+            (plan.most * plan.len).max(plan.len) * s
+        };
+        Scratch {
+            rows: vec![T::zero(); rows],
+            phased: vec![T::zero(); phased],
+            tags: vec![usize::MAX; plan.slots],
+            at: Vec::with_capacity(plan.edge_at.len().max(w.kernel)),
+            starts: Vec::with_capacity(plan.h.kernel),
+        }
+    }
 }
 
 impl<T: Num> Plan<T> {
@@ -240,8 +275,12 @@ impl<T: Num> Plan<T> {
                 (ih, ih % slots)
             }));
         }
+        let block = (BLOCK / w.input.max(1)).max(1);
+        let most = ((block - 1) * h.stride + (h.kernel - 1) * h.dilation + 1).min(h.input);
         Plan {
             divs: finish.divisors(&h, &w),
+            block,
+            most,
             h,
             w,
             len,
@@ -269,6 +308,7 @@ struct PlaneOp<'a, 'r, T, S> {
     xp: &'a [T],
     dst: &'a mut [T],
     plan: &'a Plan<T>,
+    scratch: &'a mut Scratch<T>,
 }
 
 impl<T: Num, S> SimdOp for PlaneOp<'_, '_, T, S>
@@ -279,7 +319,7 @@ where
 
     #[inline(always)]
     fn eval<I: Isa>(self, _isa: I) {
-        self.reduce.plane(self.xp, self.dst, self.plan)
+        self.reduce.plane(self.xp, self.dst, self.plan, self.scratch)
     }
 }
 
@@ -314,7 +354,7 @@ where
         let o: usize = axes.iter().map(|a| a.output).product();
         if let Some((h, w)) = planar(axes) {
             let plan = Plan::new(h, w, self.finish);
-            let one = |(p, dst): (usize, &mut [T])| {
+            let one = |scratch: &mut Scratch<T>, (p, dst): (usize, &mut [T])| {
                 let xp = &x[p * plane..(p + 1) * plane];
                 if wide {
                     PlaneOp {
@@ -322,16 +362,22 @@ where
                         xp,
                         dst,
                         plan: &plan,
+                        scratch,
                     }
                     .dispatch()
                 } else {
-                    self.plane(xp, dst, &plan)
+                    self.plane(xp, dst, &plan, scratch)
                 }
             };
+            let chunks = o.max(1);
             if crate::parallel::split(x.len().max(out.len())) {
-                out.par_chunks_mut(o.max(1)).enumerate().for_each(one);
+                let planes = out.par_chunks_mut(chunks).enumerate();
+                planes.for_each_init(|| Scratch::new(&plan), one);
             } else {
-                out.chunks_exact_mut(o.max(1)).enumerate().for_each(one);
+                let mut scratch = Scratch::new(&plan);
+                for pair in out.chunks_exact_mut(chunks).enumerate() {
+                    one(&mut scratch, pair);
+                }
             }
             return Ok(());
         }
@@ -346,16 +392,17 @@ where
     /// [`Reduce::planar`]), and a plane that read a NaN is folded again
     /// with this reduction's own step and finished as [`Finish::Max`].
     #[inline(always)]
-    fn plane(&self, xp: &[T], dst: &mut [T], plan: &Plan<T>) {
+    fn plane(&self, xp: &[T], dst: &mut [T], plan: &Plan<T>, scratch: &mut Scratch<T>) {
+        let sc = scratch;
         match self.finish {
             Finish::Max => {
                 let step = |a: T, b: T| if b > a { b } else { a };
-                if self.planar::<_, true>(&step, Last::Keep, xp, dst, plan) {
-                    self.planar::<_, false>(&self.step, Last::Canonical, xp, dst, plan);
+                if self.planar::<_, true>(&step, Last::Keep, xp, dst, plan, sc) {
+                    self.planar::<_, false>(&self.step, Last::Canonical, xp, dst, plan, sc);
                 }
             }
             Finish::Mean { .. } => {
-                self.planar::<_, false>(&self.step, Last::Divide, xp, dst, plan);
+                self.planar::<_, false>(&self.step, Last::Divide, xp, dst, plan, sc);
             }
         }
     }
@@ -418,6 +465,7 @@ where
         xp: &[T],
         dst: &mut [T],
         plan: &Plan<T>,
+        scratch: &mut Scratch<T>,
     ) -> bool {
         let w = &plan.w;
         let ow = w.output;
@@ -425,9 +473,11 @@ where
             return false;
         }
         if w.stride == 1 && ow <= w.input {
-            self.planar_flat::<F, WATCH>(step, last, xp, dst, plan)
+            self.planar_flat::<F, WATCH, false>(step, last, xp, dst, plan, scratch)
+        } else if ow <= plan.len {
+            self.planar_flat::<F, WATCH, true>(step, last, xp, dst, plan, scratch)
         } else {
-            self.planar_ring::<F, WATCH>(step, last, xp, dst, plan)
+            self.planar_ring::<F, WATCH>(step, last, xp, dst, plan, scratch)
         }
     }
 
@@ -445,16 +495,22 @@ where
         xp: &[T],
         dst: &mut [T],
         plan: &Plan<T>,
+        scratch: &mut Scratch<T>,
     ) -> bool {
         let w = &plan.w;
         let ow = w.output;
         if WATCH && any_nan(xp) {
             return true;
         }
-        let mut ring = vec![self.init; plan.slots * ow];
-        let mut tags = vec![usize::MAX; plan.slots];
-        let mut split = vec![self.init; if w.stride == 1 { 0 } else { w.stride * plan.len }];
-        let mut starts: Vec<usize> = Vec::with_capacity(plan.h.kernel);
+        let Scratch {
+            rows: ring,
+            phased: split,
+            tags,
+            starts,
+            ..
+        } = scratch;
+        tags.fill(usize::MAX);
+        let split = &mut split[..if w.stride == 1 { 0 } else { w.stride * plan.len }];
         for (oh, row) in dst.chunks_exact_mut(ow).enumerate() {
             let (lo, hi) = plan.rows[oh];
             starts.clear();
@@ -465,14 +521,14 @@ where
                     let src = if w.stride == 1 {
                         src
                     } else {
-                        phases(src, w.stride, &mut split);
+                        phases(src, w.stride, split);
                         &split[..]
                     };
                     self.fold_row(step, src, &mut ring[slot * ow..(slot + 1) * ow], plan);
                 }
                 starts.push(slot * ow);
             }
-            self.fold_slices::<F, false>(step, row, &ring, &starts);
+            self.fold_slices::<F, false>(step, row, ring, starts);
         }
         last.all(dst, &plan.divs);
         false
@@ -496,31 +552,38 @@ where
     /// NaN: the first tap's loop and the few inputs only later taps read,
     /// and each edge tap.
     #[inline(always)]
-    fn planar_flat<F: Fn(T, T) -> T, const WATCH: bool>(
+    fn planar_flat<F: Fn(T, T) -> T, const WATCH: bool, const SPLIT: bool>(
         &self,
         step: &F,
         last: Last,
         xp: &[T],
         dst: &mut [T],
         plan: &Plan<T>,
+        scratch: &mut Scratch<T>,
     ) -> bool {
         let (h, w) = (&plan.h, &plan.w);
         let (iw, ow) = (w.input, w.output);
-        let n = h.input * iw;
-        let span = (w.kernel - 1) * w.dilation;
         let hspan = (h.kernel - 1) * h.dilation;
+        // Row results are kept at the input's row length, or a phase's
+        // when the rows are split.
+        let split = SPLIT;
+        let pitch = if split { plan.len } else { iw };
         // The output rows whose kernel rows are all inside, when they can
         // fold as one loop per kernel row.
         let (mut vlo, mut vhi) = (0, 0);
-        if h.stride == 1 && ow == iw {
+        if h.stride == 1 && ow == pitch {
             let spans = (0..h.kernel).map(|k| h.outputs_inside(k));
             vlo = spans.clone().map(|r| r.0).max().unwrap_or(0);
             vhi = spans.map(|r| r.1).min().unwrap_or(0);
         }
-        let block = (BLOCK / iw).max(1);
-        let mut rows = vec![self.init; ((block - 1) * h.stride + hspan + 1).min(h.input) * iw];
-        let taps: Vec<usize> = (0..w.kernel).map(|k| k * w.dilation).collect();
-        let mut starts: Vec<usize> = Vec::with_capacity(h.kernel);
+        let block = plan.block;
+        let Scratch {
+            rows,
+            phased,
+            at,
+            starts,
+            ..
+        } = scratch;
         let mut nan = false;
         for oa in (0..h.output).step_by(block) {
             let ob = (oa + block).min(h.output);
@@ -528,27 +591,22 @@ where
             let ia = (h.start(oa).max(0) as usize).min(h.input);
             let ib = ((h.start(ob - 1) + hspan as i64 + 1).max(0) as usize).min(h.input);
             let ib = ib.max(ia);
-            let buf = &mut rows[..(ib - ia) * iw];
-            if plan.mid.0 < plan.mid.1 {
-                // Flat position j (row j / iw, column j % iw) reads tap k
-                // at j + k * dilation - pad_begin.
-                let lo = (ia * iw).max(w.pad_begin);
-                let hi = (ib * iw).min((n + w.pad_begin).saturating_sub(span));
-                if lo < hi {
-                    let out = &mut buf[lo - ia * iw..hi - ia * iw];
-                    let src = &xp[lo - w.pad_begin..];
-                    nan |= self.fold_slices::<F, WATCH>(step, out, src, &taps);
-                    nan |= WATCH && any_nan(&src[hi - lo..hi - lo + span]);
-                }
-            }
-            nan |= self.fold_edge_columns::<F, WATCH>(step, &xp[ia * iw..ib * iw], buf, plan);
+            let buf = &mut rows[..(ib - ia) * pitch];
+            nan |= if split {
+                let b = (ib - ia) * pitch;
+                let src = &xp[ia * iw..ib * iw];
+                let phased = &mut phased[..b * w.stride];
+                self.fold_split_rows::<F, WATCH>(step, src, phased, buf, plan, at)
+            } else {
+                self.fold_flat_rows::<F, WATCH>(step, xp, (ia, ib), buf, plan, at)
+            };
             let (ma, mb) = (vlo.max(oa), vhi.min(ob));
             // Whether the inner rows were divided as they were folded.
             let mut divided = false;
             if ma < mb {
                 starts.clear();
                 starts.extend(
-                    (0..h.kernel).map(|k| ((h.start(ma) + (k * h.dilation) as i64) as usize - ia) * iw),
+                    (0..h.kernel).map(|k| ((h.start(ma) + (k * h.dilation) as i64) as usize - ia) * pitch),
                 );
                 let out = &mut dst[ma * ow..mb * ow];
                 if let (Last::Divide, &[p, q, r]) = (last, &starts[..]) {
@@ -563,7 +621,7 @@ where
                     }
                     divided = true;
                 } else {
-                    self.fold_slices::<F, false>(step, out, buf, &starts);
+                    self.fold_slices::<F, false>(step, out, buf, starts);
                 }
             }
             for oh in oa..ob {
@@ -572,8 +630,8 @@ where
                 }
                 let (a, b) = plan.rows[oh];
                 starts.clear();
-                starts.extend(plan.row_at[a..b].iter().map(|&(ih, _)| (ih - ia) * iw));
-                self.fold_slices::<F, false>(step, &mut dst[oh * ow..(oh + 1) * ow], buf, &starts);
+                starts.extend(plan.row_at[a..b].iter().map(|&(ih, _)| (ih - ia) * pitch));
+                self.fold_slices::<F, false>(step, &mut dst[oh * ow..(oh + 1) * ow], buf, starts);
             }
             if WATCH && nan {
                 return true;
@@ -587,6 +645,79 @@ where
                 }
             }
         }
+        nan
+    }
+
+    /// The row results of input rows `ia..ib` of a stride-1 row axis, at
+    /// the input's row length in `buf`: each kernel tap is one vector loop
+    /// over the rows (see [`Reduce::planar_flat`]), then the edge columns
+    /// are folded again. With `WATCH`, whether an input they read is NaN.
+    #[inline(always)]
+    fn fold_flat_rows<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        xp: &[T],
+        (ia, ib): (usize, usize),
+        buf: &mut [T],
+        plan: &Plan<T>,
+        at: &mut Vec<usize>,
+    ) -> bool {
+        let w = &plan.w;
+        let iw = w.input;
+        let span = (w.kernel - 1) * w.dilation;
+        let n = plan.h.input * iw;
+        let mut nan = false;
+        if plan.mid.0 < plan.mid.1 {
+            // Flat position j (row j / iw, column j % iw) reads tap k
+            // at j + k * dilation - pad_begin.
+            let lo = (ia * iw).max(w.pad_begin);
+            let hi = (ib * iw).min((n + w.pad_begin).saturating_sub(span));
+            if lo < hi {
+                at.clear();
+                at.extend((0..w.kernel).map(|k| k * w.dilation));
+                let out = &mut buf[lo - ia * iw..hi - ia * iw];
+                let src = &xp[lo - w.pad_begin..];
+                nan |= self.fold_slices::<F, WATCH>(step, out, src, at);
+                nan |= WATCH && any_nan(&src[hi - lo..hi - lo + span]);
+            }
+        }
+        let src = &xp[ia * iw..ib * iw];
+        nan | self.fold_edge_columns::<F, WATCH>(step, src, buf, plan, iw, &plan.edge_at)
+    }
+
+    /// The row results of the input rows `src` of a strided row axis, at a
+    /// phase's length in `buf`: the rows are split into phases as one block
+    /// (`phased` holds phase p of every row as `p * b..(p + 1) * b`, with
+    /// `b = buf.len()`; a row ends where a phase does when the stride
+    /// divides the row), each kernel tap is then one vector loop over the
+    /// block, as in [`Reduce::fold_flat_rows`], and the edge columns are
+    /// folded again. With `WATCH`, whether any input is NaN (the split
+    /// reads them all).
+    #[inline(always)]
+    fn fold_split_rows<F: Fn(T, T) -> T, const WATCH: bool>(
+        &self,
+        step: &F,
+        src: &[T],
+        phased: &mut [T],
+        buf: &mut [T],
+        plan: &Plan<T>,
+        at: &mut Vec<usize>,
+    ) -> bool {
+        let (s, len, iw) = (plan.w.stride, plan.len, plan.w.input);
+        let b = buf.len();
+        let nan = split_block::<T, WATCH>(src, s, iw, len, phased);
+        let (lo, hi) = plan.mid;
+        if lo < hi && b > 0 {
+            // Flat position j (row j / len, column j % len) of a middle
+            // window reads tap k at `p_k * b + i_k + (j - lo)`.
+            at.clear();
+            at.extend(plan.taps.iter().map(|&t| (t / len) * b + t % len));
+            let out = &mut buf[lo..b - len + hi];
+            self.fold_slices::<F, false>(step, out, phased, at);
+        }
+        at.clear();
+        at.extend(plan.edge_at.iter().map(|&t| (t / len) * b + t % len));
+        self.fold_edge_columns::<F, false>(step, phased, buf, plan, len, at);
         nan
     }
 
@@ -616,15 +747,17 @@ where
         src: &[T],
         out: &mut [T],
         plan: &Plan<T>,
+        pitch: usize,
+        edge_at: &[usize],
     ) -> bool {
-        let iw = plan.w.input;
-        let n = src.len().min(out.len()) / iw.max(1);
+        let iw = pitch;
+        let n = out.len() / iw.max(1);
         let mut nan = false;
         // Index loops over the rows: an iterator's `for_each` may be left
         // out of line, built for the baseline (a tenth of a 3x3/1 max
         // pool's time, before).
         for &(o, a, b) in &plan.edges {
-            match plan.edge_at[a..b] {
+            match edge_at[a..b] {
                 [] => {
                     for r in 0..n {
                         out[r * iw + o] = self.init;
@@ -632,28 +765,28 @@ where
                 }
                 [p] => {
                     for r in 0..n {
-                        let s = &src[r * iw..(r + 1) * iw];
+                        let s = &src[r * iw..];
                         nan |= WATCH && is_nan(s[p]);
                         out[r * iw + o] = s[p];
                     }
                 }
                 [p, q] => {
                     for r in 0..n {
-                        let s = &src[r * iw..(r + 1) * iw];
+                        let s = &src[r * iw..];
                         nan |= WATCH && (is_nan(s[p]) | is_nan(s[q]));
                         out[r * iw + o] = step(s[p], s[q]);
                     }
                 }
                 [p, q, t] => {
                     for r in 0..n {
-                        let s = &src[r * iw..(r + 1) * iw];
+                        let s = &src[r * iw..];
                         nan |= WATCH && (is_nan(s[p]) | is_nan(s[q]) | is_nan(s[t]));
                         out[r * iw + o] = step(step(s[p], s[q]), s[t]);
                     }
                 }
                 [p, ref more @ ..] => {
                     for r in 0..n {
-                        let s = &src[r * iw..(r + 1) * iw];
+                        let s = &src[r * iw..];
                         nan |= WATCH && is_nan(s[p]);
                         let mut m = s[p];
                         for &i in more {
@@ -760,6 +893,53 @@ fn is_nan<T: Num>(v: T) -> bool {
 #[inline(always)]
 fn any_nan<T: Num>(v: &[T]) -> bool {
     v.iter().fold(false, |n, &v| n | is_nan(v))
+}
+
+/// Splits the rows `src` (`iw` long) into their `s` phases as one block:
+/// `phased[p * b + r * len + j] = src[r * iw + j * s + p]`, where
+/// `b = phased.len() / s` and `len = iw.div_ceil(s)` (a phase's missing
+/// tail is left as is; no window reads it). When `s` divides the rows,
+/// row r's phase ends where row r + 1's starts, so each phase is one loop
+/// over the block. With `WATCH`, returns whether any of `src` is NaN.
+#[inline(always)]
+fn split_block<T: Num, const WATCH: bool>(
+    src: &[T],
+    s: usize,
+    iw: usize,
+    len: usize,
+    phased: &mut [T],
+) -> bool {
+    let b = phased.len() / s;
+    if b == 0 || iw == 0 {
+        return false;
+    }
+    if !iw.is_multiple_of(s) {
+        for (r, row) in src.chunks_exact(iw).enumerate() {
+            for (p, phase) in phased.chunks_exact_mut(b).enumerate() {
+                let phase = &mut phase[r * len..(r + 1) * len];
+                for j in 0..iw.saturating_sub(p).div_ceil(s) {
+                    phase[j] = row[j * s + p];
+                }
+            }
+        }
+        return WATCH && any_nan(src);
+    }
+    let src = &src[..s * b];
+    if s == 2 {
+        let (even, odd) = phased.split_at_mut(b);
+        let mut nan = false;
+        for ((e, o), pair) in even.iter_mut().zip(odd.iter_mut()).zip(src.chunks_exact(2)) {
+            (*e, *o) = (pair[0], pair[1]);
+            nan |= WATCH && (is_nan(pair[0]) | is_nan(pair[1]));
+        }
+        return nan;
+    }
+    for (p, phase) in phased.chunks_exact_mut(b).enumerate() {
+        for j in 0..b {
+            phase[j] = src[j * s + p];
+        }
+    }
+    WATCH && any_nan(src)
 }
 
 /// Splits `src` into its `s` phases: `out[p * len + j] = src[j * s + p]`
@@ -1194,46 +1374,49 @@ mod tests {
     /// [`planar_flat`]: Reduce::planar_flat
     #[test]
     fn tall_planes_fold_in_blocks() {
-        let width = 23;
-        assert!(BLOCK / width < 150);
-        for (kh, sh, dh, ph, kw, sw, dw, pw) in [
-            (3, 1, 1, 1, 3, 1, 1, 1),
-            (3, 2, 1, 1, 3, 1, 1, 1),
-            (5, 1, 2, 2, 5, 1, 2, 2),
-            (2, 1, 1, 0, 2, 1, 1, 0),
-            (7, 1, 1, 3, 3, 1, 2, 2),
-            (3, 3, 1, 0, 4, 1, 1, 1),
-            (1, 1, 1, 0, 3, 1, 1, 0),
-            (3, 2, 1, 1, 3, 2, 1, 1),
-            (2, 2, 1, 0, 2, 2, 1, 0),
-            (4, 3, 1, 2, 5, 3, 2, 3),
-        ] {
-            let spec = [(301, kh, sh, dh, ph, ph), (width, kw, sw, dw, pw, pw)];
-            let (axes, taps) = resolve(&spec, false).unwrap();
-            let n = 2 * 301 * width;
-            let o = 2 * axes.iter().map(|a| a.output).product::<usize>();
-            let mut x: Vec<f32> = (0..n)
-                .map(|i| ((i * 7919) % 1009) as f32 * 0.173 - 80.0)
-                .collect();
-            let max = Reduce {
-                init: <f32 as Num>::min_value(),
-                step: <f32 as Num>::maximum,
-                finish: Finish::Max,
-            };
-            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-            for specials in [false, true] {
-                if specials {
-                    x[2000] = f32::NAN;
-                    x[4700] = -f32::NAN;
-                    x[9000] = f32::INFINITY;
-                    x[n - 5] = -0.0;
+        // An odd width splits strided rows row by row, an even one as a
+        // block (stride 2).
+        for width in [23, 24] {
+            assert!(BLOCK / width < 150);
+            for (kh, sh, dh, ph, kw, sw, dw, pw) in [
+                (3, 1, 1, 1, 3, 1, 1, 1),
+                (3, 2, 1, 1, 3, 1, 1, 1),
+                (5, 1, 2, 2, 5, 1, 2, 2),
+                (2, 1, 1, 0, 2, 1, 1, 0),
+                (7, 1, 1, 3, 3, 1, 2, 2),
+                (3, 3, 1, 0, 4, 1, 1, 1),
+                (1, 1, 1, 0, 3, 1, 1, 0),
+                (3, 2, 1, 1, 3, 2, 1, 1),
+                (2, 2, 1, 0, 2, 2, 1, 0),
+                (4, 3, 1, 2, 5, 3, 2, 3),
+            ] {
+                let spec = [(301, kh, sh, dh, ph, ph), (width, kw, sw, dw, pw, pw)];
+                let (axes, taps) = resolve(&spec, false).unwrap();
+                let n = 2 * 301 * width;
+                let o = 2 * axes.iter().map(|a| a.output).product::<usize>();
+                let mut x: Vec<f32> = (0..n)
+                    .map(|i| ((i * 7919) % 1009) as f32 * 0.173 - 80.0)
+                    .collect();
+                let max = Reduce {
+                    init: <f32 as Num>::min_value(),
+                    step: <f32 as Num>::maximum,
+                    finish: Finish::Max,
+                };
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                for specials in [false, true] {
+                    if specials {
+                        x[2000] = f32::NAN;
+                        x[4700] = -f32::NAN;
+                        x[9000] = f32::INFINITY;
+                        x[n - 5] = -0.0;
+                    }
+                    let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
+                    max_reduce::<f32>().planes(&x, &mut fast, &axes).unwrap();
+                    max.table(&x, &mut general, &axes).unwrap();
+                    assert_eq!(bits(&fast), bits(&general), "max {axes:?}");
+                    averages_agree(&x, &axes, taps, f32::EPSILON as f64).unwrap();
+                    paths_agree(&x, &axes, true).unwrap();
                 }
-                let (mut fast, mut general) = (vec![0.5; o], vec![0.25; o]);
-                max_reduce::<f32>().planes(&x, &mut fast, &axes).unwrap();
-                max.table(&x, &mut general, &axes).unwrap();
-                assert_eq!(bits(&fast), bits(&general), "max {axes:?}");
-                averages_agree(&x, &axes, taps, f32::EPSILON as f64).unwrap();
-                paths_agree(&x, &axes, true).unwrap();
             }
         }
     }
@@ -1256,8 +1439,9 @@ mod tests {
             (2, 2, 0, 2, 2, 1, 0),
             (3, 2, 0, 3, 3, 1, 0),
         ] {
-            // Width 21: the middle windows are wider than one vector of f32.
-            for width in [9, 21] {
+            // Width 21: the middle windows are wider than one vector of f32;
+            // 22: stride-2 rows split as a block.
+            for width in [9, 21, 22] {
                 let spec = [(6, kh, sh, 1, ph, ph), (width, kw, sw, dw, pw, pw)];
                 let (axes, _) = resolve(&spec, false).unwrap();
                 let n = 6 * width;
@@ -1287,17 +1471,24 @@ mod tests {
     /// middle windows run as slices (the proptests' planes are small).
     #[test]
     fn wide_planes_match_the_gather_table() {
-        for (k, s, d, p) in [
-            (3, 1, 1, 1),
-            (3, 2, 1, 1),
-            (2, 2, 1, 0),
-            (5, 1, 2, 2),
-            (4, 3, 1, 2),
-            (7, 1, 1, 3),
+        for (k, s, d, p, even) in [
+            (3, 1, 1, 1, 0),
+            (3, 2, 1, 1, 0),
+            (3, 2, 1, 1, 1),
+            (2, 2, 1, 0, 0),
+            (2, 2, 1, 0, 1),
+            (3, 2, 2, 2, 1),
+            (5, 1, 2, 2, 0),
+            (4, 3, 1, 2, 0),
+            (4, 3, 1, 2, 1),
+            (7, 1, 1, 3, 0),
         ] {
-            let spec = [(37, k, s, d, p, p), (41, k, s, d, p, p)];
+            // Width 41 splits strided rows row by row, 42 as a block
+            // (strides 2 and 3).
+            let width = 41 + even;
+            let spec = [(37, k, s, d, p, p), (width, k, s, d, p, p)];
             let (axes, taps) = resolve(&spec, false).unwrap();
-            let n = 2 * 37 * 41;
+            let n = 2 * 37 * width;
             let o = 2 * axes.iter().map(|a| a.output).product::<usize>();
             let mut x: Vec<f32> = (0..n)
                 .map(|i| ((i * 7919) % 1009) as f32 * 0.173 - 80.0)
