@@ -112,7 +112,13 @@ fn pools_paired(reps: usize) {
     use std::time::Instant;
     vigil::engine::parallel::set_intra_op(false);
     let reg = OpRegistry::builtin();
-    let x = ramp(&[1, 64, 112, 112], 1);
+    // `VIGIL_BATCH=16` makes the input 51 MB, past the caches: the pools
+    // and the copy then stream from memory.
+    let batch = std::env::var("VIGIL_BATCH")
+        .ok()
+        .and_then(|b| b.parse().ok())
+        .unwrap_or(1);
+    let x = ramp(&[batch, 64, 112, 112], 1);
     let window = |op: &'static str, k: usize, s: usize, p: usize| {
         let a = Attrs::new()
             .with("kernel_shape", vec![k, k])

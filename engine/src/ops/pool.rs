@@ -434,12 +434,13 @@ where
     /// column's taps inside the input into one row result
     /// ([`Reduce::fold_row`]), once per input row; then each output row
     /// folds the row results of its kernel rows inside the input, column by
-    /// column ([`Reduce::fold_slices`]). Row results live in a ring of as
-    /// many rows as a window spans ([`Reduce::planar_ring`]) or, for a
-    /// stride-1 row axis, in a whole plane of them, folded a plane at a
-    /// time ([`Reduce::planar_flat`]); each input row is read and folded
-    /// once, and every step is a straight vector loop over a row or a
-    /// plane. A 3×3 window costs 2 steps along the row and 2 down the
+    /// column ([`Reduce::fold_slices`]). Row results are kept for a block
+    /// of rows, folded a block at a time ([`Reduce::planar_flat`]) or,
+    /// when a window reaches past the end of a split row's phase
+    /// (`ceil_mode`), in a ring of as many rows as a window spans
+    /// ([`Reduce::planar_ring`]); each input row is read and folded once
+    /// (once per block that reads it), and every step is a straight vector
+    /// loop over a block or a row. A 3×3 window costs 2 steps along the row and 2 down the
     /// column instead of 9. `last` then finishes the plane's outputs.
     ///
     /// Max stays bit for bit the gather table's fold (rows, then columns,
@@ -481,12 +482,12 @@ where
         }
     }
 
-    /// [`Reduce::planar`] through a ring of row results: each input row a
-    /// window reads is folded (split into phases when strided) when its
-    /// first output row needs it, then each output row folds its rows'
-    /// results, then `last` finishes it. With `WATCH`, the plane is
-    /// scanned for NaN first, in one pass: a check per row cost the short
-    /// strided rows (ResNet-50's 3x3/2 stem) 3-4%.
+    /// [`Reduce::planar`] through a ring of row results, for output rows
+    /// wider than the input's (stride 1) or a phase's (strided): each
+    /// input row a window reads is folded (split into phases when strided)
+    /// when its first output row needs it, then each output row folds its
+    /// rows' results, then `last` finishes it. With `WATCH`, the plane is
+    /// scanned for NaN first, in one pass.
     #[inline(always)]
     fn planar_ring<F: Fn(T, T) -> T, const WATCH: bool>(
         &self,
@@ -534,10 +535,12 @@ where
         false
     }
 
-    /// [`Reduce::planar`] for a stride-1 row axis whose output is no wider
-    /// than its input, a block of rows at a time rather than a row at a
-    /// time: the row results of the block's input rows are kept with the
-    /// input's row length, so each of the kernel's taps is one vector loop
+    /// [`Reduce::planar`] for output rows no wider than the input's (at
+    /// stride 1) or, with `SPLIT`, than a phase of a split row, a block
+    /// of rows at a time rather than a row at a time: the row results of
+    /// the block's input rows are kept with the input's row length (or a
+    /// phase's, the block's rows being split into phases first, see
+    /// [`Reduce::fold_split_rows`]), so each of the kernel's taps is one vector loop
     /// over the block (values a tap reads across a row's end land in the
     /// edge columns, which are then folded row by row, or past the
     /// output's width, which nothing reads). With same-size output rows
@@ -550,7 +553,7 @@ where
     /// taps in the same order as [`Reduce::planar_ring`], so the results
     /// are the same bits. With `WATCH`, the row folds watch their inputs for
     /// NaN: the first tap's loop and the few inputs only later taps read,
-    /// and each edge tap.
+    /// and each edge tap; split rows, every input as they are split.
     #[inline(always)]
     fn planar_flat<F: Fn(T, T) -> T, const WATCH: bool, const SPLIT: bool>(
         &self,
@@ -735,11 +738,12 @@ where
         self.fold_edges(step, src, out, plan);
     }
 
-    /// The edge windows of every row's results in `out` (rows of the
-    /// input's width, read from the same rows of `src`), an edge column at
-    /// a time down the rows: a window's taps sit at the same places in
-    /// every row. The same folds as [`Reduce::fold_edges`] row by row;
-    /// with `WATCH`, whether any tap is NaN.
+    /// The edge windows of every row's results in `out` (rows `pitch`
+    /// apart, read from `src` at the same offsets: window `o`'s taps at
+    /// `edge_at`, plan.edges' ranges, from each row's start), an edge
+    /// column at a time down the rows: a window's taps sit at the same
+    /// places in every row. The same folds as [`Reduce::fold_edges`] row
+    /// by row; with `WATCH`, whether any tap is NaN.
     #[inline(always)]
     fn fold_edge_columns<F: Fn(T, T) -> T, const WATCH: bool>(
         &self,
