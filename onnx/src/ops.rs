@@ -161,6 +161,24 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             );
             out(imp, c, "conv", a, &ins)
         }
+        "ConvTranspose" => {
+            let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
+            ins.extend(optional(imp, c, 2)?);
+            let a = copy_attrs(
+                c,
+                &[
+                    "kernel_shape",
+                    "strides",
+                    "dilations",
+                    "pads",
+                    "group",
+                    "output_padding",
+                    "output_shape",
+                ],
+                &["auto_pad"],
+            );
+            out(imp, c, "conv_transpose", a, &ins)
+        }
         "MaxPool" | "AveragePool" => {
             if c.i("storage_order").unwrap_or(0) != 0 {
                 return Err(c.bad_attr("storage_order", "only 0 (row major) is supported"));

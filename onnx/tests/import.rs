@@ -207,6 +207,41 @@ fn conv_pool_and_batch_norm_import_as_vigil_ops() {
 }
 
 #[test]
+fn conv_transpose_imports_with_its_output_geometry() {
+    // x = [[0 1 2] [3 4 5] [6 7 8]], one 3x3 kernel of ones for each of two
+    // output channels, strides [3, 2], pads [1, 2, 1, 2]: each output
+    // element sums the inputs whose windows cover it (ONNX's own example).
+    let w = Tensor::from_vec(&[1, 2, 3, 3], vec![1f32; 18]).unwrap();
+    let m = model(
+        11,
+        vec![node(
+            "ConvTranspose",
+            "ct",
+            &["x", "w"],
+            &["y"],
+            vec![
+                ("strides", A::Ints(vec![3, 2])),
+                ("pads", A::Ints(vec![1, 2, 1, 2])),
+            ],
+        )],
+        vec![value("x", DType::F32, &[1, 1, 3, 3])],
+        vec![tensor("w", &w)],
+        vec![value("y", DType::F32, &[1, 2, 7, 3])],
+    );
+    let imported = import(&round_trip(&m), &Options::default()).unwrap();
+    let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
+    assert_eq!(ops, ["conv_transpose"]);
+    let x = Tensor::from_vec(&[1, 1, 3, 3], (0..9).map(|v| v as f32).collect()).unwrap();
+    let out = run(&m, &[("x", x)]);
+    assert_eq!(out[0].1.shape(), [1, 2, 7, 3]);
+    let channel: [f64; 21] = [
+        1.0, 1.0, 3.0, 1.0, 1.0, 3.0, 7.0, 4.0, 9.0, 7.0, 4.0, 9.0, 7.0, 4.0, 9.0, 13.0, 7.0, 15.0, 13.0,
+        7.0, 15.0,
+    ];
+    assert_eq!(vals(&out[0].1), [channel, channel].concat());
+}
+
+#[test]
 fn unsupported_things_are_refused_naming_node_and_op() {
     let m = model(
         13,

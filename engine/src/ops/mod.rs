@@ -16,6 +16,7 @@ pub mod activation;
 pub mod bitwise;
 pub mod classify;
 pub mod conv;
+pub mod conv_transpose;
 pub mod copy;
 pub mod cumsum;
 pub mod einsum;

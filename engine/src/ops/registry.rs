@@ -37,6 +37,7 @@ impl OpRegistry {
                 super::nn::register(&mut r);
                 super::random::register(&mut r);
                 super::conv::register(&mut r);
+                super::conv_transpose::register(&mut r);
                 super::pool::register(&mut r);
                 super::norm::register(&mut r);
                 super::fill::register(&mut r);
