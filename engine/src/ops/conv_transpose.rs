@@ -22,7 +22,7 @@ use crate::dtype::{DType, Float};
 use crate::error::{op_err, Result};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
-use crate::ops::window::{AutoPad, Window, PAD, WINDOW_ATTRS};
+use crate::ops::window::{odometer, AutoPad, Window, PAD, WINDOW_ATTRS};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -84,22 +84,11 @@ fn scatter_table(axes: &[Axis]) -> Result<Vec<u32>> {
             if let Some(off) = off {
                 table[k * inputs + i] = off as u32;
             }
-            step(&mut ii, axes.iter().map(|a| a.input));
+            odometer(&mut ii, axes.iter().map(|a| a.input));
         }
-        step(&mut kk, axes.iter().map(|a| a.kernel));
+        odometer(&mut kk, axes.iter().map(|a| a.kernel));
     }
     Ok(table)
-}
-
-/// Advances the row-major multi-index `idx` within `sizes`.
-fn step(idx: &mut [usize], sizes: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) {
-    for (i, s) in idx.iter_mut().zip(sizes).rev() {
-        *i += 1;
-        if *i < s {
-            return;
-        }
-        *i = 0;
-    }
 }
 
 impl ConvTranspose {
@@ -345,8 +334,8 @@ impl Op for ConvTranspose {
     }
 }
 
-pub fn register(r: &mut OpRegistry) {
-    r.register("conv_transpose", |a: &Attrs| {
+impl ConvTranspose {
+    fn from_attrs(a: &Attrs) -> Result<ConvTranspose> {
         let mut known = WINDOW_ATTRS.to_vec();
         known.extend(["group", "output_padding", "output_shape"]);
         a.only("conv_transpose", &known)?;
@@ -360,12 +349,18 @@ pub fn register(r: &mut OpRegistry) {
                 "op 'conv_transpose': attr 'group' must be positive, got {group}"
             ));
         }
-        Ok(Arc::new(ConvTranspose {
+        Ok(ConvTranspose {
             window,
             group: group as usize,
             output_padding: a.usize_list("output_padding")?.unwrap_or_default(),
             output_shape: a.usize_list("output_shape")?.unwrap_or_default(),
-        }) as Arc<dyn Op>)
+        })
+    }
+}
+
+pub fn register(r: &mut OpRegistry) {
+    r.register("conv_transpose", |a: &Attrs| {
+        Ok(Arc::new(ConvTranspose::from_attrs(a)?) as Arc<dyn Op>)
     });
 }
 
@@ -426,15 +421,7 @@ mod tests {
     }
 
     fn op(attrs: Attrs) -> ConvTranspose {
-        let made = OpRegistry::builtin().make("conv_transpose", &attrs).unwrap();
-        let name = made.name().to_string();
-        assert_eq!(name, "conv_transpose");
-        ConvTranspose {
-            window: Window::from_attrs(&attrs).unwrap(),
-            group: attrs.i64("group").unwrap().unwrap_or(1) as usize,
-            output_padding: attrs.usize_list("output_padding").unwrap().unwrap_or_default(),
-            output_shape: attrs.usize_list("output_shape").unwrap().unwrap_or_default(),
-        }
+        ConvTranspose::from_attrs(&attrs).unwrap()
     }
 
     proptest! {

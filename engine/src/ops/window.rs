@@ -340,7 +340,7 @@ pub fn padded_counts(axes: &[Axis1]) -> Vec<usize> {
 }
 
 /// Advances a row-major multi-index over `dims` by one.
-fn odometer(idx: &mut [usize], dims: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) {
+pub(crate) fn odometer(idx: &mut [usize], dims: impl DoubleEndedIterator<Item = usize> + ExactSizeIterator) {
     for (i, d) in idx.iter_mut().zip(dims).rev() {
         *i += 1;
         if *i < d {
