@@ -69,10 +69,12 @@ impl Conv {
     }
 }
 
-fn check_float(dtypes: &[DType]) -> Result<()> {
+/// Refuses anything but float inputs of one dtype, naming `op` (shared
+/// with `conv_transpose`).
+pub(crate) fn check_float(op: &str, dtypes: &[DType]) -> Result<()> {
     if !dtypes[0].is_float() || dtypes.iter().any(|&d| d != dtypes[0]) {
         return op_err(format!(
-            "op 'conv' needs float inputs of one dtype, got {}",
+            "op '{op}' needs float inputs of one dtype, got {}",
             dtypes
                 .iter()
                 .map(|d| d.to_string())
@@ -209,25 +211,33 @@ fn conv_kernel<T: Float + MatMulElem>(
     Ok(())
 }
 
-fn run_conv<T: Float + MatMulElem>(d: &Dims, group: usize, inputs: &[Tensor], out: &Tensor) -> Result<()> {
+/// Runs `kernel(x, w, b, out)` on `x`, `w` and the optional bias
+/// (`inputs[..3]`) as contiguous slices, writing `out` (shared with
+/// `conv_transpose`). Operands already in C order are read in place (no
+/// copy of the weights); an output buffer in another layout gets the
+/// result copied in.
+pub(crate) fn run_contiguous<T: Float>(
+    op: &str,
+    inputs: &[Tensor],
+    out: &Tensor,
+    kernel: impl Fn(&[T], &[T], Option<&[T]>, &mut [T]) -> Result<()>,
+) -> Result<()> {
     let b = inputs.get(2).map(|b| b.to_array::<T>()).transpose()?;
     let bs = b.as_ref().and_then(|b| b.as_slice());
-    // Operands already in C order are read in place (no copy of the weights).
     inputs[0].read(|xv: ArrayViewD<'_, T>| {
         let xc = xv.as_standard_layout();
         inputs[1].read(|wv: ArrayViewD<'_, T>| {
             let wc = wv.as_standard_layout();
             let (Some(xs), Some(ws)) = (xc.as_slice(), wc.as_slice()) else {
-                return op_err("internal: conv operands are not contiguous");
+                return op_err(format!("internal: {op} operands are not contiguous"));
             };
             out.write(|mut ov: ArrayViewMutD<'_, T>| match ov.as_slice_mut() {
-                Some(s) => conv_kernel(d, group, xs, ws, bs, s),
+                Some(s) => kernel(xs, ws, bs, s),
                 None => {
-                    // A caller-supplied buffer with another layout: compute, then copy.
                     let mut tmp = vec![T::zero(); ov.len()];
-                    conv_kernel(d, group, xs, ws, bs, &mut tmp)?;
+                    kernel(xs, ws, bs, &mut tmp)?;
                     let tmp = ArrayViewD::from_shape(ov.shape(), &tmp[..])
-                        .map_err(|e| crate::error::Error::Op(format!("internal: conv output: {e}")))?;
+                        .map_err(|e| crate::error::Error::Op(format!("internal: {op} output: {e}")))?;
                     ov.assign(&tmp);
                     Ok(())
                 }
@@ -245,7 +255,7 @@ impl Op for Conv {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        check_float(&inputs.iter().map(|t| t.dtype).collect::<Vec<_>>())?;
+        check_float("conv", &inputs.iter().map(|t| t.dtype).collect::<Vec<_>>())?;
         let (x, w) = (&inputs[0], &inputs[1]);
         let Some(ws) = w.static_shape() else {
             return Ok(vec![TypeInfo::new(x.dtype, x.rank().map(|r| vec![-1; r]))]);
@@ -271,7 +281,7 @@ impl Op for Conv {
             return widen::compute_in_f32(self, inputs, ctx);
         }
         check_arity(self, inputs.len())?;
-        check_float(&inputs.iter().map(|t| t.dtype()).collect::<Vec<_>>())?;
+        check_float("conv", &inputs.iter().map(|t| t.dtype()).collect::<Vec<_>>())?;
         let d = self.dims(
             inputs[0].shape(),
             inputs[1].shape(),
@@ -281,7 +291,8 @@ impl Op for Conv {
         shape.extend(d.axes.iter().map(|a| a.output));
         let dtype = inputs[0].dtype();
         let out = ctx.output(0, dtype, &shape)?;
-        crate::dispatch_float!(dtype, T => run_conv::<T>(&d, self.group, inputs, &out)?,
+        let g = self.group;
+        crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv", inputs, &out, |x, w, b, o| conv_kernel(&d, g, x, w, b, o))?,
             return op_err("op 'conv' takes float inputs"));
         Ok(vec![out])
     }

@@ -16,10 +16,11 @@
 
 use std::sync::Arc;
 
-use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
+use ndarray::{ArrayView2, ArrayViewMut2};
 
-use crate::dtype::{DType, Float};
+use crate::dtype::Float;
 use crate::error::{op_err, Result};
+use crate::ops::conv::{check_float, run_contiguous};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
 use crate::ops::window::{odometer, AutoPad, Window, PAD, WINDOW_ATTRS};
@@ -196,20 +197,6 @@ impl ConvTranspose {
     }
 }
 
-fn check_float(dtypes: &[DType]) -> Result<()> {
-    if !dtypes[0].is_float() || dtypes.iter().any(|&d| d != dtypes[0]) {
-        return op_err(format!(
-            "op 'conv_transpose' needs float inputs of one dtype, got {}",
-            dtypes
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Ok(())
-}
-
 /// The transposed convolution of contiguous `x` and `w` into contiguous
 /// `out` (overwritten).
 fn conv_transpose_kernel<T: Float + MatMulElem>(
@@ -253,32 +240,6 @@ fn conv_transpose_kernel<T: Float + MatMulElem>(
     Ok(())
 }
 
-fn run<T: Float + MatMulElem>(d: &Dims, group: usize, inputs: &[Tensor], out: &Tensor) -> Result<()> {
-    let b = inputs.get(2).map(|b| b.to_array::<T>()).transpose()?;
-    let bs = b.as_ref().and_then(|b| b.as_slice());
-    inputs[0].read(|xv: ArrayViewD<'_, T>| {
-        let xc = xv.as_standard_layout();
-        inputs[1].read(|wv: ArrayViewD<'_, T>| {
-            let wc = wv.as_standard_layout();
-            let (Some(xs), Some(ws)) = (xc.as_slice(), wc.as_slice()) else {
-                return op_err("internal: conv_transpose operands are not contiguous");
-            };
-            out.write(|mut ov: ArrayViewMutD<'_, T>| match ov.as_slice_mut() {
-                Some(s) => conv_transpose_kernel(d, group, xs, ws, bs, s),
-                None => {
-                    let mut tmp = vec![T::zero(); ov.len()];
-                    conv_transpose_kernel(d, group, xs, ws, bs, &mut tmp)?;
-                    let tmp = ArrayViewD::from_shape(ov.shape(), &tmp[..]).map_err(|e| {
-                        crate::error::Error::Op(format!("internal: conv_transpose output: {e}"))
-                    })?;
-                    ov.assign(&tmp);
-                    Ok(())
-                }
-            })?
-        })?
-    })?
-}
-
 impl Op for ConvTranspose {
     fn name(&self) -> &str {
         "conv_transpose"
@@ -288,7 +249,10 @@ impl Op for ConvTranspose {
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        check_float(&inputs.iter().map(|t| t.dtype).collect::<Vec<_>>())?;
+        check_float(
+            "conv_transpose",
+            &inputs.iter().map(|t| t.dtype).collect::<Vec<_>>(),
+        )?;
         let (x, w) = (&inputs[0], &inputs[1]);
         if let (Some(xs), Some(ws)) = (x.static_shape(), w.static_shape()) {
             let b = inputs.get(2).and_then(|b| b.static_shape());
@@ -304,7 +268,10 @@ impl Op for ConvTranspose {
             return widen::compute_in_f32(self, inputs, ctx);
         }
         check_arity(self, inputs.len())?;
-        check_float(&inputs.iter().map(|t| t.dtype()).collect::<Vec<_>>())?;
+        check_float(
+            "conv_transpose",
+            &inputs.iter().map(|t| t.dtype()).collect::<Vec<_>>(),
+        )?;
         let d = self.dims(
             inputs[0].shape(),
             inputs[1].shape(),
@@ -314,7 +281,8 @@ impl Op for ConvTranspose {
         shape.extend(d.axes.iter().map(|a| a.output));
         let dtype = inputs[0].dtype();
         let out = ctx.output(0, dtype, &shape)?;
-        crate::dispatch_float!(dtype, T => run::<T>(&d, self.group, inputs, &out)?,
+        let g = self.group;
+        crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv_transpose", inputs, &out, |x, w, b, o| conv_transpose_kernel(&d, g, x, w, b, o))?,
             return op_err("op 'conv_transpose' takes float inputs"));
         Ok(vec![out])
     }
