@@ -36,6 +36,7 @@ pub mod pool;
 pub mod random;
 pub mod range;
 pub mod reduce;
+pub mod resize;
 pub mod subtensor;
 pub mod tile;
 pub mod trilu;

@@ -54,6 +54,7 @@ impl OpRegistry {
                 super::elements::register(&mut r);
                 super::layer_norm::register(&mut r);
                 super::einsum::register(&mut r);
+                super::resize::register(&mut r);
                 r
             })
             .clone()
