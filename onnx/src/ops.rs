@@ -384,6 +384,7 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "GatherElements" | "ScatterElements" | "Scatter" => crate::index_ops::elements(imp, c),
         "LayerNormalization" => layer_norm(imp, c),
         "Resize" | "Upsample" => resize(imp, c),
+        "RMSNormalization" => rms_norm(imp, c),
         "Einsum" => {
             let ins = (0..c.proto.input.len())
                 .map(|k| input(imp, c, k))
@@ -1010,6 +1011,21 @@ fn resize(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             out(imp, c, "resize", a, &[x])
         }
     }
+}
+
+/// RMSNormalization (opset 23): `rms_norm`. ONNX computes in `stash_type`;
+/// Vigil accumulates in f64 whatever it is, so the attr is only checked.
+fn rms_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = [input(imp, c, 0)?, input(imp, c, 1)?];
+    let stash = c.i("stash_type").unwrap_or(1);
+    dtype_of(
+        stash as i32,
+        &format!("node '{}' (RMSNormalization): attr 'stash_type'", c.onnx_name),
+    )?;
+    let a = Attrs::new()
+        .with("axis", c.i("axis").unwrap_or(-1))
+        .with("epsilon", c.f("epsilon").unwrap_or(1e-5));
+    out(imp, c, "rms_norm", a, &ins)
 }
 
 fn clip(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

@@ -272,6 +272,49 @@ fn layer_normalization_binds_mean_and_inv_std_dev() {
 }
 
 #[test]
+fn rms_normalization_scales_by_the_root_mean_square() {
+    let m = |stash: i64| {
+        model(
+            23,
+            vec![node(
+                "RMSNormalization",
+                "rms",
+                &["x", "w"],
+                &["y"],
+                vec![
+                    ("epsilon", A::F(0.0)),
+                    ("axis", A::I(1)),
+                    ("stash_type", A::I(stash)),
+                ],
+            )],
+            vec![value("x", DType::F32, &[2, 2]), value("w", DType::F32, &[2])],
+            vec![],
+            vec![value("y", DType::F32, &[2, 2])],
+        )
+    };
+    // Rows [3, 4] and [1, -1]: mean squares 12.5 and 1.
+    let out = run(
+        &m(1),
+        &[
+            ("x", f32s(&[2, 2], &[3., 4., 1., -1.])),
+            ("w", f32s(&[2], &[1., 2.])),
+        ],
+    );
+    let r = 12.5f64.sqrt();
+    let want = [3. / r, 8. / r, 1., -2.];
+    let got = vals(&out[0].1);
+    assert!(got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-6), "{got:?}");
+    assert_eq!(ops_of(&m(1)), ["rms_norm"]);
+    let e = import(&round_trip(&m(99)), &Options::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("node 'rms' (RMSNormalization): attr 'stash_type'"),
+        "{e}"
+    );
+}
+
+#[test]
 fn isnan_and_isinf_give_bool() {
     let m = model(
         20,

@@ -10,6 +10,10 @@
 //! `x.shape[:axis] + [1] * (rank − axis)`. Float dtypes, one for every
 //! input; statistics are accumulated in f64 and rounded once. A block of no
 //! elements has a NaN mean, as numpy's mean of nothing.
+//!
+//! `rms_norm(x, [scale])` (ONNX RMSNormalization) is the same walk without
+//! centering: `y = x · inv_rms · scale` with `inv_rms = 1 / sqrt(mean(x²) +
+//! epsilon)`, one output.
 
 use std::sync::Arc;
 
@@ -31,12 +35,24 @@ pub struct LayerNorm {
     pub epsilon: f64,
 }
 
+/// The `rms_norm` op: [`LayerNorm`] without centering or bias.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RmsNorm {
+    pub axis: i64,
+    pub epsilon: f64,
+}
+
+/// The normalized axes `axis..` of a rank-`r` input, for op `op`.
+fn norm_axis(op: &str, axis: i64, r: usize) -> Result<usize> {
+    if r == 0 {
+        return op_err(format!("op '{op}': x is 0-d, there is no axis to normalize"));
+    }
+    axis_of(op, axis, r)
+}
+
 impl LayerNorm {
     fn axis(&self, r: usize) -> Result<usize> {
-        if r == 0 {
-            return op_err("op 'layer_norm': x is 0-d, there is no axis to normalize");
-        }
-        axis_of("layer_norm", self.axis, r)
+        norm_axis("layer_norm", self.axis, r)
     }
 
     fn stats_shape<D: Copy>(shape: &[D], ax: usize, one: D) -> Vec<D> {
@@ -49,14 +65,20 @@ impl LayerNorm {
 }
 
 /// `t` (scale or bias) broadcast into `inner` and flattened, as f64.
-fn flat_param<T: Element>(t: Option<&Tensor>, k: usize, inner: &[usize], fill: f64) -> Result<Vec<f64>> {
+fn flat_param<T: Element>(
+    op: &str,
+    t: Option<&Tensor>,
+    k: usize,
+    inner: &[usize],
+    fill: f64,
+) -> Result<Vec<f64>> {
     let n = inner.iter().product();
     let Some(t) = t else {
         return Ok(vec![fill; n]);
     };
     let b = t.broadcast_to(inner).map_err(|_| {
         crate::error::Error::Op(format!(
-            "op 'layer_norm': {} (input {k}) of shape {:?} does not broadcast into the normalized shape {inner:?}",
+            "op '{op}': {} (input {k}) of shape {:?} does not broadcast into the normalized shape {inner:?}",
             INPUTS[k],
             t.shape()
         ))
@@ -64,11 +86,21 @@ fn flat_param<T: Element>(t: Option<&Tensor>, k: usize, inner: &[usize], fill: f
     Ok(b.to_array::<T>()?.iter().map(|v| v.to_f64()).collect())
 }
 
-fn layer_norm_kernel<T: Float>(p: &LayerNorm, inputs: &[Tensor], ax: usize, outs: &[Tensor]) -> Result<()> {
+/// Normalizes each block of axes `ax..` of `inputs[0]` (x, scale, and
+/// bias unless `rms`) into `outs`: y, then with layer norm's centering
+/// (not `rms`) the means and inverse deviations.
+fn norm_kernel<T: Float>(
+    op: &str,
+    epsilon: f64,
+    rms: bool,
+    inputs: &[Tensor],
+    ax: usize,
+    outs: &[Tensor],
+) -> Result<()> {
     let x = &inputs[0];
     let inner_shape = &x.shape()[ax..];
-    let scale = flat_param::<T>(inputs.get(1), 1, inner_shape, 1.0)?;
-    let bias = flat_param::<T>(inputs.get(2), 2, inner_shape, 0.0)?;
+    let scale = flat_param::<T>(op, inputs.get(1), 1, inner_shape, 1.0)?;
+    let bias = flat_param::<T>(op, inputs.get(2), 2, inner_shape, 0.0)?;
     let xa = x.to_array::<T>()?;
     let xs = xa.as_slice().unwrap_or_default();
     let inner = scale.len();
@@ -78,13 +110,17 @@ fn layer_norm_kernel<T: Float>(p: &LayerNorm, inputs: &[Tensor], ax: usize, outs
     for o in 0..outer {
         let block = &xs[o * inner..(o + 1) * inner];
         let n = inner as f64;
-        let mean = block.iter().map(|&v| Element::to_f64(v)).sum::<f64>() / n;
+        let mean = if rms {
+            0.0
+        } else {
+            block.iter().map(|&v| Element::to_f64(v)).sum::<f64>() / n
+        };
         let var = block
             .iter()
             .map(|&v| (Element::to_f64(v) - mean).powi(2))
             .sum::<f64>()
             / n;
-        let inv = 1.0 / (var + p.epsilon).sqrt();
+        let inv = 1.0 / (var + epsilon).sqrt();
         for (k, &v) in block.iter().enumerate() {
             y.push(<T as Element>::from_f64(
                 (Element::to_f64(v) - mean) * inv * scale[k] + bias[k],
@@ -133,9 +169,43 @@ impl Op for LayerNorm {
             ctx.output(1, x.dtype(), &stats)?,
             ctx.output(2, x.dtype(), &stats)?,
         ];
-        crate::dispatch_float!(x.dtype(), T => layer_norm_kernel::<T>(self, inputs, ax, &outs)?,
+        crate::dispatch_float!(x.dtype(), T => norm_kernel::<T>("layer_norm", self.epsilon, false, inputs, ax, &outs)?,
             return op_err("op 'layer_norm' takes float inputs"));
         Ok(outs)
+    }
+    fn attrs(&self) -> Attrs {
+        Attrs::new().with("axis", self.axis).with("epsilon", self.epsilon)
+    }
+}
+
+impl Op for RmsNorm {
+    fn name(&self) -> &str {
+        "rms_norm"
+    }
+    fn arity(&self) -> Arity {
+        Arity { min: 1, max: Some(2) }
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        TypeInfo::common_dtype("rms_norm", inputs, "float", DType::is_float)?;
+        if let Some(s) = &inputs[0].shape {
+            norm_axis("rms_norm", self.axis, s.len())?;
+        }
+        Ok(vec![inputs[0].clone()])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
+        let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
+        self.infer(&tys)?;
+        let x = &inputs[0];
+        let ax = norm_axis("rms_norm", self.axis, x.ndim())?;
+        let y = ctx.output(0, x.dtype(), x.shape())?;
+        let outs = [y];
+        crate::dispatch_float!(x.dtype(), T => norm_kernel::<T>("rms_norm", self.epsilon, true, inputs, ax, &outs)?,
+            return op_err("op 'rms_norm' takes float inputs"));
+        Ok(outs.into())
     }
     fn attrs(&self) -> Attrs {
         Attrs::new().with("axis", self.axis).with("epsilon", self.epsilon)
@@ -146,6 +216,13 @@ pub fn register(r: &mut OpRegistry) {
     r.register("layer_norm", |a: &Attrs| {
         a.only("layer_norm", &["axis", "epsilon"])?;
         Ok(Arc::new(LayerNorm {
+            axis: a.i64("axis")?.unwrap_or(-1),
+            epsilon: a.f64("epsilon")?.unwrap_or(1e-5),
+        }) as Arc<dyn Op>)
+    });
+    r.register("rms_norm", |a: &Attrs| {
+        a.only("rms_norm", &["axis", "epsilon"])?;
+        Ok(Arc::new(RmsNorm {
             axis: a.i64("axis")?.unwrap_or(-1),
             epsilon: a.f64("epsilon")?.unwrap_or(1e-5),
         }) as Arc<dyn Op>)
@@ -210,6 +287,56 @@ mod tests {
         assert!(f64s(&o[1])[0].is_nan());
         let o = run_all(&*ln(-1, 1e-5), &[t::<f64>(&[2, 0], vec![])]).unwrap();
         assert_eq!(o[1].shape(), &[2, 1]);
+    }
+
+    fn rms(axis: i64, eps: f64) -> Arc<dyn Op> {
+        op("rms_norm", Attrs::new().with("axis", axis).with("epsilon", eps))
+    }
+
+    #[test]
+    fn rms_norm_scales_each_block_by_its_root_mean_square() {
+        // Rows [3, 4] and [1, -1]: mean squares 12.5 and 1, no centering.
+        let x = t(&[2, 2], vec![3.0f64, 4.0, 1.0, -1.0]);
+        let o = run_all(&*rms(-1, 0.0), std::slice::from_ref(&x)).unwrap();
+        assert_eq!(o.len(), 1);
+        let r = 12.5f64.sqrt();
+        close(&f64s(&o[0]), &[3.0 / r, 4.0 / r, 1.0, -1.0]);
+        // Scale broadcasts into the normalized shape; epsilon joins the mean.
+        let scale = t(&[2], vec![2.0f64, -1.0]);
+        let o = run_all(&*rms(1, 3.0), &[x.clone(), scale]).unwrap();
+        close(
+            &f64s(&o[0]),
+            &[6.0 / 15.5f64.sqrt(), -4.0 / 15.5f64.sqrt(), 1.0, 0.5],
+        );
+        // axis 0: one block of all four, mean square 27 / 4.
+        let o = run_all(&*rms(-2, 0.0), &[x]).unwrap();
+        let r = 6.75f64.sqrt();
+        close(&f64s(&o[0]), &[3.0 / r, 4.0 / r, 1.0 / r, -1.0 / r]);
+        // f32 views, NaN stays in its block, empty inputs.
+        let x = t(&[2, 2], vec![0.0f32, 2.0, f32::NAN, 2.0])
+            .transpose(None)
+            .unwrap();
+        let y = f64s(&run_all(&*rms(-1, 0.0), &[x]).unwrap()[0]);
+        assert!(
+            y[0].is_nan() && y[1].is_nan() && y[2] == 1.0 && y[3] == 1.0,
+            "{y:?}"
+        );
+        let o = run_all(&*rms(-1, 1e-5), &[t::<f32>(&[2, 0], vec![])]).unwrap();
+        assert_eq!(o[0].shape(), &[2, 0]);
+        // No bias input; the same errors as layer_norm's otherwise.
+        let x = t(&[2, 3], vec![1.0f32; 6]);
+        let one = t(&[3], vec![1.0f32; 3]);
+        assert!(run_all(&*rms(-1, 0.0), &[x.clone(), one.clone(), one]).is_err());
+        let e = run_all(&*rms(-1, 0.0), &[x.clone(), t(&[2], vec![1.0f32, 1.0])]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("op 'rms_norm': scale (input 1) of shape [2]"),
+            "{e}"
+        );
+        assert!(run_all(&*rms(2, 0.0), &[x]).is_err());
+        assert!(run_all(&*rms(0, 0.0), &[t(&[2], vec![1i64, 2])]).is_err());
+        let e = run_all(&*rms(0, 0.0), &[t(&[], vec![1.0f32])]).unwrap_err();
+        assert!(e.to_string().contains("0-d"), "{e}");
     }
 
     #[test]
