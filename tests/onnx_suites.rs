@@ -151,12 +151,13 @@ fn every_supported_generated_node_test_passes() {
 
 /// The node tests of IsNaN, IsInf, Range, CumSum, Trilu, GatherElements,
 /// ScatterElements (and Scatter), ReduceProd, Hardmax, LayerNormalization,
-/// RMSNormalization and Einsum pass under validate and debug too, with no finding:
+/// RMSNormalization, Einsum, NegativeLogLikelihoodLoss and
+/// SoftmaxCrossEntropyLoss pass under validate and debug too, with no finding:
 /// their kernels keep their declarations and write every output element.
 #[test]
-fn the_index_and_normalization_node_tests_pass_in_every_mode() {
+fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
     let Some(dir) = node_data() else { return };
-    const PREFIXES: [&str; 15] = [
+    const PREFIXES: [&str; 17] = [
         "test_isnan",
         "test_isinf",
         "test_range_",
@@ -172,6 +173,8 @@ fn the_index_and_normalization_node_tests_pass_in_every_mode() {
         "test_rms_normalization",
         "test_scatter_without",
         "test_einsum",
+        "test_nllloss",
+        "test_sce",
     ];
     let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -182,7 +185,7 @@ fn the_index_and_normalization_node_tests_pass_in_every_mode() {
         })
         .collect();
     let cases = import_all(&dirs).unwrap();
-    assert!(cases.cases.len() >= 129, "only {} imported", cases.cases.len());
+    assert!(cases.cases.len() >= 233, "only {} imported", cases.cases.len());
     use rayon::prelude::*;
     let registry = vigil::default_registry();
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {

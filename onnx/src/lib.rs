@@ -10,6 +10,7 @@ pub mod error;
 pub mod import;
 mod index_ops;
 mod layout_ops;
+mod losses;
 pub mod model;
 mod ops;
 pub mod tensor;

@@ -385,6 +385,8 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "LayerNormalization" => layer_norm(imp, c),
         "Resize" | "Upsample" => resize(imp, c),
         "RMSNormalization" => rms_norm(imp, c),
+        "NegativeLogLikelihoodLoss" => crate::losses::nll_loss(imp, c),
+        "SoftmaxCrossEntropyLoss" => crate::losses::softmax_cross_entropy(imp, c),
         "Einsum" => {
             let ins = (0..c.proto.input.len())
                 .map(|k| input(imp, c, k))
