@@ -74,7 +74,7 @@ fn nll(imp: &mut Importer, c: &NodeCtx, x: Value, t: Value, w: Option<Value>) ->
         c,
         "expand_dims",
         Attrs::new().with("axis", 1),
-        &[t.clone()],
+        std::slice::from_ref(&t),
         "target1",
     )?;
     let picked = step(
