@@ -149,7 +149,7 @@ fn every_supported_generated_node_test_passes() {
     assert_all_pass_in_plain_mode(&cases.cases);
 }
 
-/// The node tests of IsNaN, IsInf, Range, CumSum, Trilu, GatherElements,
+/// The node tests of IsNaN, IsInf, Range, CumSum, CumProd, Trilu, GatherElements,
 /// ScatterElements (and Scatter), ReduceProd, Hardmax, LayerNormalization,
 /// RMSNormalization, Einsum, NegativeLogLikelihoodLoss and
 /// SoftmaxCrossEntropyLoss pass under validate and debug too, with no finding:
@@ -157,11 +157,12 @@ fn every_supported_generated_node_test_passes() {
 #[test]
 fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
     let Some(dir) = node_data() else { return };
-    const PREFIXES: [&str; 17] = [
+    const PREFIXES: [&str; 18] = [
         "test_isnan",
         "test_isinf",
         "test_range_",
         "test_cumsum",
+        "test_cumprod",
         "test_tril",
         "test_triu",
         "test_gather_elements",
@@ -185,7 +186,7 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
         })
         .collect();
     let cases = import_all(&dirs).unwrap();
-    assert!(cases.cases.len() >= 233, "only {} imported", cases.cases.len());
+    assert!(cases.cases.len() >= 242, "only {} imported", cases.cases.len());
     use rayon::prelude::*;
     let registry = vigil::default_registry();
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {

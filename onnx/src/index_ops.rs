@@ -24,8 +24,8 @@ fn const_int(c: &NodeCtx, v: &Value, what: &str) -> Result<i64> {
     }
 }
 
-/// `cumsum`: the axis from input 1, `exclusive` and `reverse` from the
-/// attrs.
+/// `cumsum` (CumSum) or `cumprod` (CumProd): the axis from input 1,
+/// `exclusive` and `reverse` from the attrs.
 pub(crate) fn cumsum(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let axis = const_int(c, &input(imp, c, 1)?, "axis")?;
@@ -33,7 +33,12 @@ pub(crate) fn cumsum(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .with("axis", axis)
         .with("exclusive", c.i("exclusive").unwrap_or(0) != 0)
         .with("reverse", c.i("reverse").unwrap_or(0) != 0);
-    out(imp, c, "cumsum", a, &[x])
+    let name = if c.op_type == "CumProd" {
+        "cumprod"
+    } else {
+        "cumsum"
+    };
+    out(imp, c, name, a, &[x])
 }
 
 /// `trilu`: `upper` from the attr (default 1), `k` from input 1 (default 0).

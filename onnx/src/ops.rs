@@ -379,7 +379,7 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             out(imp, c, "isinf", a, &[x])
         }
         "Range" => crate::index_ops::range(imp, c),
-        "CumSum" => crate::index_ops::cumsum(imp, c),
+        "CumSum" | "CumProd" => crate::index_ops::cumsum(imp, c),
         "Trilu" => crate::index_ops::trilu(imp, c),
         "GatherElements" | "ScatterElements" | "Scatter" => crate::index_ops::elements(imp, c),
         "LayerNormalization" => layer_norm(imp, c),

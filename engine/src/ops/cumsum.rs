@@ -3,6 +3,9 @@
 //! leaves each element out of its own sum (the first is 0), `reverse`
 //! (false) sums from the end of the axis. Numeric dtypes; the result keeps
 //! x's dtype and shape, and integer sums wrap on overflow as numpy's do.
+//!
+//! `cumprod(x)` is the same scan with products (numpy's `cumprod`, ONNX
+//! CumProd): an exclusive product starts from 1.
 
 use std::sync::Arc;
 
@@ -14,38 +17,50 @@ use crate::ops::copy::axis_of;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
-/// The `cumsum` op.
+/// The `cumsum` op, or `cumprod` with `product`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CumSum {
     pub axis: i64,
     pub exclusive: bool,
     pub reverse: bool,
+    pub product: bool,
 }
 
 impl CumSum {
     fn axis(&self, ndim: usize) -> Result<usize> {
         if ndim == 0 {
-            return op_err("op 'cumsum': x is 0-d, there is no axis to sum along");
+            return op_err(format!(
+                "op '{}': x is 0-d, there is no axis to scan along",
+                self.name()
+            ));
         }
-        axis_of("cumsum", self.axis, ndim)
+        axis_of(self.name(), self.axis, ndim)
     }
 }
 
-fn cumsum_kernel<T: Num>(p: &CumSum, x: &Tensor, ax: usize, out: &Tensor) -> Result<()> {
+/// The scan along `ax`, from `start` with `step` (wrapping for integers).
+fn scan_kernel<T: Num>(
+    p: &CumSum,
+    x: &Tensor,
+    ax: usize,
+    out: &Tensor,
+    start: T,
+    step: fn(T, T) -> T,
+) -> Result<()> {
     x.read(|xv: ArrayViewD<'_, T>| {
         out.write(|mut ov: ArrayViewMutD<'_, T>| {
             Zip::from(ov.lanes_mut(Axis(ax)))
                 .and(xv.lanes(Axis(ax)))
                 .for_each(|mut o, s| {
                     let n = s.len();
-                    let mut acc = T::zero();
+                    let mut acc = start;
                     for k in 0..n {
                         let i = if p.reverse { n - 1 - k } else { k };
                         if p.exclusive {
                             o[i] = acc;
-                            acc = T::add_w(acc, s[i]);
+                            acc = step(acc, s[i]);
                         } else {
-                            acc = T::add_w(acc, s[i]);
+                            acc = step(acc, s[i]);
                             o[i] = acc;
                         }
                     }
@@ -55,9 +70,21 @@ fn cumsum_kernel<T: Num>(p: &CumSum, x: &Tensor, ax: usize, out: &Tensor) -> Res
     Ok(())
 }
 
+fn cumsum_kernel<T: Num>(p: &CumSum, x: &Tensor, ax: usize, out: &Tensor) -> Result<()> {
+    if p.product {
+        scan_kernel::<T>(p, x, ax, out, T::one(), T::mul_w)
+    } else {
+        scan_kernel::<T>(p, x, ax, out, T::zero(), T::add_w)
+    }
+}
+
 impl Op for CumSum {
     fn name(&self) -> &str {
-        "cumsum"
+        if self.product {
+            "cumprod"
+        } else {
+            "cumsum"
+        }
     }
     fn arity(&self) -> Arity {
         Arity::exactly(1)
@@ -66,7 +93,10 @@ impl Op for CumSum {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if !x.dtype.is_numeric() {
-            return op_err("op 'cumsum' does not take bool inputs (cast first)");
+            return op_err(format!(
+                "op '{}' does not take bool inputs (cast first)",
+                self.name()
+            ));
         }
         if let Some(r) = x.rank() {
             self.axis(r)?;
@@ -82,7 +112,7 @@ impl Op for CumSum {
         // it is written: sum from a copy then.
         let x = crate::ops::copy::detach(x, &out)?;
         crate::dispatch_num!(x.dtype(), T => cumsum_kernel::<T>(self, &x, ax, &out)?,
-            return op_err("op 'cumsum' does not take bool inputs (cast first)"));
+            return op_err(format!("op '{}' does not take bool inputs (cast first)", self.name())));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -94,14 +124,17 @@ impl Op for CumSum {
 }
 
 pub fn register(r: &mut OpRegistry) {
-    r.register("cumsum", |a: &Attrs| {
-        a.only("cumsum", &["axis", "exclusive", "reverse"])?;
-        Ok(Arc::new(CumSum {
-            axis: a.i64("axis")?.unwrap_or(0),
-            exclusive: a.bool("exclusive")?.unwrap_or(false),
-            reverse: a.bool("reverse")?.unwrap_or(false),
-        }) as Arc<dyn Op>)
-    });
+    for (name, product) in [("cumsum", false), ("cumprod", true)] {
+        r.register(name, move |a: &Attrs| {
+            a.only(name, &["axis", "exclusive", "reverse"])?;
+            Ok(Arc::new(CumSum {
+                axis: a.i64("axis")?.unwrap_or(0),
+                exclusive: a.bool("exclusive")?.unwrap_or(false),
+                reverse: a.bool("reverse")?.unwrap_or(false),
+                product,
+            }) as Arc<dyn Op>)
+        });
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +158,34 @@ mod tests {
         assert_eq!(run(true, false), [0.0, 1.0, 3.0, 6.0]);
         assert_eq!(run(false, true), [10.0, 9.0, 7.0, 4.0]);
         assert_eq!(run(true, true), [9.0, 7.0, 4.0, 0.0]);
+    }
+
+    #[test]
+    fn products_in_all_four_modes_wrap_and_propagate_nan() {
+        let a = |e: bool, r: bool| {
+            let a = Attrs::new()
+                .with("axis", -1)
+                .with("exclusive", e)
+                .with("reverse", r);
+            op("cumprod", a)
+        };
+        let x = || t(&[2, 3], vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let run = |e, r| run_vec::<f64>(&*a(e, r), &[x()]).unwrap().1;
+        assert_eq!(run(false, false), [1.0, 2.0, 6.0, 4.0, 20.0, 120.0]);
+        assert_eq!(run(true, false), [1.0, 1.0, 2.0, 1.0, 4.0, 20.0]);
+        assert_eq!(run(false, true), [6.0, 6.0, 3.0, 120.0, 30.0, 6.0]);
+        assert_eq!(run(true, true), [6.0, 3.0, 1.0, 30.0, 6.0, 1.0]);
+        let big = t(&[2], vec![i32::MAX, 2]);
+        assert_eq!(
+            run_vec::<i32>(&*a(false, false), &[big]).unwrap().1,
+            [i32::MAX, -2]
+        );
+        let v = run_vec::<f32>(&*a(false, false), &[t(&[3], vec![2.0f32, f32::NAN, 0.0])])
+            .unwrap()
+            .1;
+        assert!(v[0] == 2.0 && v[1].is_nan() && v[2].is_nan(), "{v:?}");
+        let e = run_vec::<bool>(&*a(false, false), &[t(&[1], vec![true])]).unwrap_err();
+        assert!(e.to_string().contains("op 'cumprod' does not take bool"), "{e}");
     }
 
     #[test]
