@@ -151,13 +151,13 @@ fn every_supported_generated_node_test_passes() {
 
 /// The node tests of IsNaN, IsInf, Range, CumSum, CumProd, Trilu, GatherElements,
 /// ScatterElements (and Scatter), ReduceProd, Hardmax, LayerNormalization,
-/// RMSNormalization, Einsum, NegativeLogLikelihoodLoss and
+/// RMSNormalization, Einsum, TopK, NegativeLogLikelihoodLoss and
 /// SoftmaxCrossEntropyLoss pass under validate and debug too, with no finding:
 /// their kernels keep their declarations and write every output element.
 #[test]
 fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
     let Some(dir) = node_data() else { return };
-    const PREFIXES: [&str; 18] = [
+    const PREFIXES: [&str; 19] = [
         "test_isnan",
         "test_isinf",
         "test_range_",
@@ -176,6 +176,7 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
         "test_einsum",
         "test_nllloss",
         "test_sce",
+        "test_top_k",
     ];
     let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -186,7 +187,7 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
         })
         .collect();
     let cases = import_all(&dirs).unwrap();
-    assert!(cases.cases.len() >= 242, "only {} imported", cases.cases.len());
+    assert!(cases.cases.len() >= 249, "only {} imported", cases.cases.len());
     use rayon::prelude::*;
     let registry = vigil::default_registry();
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {

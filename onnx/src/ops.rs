@@ -385,6 +385,7 @@ pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         "LayerNormalization" => layer_norm(imp, c),
         "Resize" | "Upsample" => resize(imp, c),
         "RMSNormalization" => rms_norm(imp, c),
+        "TopK" => top_k(imp, c),
         "NegativeLogLikelihoodLoss" => crate::losses::nll_loss(imp, c),
         "SoftmaxCrossEntropyLoss" => crate::losses::softmax_cross_entropy(imp, c),
         "Einsum" => {
@@ -1013,6 +1014,33 @@ fn resize(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             out(imp, c, "resize", a, &[x])
         }
     }
+}
+
+/// TopK: `top_k`, with k from the attr (before opset 10) or input 1,
+/// which must be known at import time. `sorted = 0` leaves the order to
+/// the backend; Vigil's is sorted.
+fn top_k(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let k = if imp.opset < 10 {
+        c.i("k").ok_or_else(|| c.bad_attr("k", "is required"))?
+    } else {
+        match const_ints(c, &input(imp, c, 1)?, "K")?.as_slice() {
+            [k] => *k,
+            other => return Err(c.unsupported(format!("input 'K' must hold one integer, got {other:?}"))),
+        }
+    };
+    let a = Attrs::new()
+        .with("k", k)
+        .with("axis", c.i("axis").unwrap_or(-1))
+        .with("largest", c.i("largest").unwrap_or(1) != 0);
+    let y = c.out().to_string();
+    let named = c.proto.output.get(1).filter(|o| !o.is_empty()).cloned();
+    let ind = named.clone().unwrap_or_else(|| format!("{y}.indices"));
+    let mut vals = imp.emit_n(c, "top_k", a, &[x], &[&y, &ind])?;
+    if let Some(name) = named {
+        imp.bind(&name, vals[1].clone());
+    }
+    Ok(vals.swap_remove(0))
 }
 
 /// RMSNormalization (opset 23): `rms_norm`. ONNX computes in `stash_type`;

@@ -315,6 +315,46 @@ fn rms_normalization_scales_by_the_root_mean_square() {
 }
 
 #[test]
+fn top_k_takes_k_from_the_attr_or_input_and_binds_both_outputs() {
+    let x = f32s(&[2, 3], &[1., 9., 4., 7., 0., 7.]);
+    // Opset 11: K as an initializer, the smallest two of each row.
+    let m11 = model(
+        11,
+        vec![node(
+            "TopK",
+            "tk",
+            &["x", "k"],
+            &["v", "i"],
+            vec![("largest", A::I(0))],
+        )],
+        vec![value("x", DType::F32, &[2, 3])],
+        vec![tensor("k", &i64s(&[1], &[2]))],
+        vec![value("v", DType::F32, &[2, 2]), value("i", DType::I64, &[2, 2])],
+    );
+    let out = run(&m11, &[("x", x.clone())]);
+    assert_eq!(vals(&out[0].1), [1., 4., 0., 7.]);
+    assert_eq!(vals(&out[1].1), [0., 2., 1., 0.]);
+    assert_eq!(ops_of(&m11), ["top_k"]);
+    // Opset 1: k as an attr, along axis 0, the largest.
+    let m1 = model(
+        1,
+        vec![node(
+            "TopK",
+            "tk",
+            &["x"],
+            &["v", "i"],
+            vec![("k", A::I(1)), ("axis", A::I(0))],
+        )],
+        vec![value("x", DType::F32, &[2, 3])],
+        vec![],
+        vec![value("v", DType::F32, &[1, 3]), value("i", DType::I64, &[1, 3])],
+    );
+    let out = run(&m1, &[("x", x)]);
+    assert_eq!(vals(&out[0].1), [7., 9., 7.]);
+    assert_eq!(vals(&out[1].1), [1., 0., 1.]);
+}
+
+#[test]
 fn isnan_and_isinf_give_bool() {
     let m = model(
         20,

@@ -39,6 +39,7 @@ pub mod reduce;
 pub mod resize;
 pub mod subtensor;
 pub mod tile;
+pub mod top_k;
 pub mod trilu;
 pub mod view;
 pub mod vmath;

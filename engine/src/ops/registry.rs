@@ -51,6 +51,7 @@ impl OpRegistry {
                 super::range::register(&mut r);
                 super::cumsum::register(&mut r);
                 super::trilu::register(&mut r);
+                super::top_k::register(&mut r);
                 super::elements::register(&mut r);
                 super::layer_norm::register(&mut r);
                 super::einsum::register(&mut r);
