@@ -174,7 +174,7 @@ mod tests {
         )
     }
 
-    fn pick<T: crate::dtype::Element>(p: &Arc<dyn Op>, x: &Tensor) -> (Vec<usize>, Vec<f64>, Vec<i64>) {
+    fn pick(p: &Arc<dyn Op>, x: &Tensor) -> (Vec<usize>, Vec<f64>, Vec<i64>) {
         let o = run_all(&**p, std::slice::from_ref(x)).unwrap();
         let idx = o[1].to_array::<i64>().unwrap().iter().copied().collect();
         (o[0].shape().to_vec(), o[0].to_f64_vec().unwrap(), idx)
@@ -183,40 +183,40 @@ mod tests {
     #[test]
     fn largest_and_smallest_along_either_axis_ties_by_position() {
         let x = t(&[2, 4], vec![3.0f32, 1.0, 3.0, 2.0, 0.0, 5.0, -1.0, 5.0]);
-        let (s, v, i) = pick::<f32>(&top_k(2, -1, true), &x);
+        let (s, v, i) = pick(&top_k(2, -1, true), &x);
         assert_eq!(
             (s, v, i),
             (vec![2, 2], vec![3.0, 3.0, 5.0, 5.0], vec![0, 2, 1, 3])
         );
-        let (_, v, i) = pick::<f32>(&top_k(3, 1, false), &x);
+        let (_, v, i) = pick(&top_k(3, 1, false), &x);
         assert_eq!(
             (v, i),
             (vec![1.0, 2.0, 3.0, -1.0, 0.0, 5.0], vec![1, 3, 0, 2, 0, 1])
         );
-        let (s, v, i) = pick::<f32>(&top_k(1, 0, true), &x);
+        let (s, v, i) = pick(&top_k(1, 0, true), &x);
         assert_eq!(
             (s, v, i),
             (vec![1, 4], vec![3.0, 5.0, 3.0, 5.0], vec![0, 1, 0, 1])
         );
         // A transposed view picks along its own axes.
         let xt = x.transpose(None).unwrap();
-        let (s, v, i) = pick::<f32>(&top_k(1, 0, true), &xt);
+        let (s, v, i) = pick(&top_k(1, 0, true), &xt);
         assert_eq!((s, v, i), (vec![1, 2], vec![3.0, 5.0], vec![0, 1]));
         // k = 0 and k = the whole axis.
-        assert_eq!(pick::<f32>(&top_k(0, 1, true), &x).0, [2, 0]);
-        let (_, v, _) = pick::<f32>(&top_k(4, 1, true), &x);
+        assert_eq!(pick(&top_k(0, 1, true), &x).0, [2, 0]);
+        let (_, v, _) = pick(&top_k(4, 1, true), &x);
         assert_eq!(v, [3.0, 3.0, 2.0, 1.0, 5.0, 5.0, 0.0, -1.0]);
     }
 
     #[test]
     fn nan_is_the_largest_and_integers_work() {
         let x = t(&[4], vec![1.0f64, f64::NAN, 7.0, -0.0]);
-        let (_, v, i) = pick::<f64>(&top_k(2, 0, true), &x);
+        let (_, v, i) = pick(&top_k(2, 0, true), &x);
         assert!(v[0].is_nan() && v[1] == 7.0 && i == [1, 2], "{v:?} {i:?}");
-        let (_, v, i) = pick::<f64>(&top_k(2, 0, false), &x);
+        let (_, v, i) = pick(&top_k(2, 0, false), &x);
         assert_eq!((v, i), (vec![-0.0, 1.0], vec![3, 0]));
         let x = t(&[5], vec![4i64, -9, 4, 12, 0]);
-        let (_, v, i) = pick::<i64>(&top_k(3, 0, true), &x);
+        let (_, v, i) = pick(&top_k(3, 0, true), &x);
         assert_eq!((v, i), (vec![12.0, 4.0, 4.0], vec![3, 0, 2]));
     }
 
