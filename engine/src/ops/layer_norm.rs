@@ -28,31 +28,24 @@ use crate::tensor::Tensor;
 
 const INPUTS: [&str; 3] = ["x", "scale", "bias"];
 
-/// The `layer_norm` op.
+/// The `layer_norm` op, or `rms_norm` with `rms` (no centering, no bias,
+/// one output).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayerNorm {
     pub axis: i64,
     pub epsilon: f64,
-}
-
-/// The `rms_norm` op: [`LayerNorm`] without centering or bias.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RmsNorm {
-    pub axis: i64,
-    pub epsilon: f64,
-}
-
-/// The normalized axes `axis..` of a rank-`r` input, for op `op`.
-fn norm_axis(op: &str, axis: i64, r: usize) -> Result<usize> {
-    if r == 0 {
-        return op_err(format!("op '{op}': x is 0-d, there is no axis to normalize"));
-    }
-    axis_of(op, axis, r)
+    pub rms: bool,
 }
 
 impl LayerNorm {
     fn axis(&self, r: usize) -> Result<usize> {
-        norm_axis("layer_norm", self.axis, r)
+        if r == 0 {
+            return op_err(format!(
+                "op '{}': x is 0-d, there is no axis to normalize",
+                self.name()
+            ));
+        }
+        axis_of(self.name(), self.axis, r)
     }
 
     fn stats_shape<D: Copy>(shape: &[D], ax: usize, one: D) -> Vec<D> {
@@ -87,16 +80,10 @@ fn flat_param<T: Element>(
 }
 
 /// Normalizes each block of axes `ax..` of `inputs[0]` (x, scale, and
-/// bias unless `rms`) into `outs`: y, then with layer norm's centering
-/// (not `rms`) the means and inverse deviations.
-fn norm_kernel<T: Float>(
-    op: &str,
-    epsilon: f64,
-    rms: bool,
-    inputs: &[Tensor],
-    ax: usize,
-    outs: &[Tensor],
-) -> Result<()> {
+/// bias unless `rms`) into `outs`: y, then (not `rms`) the means and
+/// inverse deviations.
+fn norm_kernel<T: Float>(p: &LayerNorm, inputs: &[Tensor], ax: usize, outs: &[Tensor]) -> Result<()> {
+    let (op, epsilon, rms) = (p.name(), p.epsilon, p.rms);
     let x = &inputs[0];
     let inner_shape = &x.shape()[ax..];
     let scale = flat_param::<T>(op, inputs.get(1), 1, inner_shape, 1.0)?;
@@ -137,21 +124,35 @@ fn norm_kernel<T: Float>(
 
 impl Op for LayerNorm {
     fn name(&self) -> &str {
-        "layer_norm"
+        if self.rms {
+            "rms_norm"
+        } else {
+            "layer_norm"
+        }
     }
     fn arity(&self) -> Arity {
-        Arity { min: 1, max: Some(3) }
+        Arity {
+            min: 1,
+            max: Some(if self.rms { 2 } else { 3 }),
+        }
     }
     fn num_outputs(&self) -> usize {
-        3
+        if self.rms {
+            1
+        } else {
+            3
+        }
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
-        let d = TypeInfo::common_dtype("layer_norm", inputs, "float", DType::is_float)?;
+        let d = TypeInfo::common_dtype(self.name(), inputs, "float", DType::is_float)?;
         let stats = match &inputs[0].shape {
             None => None,
             Some(s) => Some(LayerNorm::stats_shape(s, self.axis(s.len())?, 1)),
         };
+        if self.rms {
+            return Ok(vec![inputs[0].clone()]);
+        }
         let st = TypeInfo::new(d, stats);
         Ok(vec![inputs[0].clone(), st.clone(), st])
     }
@@ -163,14 +164,14 @@ impl Op for LayerNorm {
         self.infer(&tys)?;
         let x = &inputs[0];
         let ax = self.axis(x.ndim())?;
-        let stats = LayerNorm::stats_shape(x.shape(), ax, 1);
-        let outs = vec![
-            ctx.output(0, x.dtype(), x.shape())?,
-            ctx.output(1, x.dtype(), &stats)?,
-            ctx.output(2, x.dtype(), &stats)?,
-        ];
-        crate::dispatch_float!(x.dtype(), T => norm_kernel::<T>("layer_norm", self.epsilon, false, inputs, ax, &outs)?,
-            return op_err("op 'layer_norm' takes float inputs"));
+        let mut outs = vec![ctx.output(0, x.dtype(), x.shape())?];
+        if !self.rms {
+            let stats = LayerNorm::stats_shape(x.shape(), ax, 1);
+            outs.push(ctx.output(1, x.dtype(), &stats)?);
+            outs.push(ctx.output(2, x.dtype(), &stats)?);
+        }
+        crate::dispatch_float!(x.dtype(), T => norm_kernel::<T>(self, inputs, ax, &outs)?,
+            return op_err(format!("op '{}' takes float inputs", self.name())));
         Ok(outs)
     }
     fn attrs(&self) -> Attrs {
@@ -178,57 +179,18 @@ impl Op for LayerNorm {
     }
 }
 
-impl Op for RmsNorm {
-    fn name(&self) -> &str {
-        "rms_norm"
-    }
-    fn arity(&self) -> Arity {
-        Arity { min: 1, max: Some(2) }
-    }
-    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        check_arity(self, inputs.len())?;
-        TypeInfo::common_dtype("rms_norm", inputs, "float", DType::is_float)?;
-        if let Some(s) = &inputs[0].shape {
-            norm_axis("rms_norm", self.axis, s.len())?;
-        }
-        Ok(vec![inputs[0].clone()])
-    }
-    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        if widen::wants_f32(inputs) {
-            return widen::compute_in_f32(self, inputs, ctx);
-        }
-        let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
-        self.infer(&tys)?;
-        let x = &inputs[0];
-        let ax = norm_axis("rms_norm", self.axis, x.ndim())?;
-        let y = ctx.output(0, x.dtype(), x.shape())?;
-        let outs = [y];
-        crate::dispatch_float!(x.dtype(), T => norm_kernel::<T>("rms_norm", self.epsilon, true, inputs, ax, &outs)?,
-            return op_err("op 'rms_norm' takes float inputs"));
-        Ok(outs.into())
-    }
-    fn attrs(&self) -> Attrs {
-        Attrs::new().with("axis", self.axis).with("epsilon", self.epsilon)
-    }
-}
-
 pub fn register(r: &mut OpRegistry) {
-    r.register("layer_norm", |a: &Attrs| {
-        a.only("layer_norm", &["axis", "epsilon"])?;
-        Ok(Arc::new(LayerNorm {
-            axis: a.i64("axis")?.unwrap_or(-1),
-            epsilon: a.f64("epsilon")?.unwrap_or(1e-5),
-        }) as Arc<dyn Op>)
-    });
-    r.register("rms_norm", |a: &Attrs| {
-        a.only("rms_norm", &["axis", "epsilon"])?;
-        Ok(Arc::new(RmsNorm {
-            axis: a.i64("axis")?.unwrap_or(-1),
-            epsilon: a.f64("epsilon")?.unwrap_or(1e-5),
-        }) as Arc<dyn Op>)
-    });
+    for (name, rms) in [("layer_norm", false), ("rms_norm", true)] {
+        r.register(name, move |a: &Attrs| {
+            a.only(name, &["axis", "epsilon"])?;
+            Ok(Arc::new(LayerNorm {
+                axis: a.i64("axis")?.unwrap_or(-1),
+                epsilon: a.f64("epsilon")?.unwrap_or(1e-5),
+                rms,
+            }) as Arc<dyn Op>)
+        });
+    }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
