@@ -147,22 +147,30 @@ def main():
     if a.pools:
         return pools(a)
     names = a.models or sorted(f[6:-5] for f in os.listdir(LIGHT) if f.startswith("light_") and f.endswith(".onnx"))
+    def cases():
+        for name in names:
+            path = os.path.join(LIGHT, f"light_{name}.onnx")
+            if not os.path.exists(path):
+                raise SystemExit(f"no light model '{name}' in {LIGHT}")
+            yield name, path, ort_session(path), dummy_feeds(onnx.load(path))
+
+    compare(a, cases(), 1, "model", 1, f"{a.reps} reps each")
+
+
+def compare(a, cases, inner, what, digits, how):
+    """Times each (name, path, session, feeds) of `cases` with
+    [`alternate`], then prints the table and the conditions."""
     before = load()
     rows = []
-    for name in names:
-        path = os.path.join(LIGHT, f"light_{name}.onnx")
-        if not os.path.exists(path):
-            raise SystemExit(f"no light model '{name}' in {LIGHT}")
-        sess = ort_session(path)
-        feeds = dummy_feeds(onnx.load(path))
-        v, o = alternate(a.vigil, path, sess, feeds, a.reps, 1)
-        rows.append((name, v, o, v / o))
-        print(f"{name}: vigil {v:.1f} ms, ort {o:.1f} ms, {v / o:.2f}x", file=sys.stderr, flush=True)
-    print(f"| model | Vigil plain ms | onnxruntime ms | Vigil / ort |\n|---|---|---|---|")
-    for name, v, o, r in rows:
-        print(f"| {name} | {v:.1f} | {o:.1f} | {r:.2f}x |")
+    for name, path, sess, feeds in cases:
+        v, o = alternate(a.vigil, path, sess, feeds, a.reps, inner)
+        rows.append((name, v, o))
+        print(f"{name}: vigil {v:.{digits}f} ms, ort {o:.{digits}f} ms, {v / o:.2f}x", file=sys.stderr, flush=True)
+    print(f"| {what} | Vigil plain ms | onnxruntime ms | Vigil / ort |\n|---|---|---|---|")
+    for name, v, o in rows:
+        print(f"| {name} | {v:.{digits}f} | {o:.{digits}f} | {v / o:.2f}x |")
     print(
-        f"\n{a.reps} reps each, alternating, medians; one thread each (ort {ort.__version__}); "
+        f"\n{how}, alternating, medians; one thread each (ort {ort.__version__}); "
         f"load average {before:.2f} -> {load():.2f}"
     )
 
@@ -186,22 +194,15 @@ def alternate(vigil, path, sess, feeds, reps, inner):
 
 
 def pools(a):
-    before = load()
-    rows = []
     with tempfile.TemporaryDirectory() as root:
-        for op, k, s, p in POOLS:
-            case, sess, feeds = pool_case(root, op, k, s, p, a.batch)
-            v, o = alternate(a.vigil, case, sess, feeds, a.reps, a.inner)
-            name = f"{op} {k}x{k}/{s} pad {p}"
-            rows.append((name, v, o, v / o))
-            print(f"{name}: vigil {v:.3f} ms, ort {o:.3f} ms, {v / o:.2f}x", file=sys.stderr, flush=True)
-    print(f"| pool, [{a.batch}, 64, 112, 112] f32 | Vigil plain ms | onnxruntime ms | Vigil / ort |\n|---|---|---|---|")
-    for name, v, o, r in rows:
-        print(f"| {name} | {v:.3f} | {o:.3f} | {r:.2f}x |")
-    print(
-        f"\n{a.reps} rounds of {a.inner} warm runs each, alternating, medians; one thread each "
-        f"(ort {ort.__version__}); load average {before:.2f} -> {load():.2f}"
-    )
+
+        def cases():
+            for op, k, s, p in POOLS:
+                case, sess, feeds = pool_case(root, op, k, s, p, a.batch)
+                yield f"{op} {k}x{k}/{s} pad {p}", case, sess, feeds
+
+        what = f"pool, [{a.batch}, 64, 112, 112] f32"
+        compare(a, cases(), a.inner, what, 3, f"{a.reps} rounds of {a.inner} warm runs each")
 
 
 if __name__ == "__main__":
