@@ -28,7 +28,7 @@ pub mod isolate;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// Execute, and compare with `expected/`.
+    /// Run the graph (after the in-place pass), no listeners.
     Plain,
     /// Plain, plus the non-in-place, view-map and numerics listeners.
     Validate,

@@ -68,11 +68,59 @@ fn exec_validate_and_debug_report_findings_and_exit_1() {
             "{mode}"
         );
     }
-    // Plain stays the default: no findings looked for, nothing on stdout.
+    // Plain stays the default: no findings looked for; stdout says what
+    // was written.
     let out = tmp.path().join("plain");
     let o = vigil(&["exec", "suites/broken/broken_accumulate", "--out", s(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(o.stdout.is_empty());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with(&format!(
+            "wrote 1 output to {}: broken_accumulate_1.npy (f32 [",
+            out.display()
+        )),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("manifest.json"), "{text}");
+    assert!(!text.contains("finding"), "{text}");
+}
+
+#[test]
+fn exec_refuses_an_output_or_recording_directory_that_holds_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stale = tmp.path().join("stale");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("sigmoid_5.npy"), b"old").unwrap();
+    let case = "suites/broken/fixed_accumulate";
+    for (flag, args) in [
+        ("--out", vec!["exec", case, "--out", s(&stale)]),
+        (
+            "--record",
+            vec![
+                "exec",
+                case,
+                "--out",
+                s(&tmp.path().join("fresh")),
+                "--record",
+                s(&stale),
+            ],
+        ),
+    ] {
+        let o = vigil(&args);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(&format!("{flag} {}", stale.display())), "{err}");
+        assert!(err.contains("not an empty directory"), "{err}");
+        // Nothing was written, and the old file is left alone.
+        assert!(!tmp.path().join("fresh").exists(), "{flag}");
+        assert_eq!(std::fs::read_dir(&stale).unwrap().count(), 1, "{flag}");
+    }
+    // An empty directory is fine.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = vigil(&["exec", case, "--out", s(&empty)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]
@@ -265,7 +313,7 @@ fn compare_names_the_node_and_op_of_a_divergent_activation() {
             "exec",
             s(&case),
             "--out",
-            s(&tmp.path().join("o")),
+            s(&rec.with_extension("out")),
             "--record",
             s(rec),
         ]);

@@ -375,7 +375,7 @@ fn recordings_compare_and_name_the_first_divergent_variable() {
     let t = |p: &str| tmp.path().join(p).to_str().unwrap().to_string();
     let case = "suites/views/add_two_views";
     for (rec, extra) in [("a", None), ("b", Some("--no-inplace"))] {
-        let (out, rec) = (t("out"), t(rec));
+        let (out, rec) = (t(&format!("out_{rec}")), t(rec));
         let mut args = vec!["exec", case, "--out", &out, "--record", &rec];
         args.extend(extra);
         let o = vigil(&args);
@@ -742,11 +742,11 @@ fn failing_on_warnings_says_so() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.ends_with("2 cases: 2 passed, 0 failed, 0 errors, 1 warnings\n"),
+        out.ends_with("2 cases: 2 passed, 0 failed, 0 errors, 1 warning\n"),
         "{out}"
     );
     assert!(
-        stderr(&o).contains("vigil: run failed: 1 warnings (--fail-on warning)"),
+        stderr(&o).contains("vigil: run failed: 1 warning (--fail-on warning)"),
         "{}",
         stderr(&o)
     );

@@ -59,6 +59,14 @@ pub struct Finding {
     /// Structured facts; an object whose keys depend on the kind.
     #[serde(default = "empty_object")]
     pub details: Value,
+    /// What to do about it, in one line: the kind's hint
+    /// ([`Kind::hint`]) unless the detector gives its own; `None` for a
+    /// kind of the caller's own without one.
+    #[serde(default)]
+    pub hint: Option<String>,
+    /// Where the docs explain the kind (`docs/findings.md#destroyed_input`).
+    #[serde(default)]
+    pub docs: Option<String>,
     /// In a training loop: the first and last iteration the finding was
     /// seen at and how often (the same finding from later iterations is
     /// folded into this one). `None` outside loops.
@@ -97,13 +105,15 @@ fn empty_object() -> Value {
 }
 
 impl Finding {
-    /// A finding with the kind's default severity, no node and empty
-    /// details. Newlines in the message become spaces.
+    /// A finding with the kind's default severity, hint and docs, no node
+    /// and empty details. Newlines in the message become spaces.
     pub fn new(kind: impl Into<Kind>, message: impl Into<String>) -> Finding {
         let kind = kind.into();
         let message: String = message.into();
         Finding {
             severity: kind.default_severity(),
+            hint: kind.hint().map(String::from),
+            docs: kind.docs(),
             kind,
             case: None,
             node: String::new(),
@@ -124,6 +134,16 @@ impl Finding {
     /// A finding of severity warning.
     pub fn warning(kind: impl Into<Kind>, message: impl Into<String>) -> Finding {
         Finding::new(kind, message).with_severity(Severity::Warning)
+    }
+
+    /// Sets what to do (one line; newlines become spaces) and, for a kind
+    /// of the caller's own, where its docs are.
+    pub fn with_hint(mut self, hint: impl Into<String>, docs: Option<String>) -> Finding {
+        self.hint = Some(hint.into().replace('\n', " "));
+        if docs.is_some() {
+            self.docs = docs;
+        }
+        self
     }
 
     pub fn with_severity(mut self, severity: Severity) -> Finding {
@@ -232,6 +252,25 @@ mod tests {
         let back: Finding = serde_json::from_value(v).unwrap();
         assert_eq!(back, f);
         assert_eq!(f.to_string(), "error[non_finite] node 'n1' (exp): a b");
+    }
+
+    #[test]
+    fn a_finding_carries_its_kinds_hint_and_docs_in_json() {
+        let f = Finding::new(Kind::DESTROYED_INPUT, "m");
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["hint"], Kind::DESTROYED_INPUT.hint().unwrap());
+        assert_eq!(v["docs"], "docs/findings.md#destroyed_input");
+        // A kind of the caller's own has none until its detector gives one,
+        // and the fields are written either way.
+        let v = serde_json::to_value(Finding::new("my_check", "m")).unwrap();
+        assert!(v["hint"].is_null() && v["docs"].is_null());
+        let f = Finding::new("my_check", "m").with_hint("do x\nnow", Some("my/docs.md#x".into()));
+        assert_eq!(f.hint.as_deref(), Some("do x now"));
+        assert_eq!(f.docs.as_deref(), Some("my/docs.md#x"));
+        // Reports written before hints existed still read.
+        let old = r#"{"kind":"non_finite","severity":"error","message":"m"}"#;
+        let back: Finding = serde_json::from_str(old).unwrap();
+        assert_eq!(back.hint, None);
     }
 
     #[test]

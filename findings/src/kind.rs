@@ -20,6 +20,24 @@ macro_rules! kinds {
             /// Every built-in kind.
             pub const BUILTIN: &'static [Kind] = &[$(Kind::$c),*];
         }
+
+        /// The built-in kinds as an enum, so that [`hint`] is an
+        /// exhaustive `match`: a kind added above without a hint does not
+        /// compile.
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[derive(Clone, Copy)]
+        enum Builtin {
+            $($c,)*
+        }
+
+        impl Builtin {
+            fn of(kind: &Kind) -> Option<Builtin> {
+                match kind.name() {
+                    $($name => Some(Builtin::$c),)*
+                    _ => None,
+                }
+            }
+        }
     };
 }
 
@@ -68,7 +86,77 @@ kinds! {
     CHECK_SKIPPED = "check_skipped";
 }
 
+/// The file that explains every built-in kind, one heading per kind (the
+/// heading is the kind's name, so its anchor is the name too).
+pub const DOCS_FILE: &str = "docs/findings.md";
+
+/// What to do about a finding of a built-in kind, in one line.
+fn hint(kind: Builtin) -> &'static str {
+    match kind {
+        Builtin::DESTROYED_INPUT => {
+            "declare it in destroy_map, or allocate the output with OpCtx::output instead of writing the input"
+        }
+        Builtin::OUT_OF_VIEW_WRITE => {
+            "write only the elements of the input's view (follow its strides and offset), not the whole buffer"
+        }
+        Builtin::UNDECLARED_VIEW => {
+            "declare the output in view_map, or copy into a buffer from OpCtx::output"
+        }
+        Builtin::ALIASED_OUTPUTS => "give each output its own buffer (OpCtx::output), or return one output",
+        Builtin::UNDECLARED_ALIAS => {
+            "allocate each output per call with OpCtx::output; do not keep a workspace or cached result"
+        }
+        Builtin::NON_FINITE => {
+            "guard the op's arithmetic (overflow, log/sqrt of negatives, 0/0) or check the input ranges"
+        }
+        Builtin::LISTENER_PANIC => "fix the listener named in the details; its checks stopped at this op",
+        Builtin::DECLARED_DESTROY_UNUSED => {
+            "drop the entry from destroy_map, or write the result into the input as declared"
+        }
+        Builtin::DECLARED_VIEW_NOT_ALIASED => {
+            "return a view of the input (same buffer), or drop the entry from view_map"
+        }
+        Builtin::OUTPUT_MISMATCH => {
+            "find the first op that differs with vigil debug CASE; loosen --rtol/--atol only for known rounding"
+        }
+        Builtin::VALUE_MISMATCH => {
+            "fix this op's in-place or pure kernel; vigil minimize CASE --out DIR gives a small case"
+        }
+        Builtin::BAD_REWRITE => {
+            "make the _inplace twin compute what the pure op does, or keep the pass from choosing it"
+        }
+        Builtin::NONDETERMINISTIC => {
+            "remove the op's dependence on uninitialized memory, thread timing or unseeded randomness"
+        }
+        Builtin::ORDER_DEPENDENT => {
+            "declare the hidden dependency (destroy_map or view_map) so every valid order gives one result"
+        }
+        Builtin::PREALLOCATED_OUTPUT => {
+            "overwrite every element of a given output buffer and honour its strides; never read it first"
+        }
+        Builtin::READ_AFTER_DESTROY => {
+            "declare the view or destroy that hides the hazard, so the in-place pass orders the reader first"
+        }
+        Builtin::GRADIENT_MISMATCH => {
+            "fix the gradient rule of the op named in the details; check it alone with a small graph"
+        }
+        Builtin::CHECK_SKIPPED => "give the op a gradient rule, or run without the check that was skipped",
+    }
+}
+
 impl Kind {
+    /// One line saying what to do about a finding of this kind; `None`
+    /// for kinds outside the built-in ones.
+    pub fn hint(&self) -> Option<&'static str> {
+        Builtin::of(self).map(hint)
+    }
+
+    /// Where the docs explain this kind (`docs/findings.md#destroyed_input`);
+    /// `None` for kinds outside the built-in ones.
+    pub fn docs(&self) -> Option<String> {
+        Builtin::of(self).map(|_| format!("{DOCS_FILE}#{}", self.name()))
+    }
+
     /// A kind of the caller's own; use the constants for built-in kinds.
     pub fn new(name: impl Into<Cow<'static, str>>) -> Kind {
         Kind(name.into())
@@ -169,6 +257,55 @@ mod tests {
         }
         assert_eq!(Kind::builtin("frobnicated"), None);
         assert_eq!(Kind::new("my_kind".to_string()), "my_kind");
+    }
+
+    #[test]
+    fn every_builtin_kind_has_a_one_line_hint_and_a_docs_anchor() {
+        for k in Kind::BUILTIN {
+            let hint = k.hint().unwrap_or_else(|| panic!("{k} has no hint"));
+            assert!(!hint.is_empty() && !hint.contains('\n'), "{k}: {hint}");
+            assert_eq!(k.docs(), Some(format!("docs/findings.md#{}", k.name())));
+        }
+        assert_eq!(Kind::new("my_kind").hint(), None);
+        assert_eq!(Kind::new("my_kind").docs(), None);
+    }
+
+    /// GitHub's anchor for a Markdown heading: lower case, punctuation
+    /// other than `-` and `_` dropped, spaces as `-`.
+    fn anchor(heading: &str) -> String {
+        heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_kinds_docs_anchor_is_a_heading_of_the_docs_file() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(DOCS_FILE);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let anchors: std::collections::HashSet<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .map(|l| anchor(l.trim_start_matches('#')))
+            .collect();
+        for k in Kind::BUILTIN {
+            let docs = k.docs().unwrap();
+            let (file, fragment) = docs.split_once('#').unwrap();
+            assert_eq!(file, DOCS_FILE);
+            assert!(
+                anchors.contains(fragment),
+                "{k}: no heading for #{fragment} in {DOCS_FILE}"
+            );
+        }
+        assert_eq!(anchor(" `value_mismatch` details"), "value_mismatch-details");
     }
 
     #[test]

@@ -11,4 +11,4 @@ mod finding;
 mod kind;
 
 pub use finding::{json_f64, Finding, Iteration, Seen, Severity};
-pub use kind::Kind;
+pub use kind::{Kind, DOCS_FILE};

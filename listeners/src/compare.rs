@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use vigil_engine::compare::{compare, Tolerance};
-use vigil_engine::Tensor;
+use vigil_engine::{DType, Tensor};
 
 use crate::record::{Index, INDEX};
 
@@ -44,6 +44,9 @@ pub struct VarDiff {
     /// Elements outside the tolerance.
     pub mismatched: usize,
     pub elements: usize,
+    /// The tolerance this variable was compared with (its dtype's).
+    pub rtol: f64,
+    pub atol: f64,
     /// Set when dtypes or shapes differ (then the numbers are not computed).
     pub incompatible: Option<String>,
 }
@@ -56,8 +59,10 @@ impl VarDiff {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
-    pub rtol: f64,
-    pub atol: f64,
+    /// The tolerances asked for; `None` where each dtype's default applied
+    /// (each variable's own is in [`VarDiff`]).
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
     /// In A's execution order.
     pub vars: Vec<VarDiff>,
     /// Variables recorded in only one of the two.
@@ -112,8 +117,8 @@ fn read_index(dir: &Path) -> Result<Index, CompareError> {
 
 /// (max abs error, max rel error, elements outside tolerance), by the
 /// project's one comparison.
-fn diff(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<(f64, f64, usize), String> {
-    let c = compare(a, b, Tolerance::new(rtol, atol)).map_err(|e| e.to_string())?;
+fn diff(a: &Tensor, b: &Tensor, tolerance: Tolerance) -> Result<(f64, f64, usize), String> {
+    let c = compare(a, b, tolerance).map_err(|e| e.to_string())?;
     if c.dtype_differs || c.shape_differs {
         return Err(format!(
             "{} {:?} vs {} {:?}",
@@ -126,8 +131,15 @@ fn diff(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<(f64, f64, usize
     Ok((c.max_abs, c.max_rel, c.mismatched))
 }
 
-/// Compares recording `a` against recording `b` (the reference).
-pub fn compare_recordings(a: &Path, b: &Path, rtol: f64, atol: f64) -> Result<Comparison, CompareError> {
+/// Compares recording `a` against recording `b` (the reference), each
+/// variable with the tolerance `tolerance` gives for its dtype in `b`
+/// (`rtol`, `atol`: the overrides it applies, recorded in the result).
+pub fn compare_recordings(
+    a: &Path,
+    b: &Path,
+    tolerance: impl Fn(DType) -> Tolerance,
+    (rtol, atol): (Option<f64>, Option<f64>),
+) -> Result<Comparison, CompareError> {
     let (ia, ib) = (read_index(a)?, read_index(b)?);
     // The k-th recording of a variable in A pairs with the k-th in B.
     let mut in_b: HashMap<(&str, usize), &crate::record::Entry> = HashMap::new();
@@ -170,9 +182,13 @@ pub fn compare_recordings(a: &Path, b: &Path, rtol: f64, atol: f64) -> Result<Co
             max_rel: 0.0,
             mismatched: 0,
             elements: ta.size(),
+            rtol: 0.0,
+            atol: 0.0,
             incompatible: None,
         };
-        match diff(&ta, &tb, rtol, atol) {
+        let tol = tolerance(tb.dtype());
+        (d.rtol, d.atol) = (tol.rtol, tol.atol);
+        match diff(&ta, &tb, tol) {
             Ok((m, r, bad)) => (d.max_abs, d.max_rel, d.mismatched) = (m, r, bad),
             Err(why) => d.incompatible = Some(why),
         }

@@ -18,6 +18,7 @@ pub fn merge(reports: impl IntoIterator<Item = Report>) -> Result<Report, Report
     let first = reports.next().ok_or(ReportError::NothingToMerge)?;
     let mode = first.mode().to_string();
     let version = first.vigil_version().to_string();
+    let checks = first.checks().to_vec();
     let mut cases = first.into_cases();
     for r in reports {
         if r.mode() != mode {
@@ -40,7 +41,9 @@ pub fn merge(reports: impl IntoIterator<Item = Report>) -> Result<Report, Report
             return Err(ReportError::DuplicateCase(c.path.clone()));
         }
     }
-    Ok(Report::new(mode, cases).with_vigil_version(version))
+    Ok(Report::new(mode, cases)
+        .with_vigil_version(version)
+        .with_checks(checks))
 }
 
 /// Either no report records a shard (whole runs, merged by case), or all

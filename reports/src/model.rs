@@ -301,14 +301,28 @@ impl Summary {
         self.failed == 0 && self.errors == 0
     }
 
-    /// `N cases: P passed, F failed, E errors, W warnings`, a fixed form
-    /// that scripts may match. Warnings are counted because `--fail-on
-    /// warning` can fail a run in which every case passed.
+    /// `N cases: P passed, F failed, E errors, W warnings` (singular for
+    /// one: `1 case`, `1 error`, `1 warning`), a fixed form that scripts
+    /// may match. Warnings are counted because `--fail-on warning` can
+    /// fail a run in which every case passed.
     pub fn line(&self) -> String {
         format!(
-            "{} cases: {} passed, {} failed, {} errors, {} warnings",
-            self.cases, self.passed, self.failed, self.errors, self.warnings
+            "{}: {} passed, {} failed, {}, {}",
+            plural(self.cases as u64, "case"),
+            self.passed,
+            self.failed,
+            plural(self.errors as u64, "error"),
+            plural(self.warnings as u64, "warning")
         )
+    }
+}
+
+/// `1 case`, `0 cases`, `3 cases`.
+pub fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
@@ -334,6 +348,7 @@ impl fmt::Display for Shard {
 pub struct Report {
     vigil_version: String,
     mode: String,
+    checks: Vec<String>,
     partition: Option<Shard>,
     cases: Vec<Case>,
 }
@@ -352,6 +367,7 @@ impl Report {
         Report {
             vigil_version,
             mode,
+            checks: Vec::new(),
             partition: None,
             cases,
         }
@@ -362,6 +378,18 @@ impl Report {
     pub fn with_vigil_version(mut self, version: impl Into<String>) -> Report {
         self.vigil_version = version.into();
         self
+    }
+
+    /// Records which checks ran (DebugMode's checks, or validate mode's
+    /// listeners), so that a clean report says what it is clean of.
+    pub fn with_checks<S: Into<String>>(mut self, checks: impl IntoIterator<Item = S>) -> Report {
+        self.checks = checks.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The checks that ran, as recorded by [`Report::with_checks`].
+    pub fn checks(&self) -> &[String] {
+        &self.checks
     }
 
     /// Marks the report as shard `shard` of a partitioned run.
@@ -422,6 +450,7 @@ impl Serialize for Report {
             format: FORMAT,
             vigil_version: &self.vigil_version,
             mode: &self.mode,
+            checks: &self.checks,
             partition: self.partition,
             summary: self.summary(),
             cases: &self.cases,
@@ -439,6 +468,7 @@ impl TryFrom<ReportFile> for Report {
         }
         let mut r = Report::build(file.vigil_version, file.mode, file.cases);
         r.partition = file.partition;
+        r.checks = file.checks;
         Ok(r)
     }
 }
@@ -449,6 +479,7 @@ struct ReportOut<'a> {
     format: &'a str,
     vigil_version: &'a str,
     mode: &'a str,
+    checks: &'a [String],
     partition: Option<Shard>,
     summary: Summary,
     cases: &'a [Case],
@@ -462,6 +493,8 @@ pub(crate) struct ReportFile {
     #[serde(default)]
     vigil_version: String,
     mode: String,
+    #[serde(default)]
+    checks: Vec<String>,
     #[serde(default)]
     partition: Option<Shard>,
     cases: Vec<Case>,
@@ -537,7 +570,11 @@ mod tests {
             (3, 1, 1, 1, 1)
         );
         assert_eq!(s.findings_by_kind["destroyed_input"], 1);
-        assert_eq!(s.line(), "3 cases: 1 passed, 1 failed, 1 errors, 1 warnings");
+        assert_eq!(s.line(), "3 cases: 1 passed, 1 failed, 1 error, 1 warning");
+        assert_eq!(
+            Summary::of(&cases[..1]).line(),
+            "1 case: 1 passed, 0 failed, 0 errors, 0 warnings"
+        );
         assert!(!s.ok());
     }
 

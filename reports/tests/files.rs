@@ -18,7 +18,7 @@ fn merge_concatenates_sorts_and_recounts() {
     assert_eq!(merged, common::report());
     assert_eq!(
         merged.summary().line(),
-        "5 cases: 2 passed, 2 failed, 1 errors, 2 warnings"
+        "5 cases: 2 passed, 2 failed, 1 error, 2 warnings"
     );
     let paths: Vec<&str> = merged.cases().iter().map(|c| c.path.as_str()).collect();
     assert!(paths.windows(2).all(|w| w[0] < w[1]), "{paths:?}");

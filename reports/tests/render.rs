@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
-use vigil_reports::{render, Format, Report};
+use vigil_reports::{render, Format, OutputComparison, Report};
 
 use common::{report, NASTY};
 
@@ -23,12 +23,17 @@ fn table_lists_findings_and_error_cases_then_the_summary_line() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines.last(),
-        Some(&"5 cases: 2 passed, 2 failed, 1 errors, 2 warnings")
+        Some(&"5 cases: 2 passed, 2 failed, 1 error, 2 warnings")
     );
     assert!(!out.contains('\x1b'), "no colour when not a terminal");
+    // The directory every path shares is said once, above the table.
+    assert!(out.starts_with("cases under suites/\n"), "{out}");
     for needle in [
-        "suites/views/transpose_inplace",
+        "views/transpose_inplace",
         "destroyed_input",
+        "→ declare it in destroy_map",
+        "each kind explained: docs/findings.md (#",
+        "#destroyed_input,",
         "[input 0, view hash",
         "9f86d081→2c26b46b]",
         "max abs err 0.75",
@@ -37,21 +42,56 @@ fn table_lists_findings_and_error_cases_then_the_summary_line() {
         assert!(out.contains(needle), "table lacks {needle:?}:\n{out}");
     }
     let row = |case: &str, kind: &str| out.lines().any(|l| l.contains(case) && l.contains(kind));
-    assert!(
-        row("suites/views/bad_graph", "case_error"),
-        "error cases get a row"
-    );
-    assert!(row("suites/views/relu_declared", "declared_destroy_unused"));
-    assert!(row("suites/numerics/log_zero", "non_finite"));
+    assert!(row("views/bad_graph", "case_error"), "error cases get a row");
+    assert!(row("views/relu_declared", "declared_destroy_unused"));
+    assert!(row("numerics/log_zero", "non_finite"));
     // Passing cases with no findings get no row.
     assert!(!out.contains("add_two_views"));
+}
+
+#[test]
+fn table_paths_wrap_only_at_a_slash_or_underscore() {
+    let r = wide_report();
+    let paths: Vec<&str> = r.cases().iter().map(|c| c.path.as_str()).collect();
+    for width in [100u16, 120, 140, 220] {
+        let out = vigil_reports::render::table::render_width(&r, false, width);
+        // Each line of the case column ends a path, or breaks after a `/`
+        // (or, in a narrow column, after a `_`): never inside a word.
+        for line in out.lines().filter(|l| l.starts_with('│')) {
+            let cell = line
+                .trim_start_matches('│')
+                .split(['┆', '│'])
+                .next()
+                .unwrap()
+                .trim();
+            if cell.is_empty() || cell == "case" {
+                continue;
+            }
+            assert!(
+                cell.ends_with(['/', '_']) || paths.iter().any(|p| p.ends_with(cell)),
+                "{width}: the path broke inside a word: {cell:?}\n{out}"
+            );
+        }
+        if width >= 140 {
+            // Wide enough for the longest segment: breaks only after a `/`.
+            assert!(out.contains("│ generated/"), "{out}");
+        }
+    }
+    // The issue's case: a path of one suite at 220 columns.
+    let case = vigil_reports::Case::new("broken_accumulate", "suites/broken/broken_accumulate")
+        .with_finding(vigil_reports::Finding::error("destroyed_input", "x".repeat(300)));
+    let out = vigil_reports::render::table::render_width(&Report::new("debug", vec![case]), false, 220);
+    assert!(
+        out.contains("│ broken/ ") && out.contains("│ broken_accumulate "),
+        "{out}"
+    );
 }
 
 #[test]
 fn table_colours_severity_only_when_asked() {
     let out = render(&report(), Format::Table, true);
     assert!(out.contains("\x1b["), "expected ANSI colour codes");
-    assert!(out.ends_with("5 cases: 2 passed, 2 failed, 1 errors, 2 warnings\n"));
+    assert!(out.ends_with("5 cases: 2 passed, 2 failed, 1 error, 2 warnings\n"));
 }
 
 /// The fixture plus a case with a long path and a long message: the
@@ -90,9 +130,9 @@ fn table_fits_its_width_and_wraps_the_case_column_first() {
             assert!(out.contains("declared_destroy_unused") && out.contains("node_with_a_long_name"));
         }
     }
-    // When only one of them can stay whole, the long path wraps and the
-    // long message stays on one line.
-    let out = vigil_reports::render::table::render_width(&r, false, 210);
+    // When only one of them can stay whole, the long path wraps (after a
+    // `/`) and the long message stays on one line.
+    let out = vigil_reports::render::table::render_width(&r, false, 220);
     assert!(
         !out.contains("a_rather_long_directory_name/case_with_a_long_name_too"),
         "{out}"
@@ -103,16 +143,32 @@ fn table_fits_its_width_and_wraps_the_case_column_first() {
     );
     // Wide enough for everything: nothing wraps.
     let out = vigil_reports::render::table::render_width(&r, false, 400);
-    assert!(out.contains("suites/generated/a_rather_long_directory_name/case_with_a_long_name_too"));
+    assert!(out.contains("generated/a_rather_long_directory_name/case_with_a_long_name_too"));
 }
 
 #[test]
-fn table_of_a_clean_run_says_so() {
-    let r = Report::new("validate", vec![vigil_reports::Case::new("a", "s/a")]);
+fn table_of_a_clean_run_says_what_ran() {
+    let mut out = OutputComparison::new("y", 16);
+    out.max_abs_err = 0.0;
+    let case = vigil_reports::Case::new("a", "s/a").with_output(out);
+    let r = Report::new("validate", vec![case.clone()]).with_checks(["non_inplace", "view_map", "numerics"]);
     assert_eq!(
         render(&r, Format::Table, false),
-        "no findings\n1 cases: 1 passed, 0 failed, 0 errors, 0 warnings\n"
+        "no findings\nmode validate (listeners: non_inplace, view_map, numerics): 16 elements of 1 output compared with expected/\n\
+         1 case: 1 passed, 0 failed, 0 errors, 0 warnings\n"
     );
+    let mut debug = case;
+    debug.debug = Some(serde_json::json!({"compared": 7, "rewrites": 1, "reruns": 0}));
+    let r = Report::new("debug", vec![debug]).with_checks(["lockstep", "poison"]);
+    let text = render(&r, Format::Table, false);
+    assert!(
+        text.contains(
+            "mode debug (checks: lockstep, poison): 7 values compared with the pure reference, 1 rewrite checked, 0 re-runs, 16 elements of 1 output compared with expected/\n"
+        ),
+        "{text}"
+    );
+    let r = Report::new("plain", vec![vigil_reports::Case::new("a", "s/a")]);
+    assert!(render(&r, Format::Table, false).contains("mode plain (outputs only, no checks)\n"));
 }
 
 #[test]
@@ -163,7 +219,7 @@ fn json_follows_the_schema() {
 fn markdown_has_summary_escaped_table_rows_and_details() {
     let out = render(&report(), Format::Markdown, false);
     assert!(out.starts_with("### ❌ Vigil validate: failed\n"));
-    assert!(out.contains("**5 cases: 2 passed, 2 failed, 1 errors, 2 warnings**"));
+    assert!(out.contains("**5 cases: 2 passed, 2 failed, 1 error, 2 warnings**"));
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| suites/")).collect();
     // 3 findings + 1 case error + 1 finding + 1 warning-only case.
     assert_eq!(rows.len(), 6, "{out}");
@@ -172,10 +228,10 @@ fn markdown_has_summary_escaped_table_rows_and_details() {
         nasty.contains("\\<script\\>alert(1)\\</script\\> \\| x \\& y<br>second line"),
         "{nasty}"
     );
-    // Every row has exactly the header's 9 unescaped pipes.
+    // Every row has exactly the header's 10 unescaped pipes.
     for r in &rows {
         let unescaped = r.replace("\\|", "");
-        assert_eq!(unescaped.matches('|').count(), 9, "{r}");
+        assert_eq!(unescaped.matches('|').count(), 10, "{r}");
     }
     assert!(!out.contains("<script>"));
     assert_eq!(
@@ -303,7 +359,7 @@ fn junit_is_well_formed_with_one_suite_per_directory() {
 fn html_is_self_contained_escaped_and_sortable() {
     let html = render(&report(), Format::Html, false);
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(html.contains("5 cases: 2 passed, 2 failed, 1 errors, 2 warnings"));
+    assert!(html.contains("5 cases: 2 passed, 2 failed, 1 error, 2 warnings"));
     assert!(
         !html.contains(NASTY) && !html.contains("<script>alert"),
         "report text must be escaped"
@@ -401,8 +457,8 @@ fn html_of_a_clean_run_still_draws_the_case_durations() {
     assert!(html.contains("PASSED"));
     assert_eq!(html.matches("<svg").count(), 1, "one plot: the durations");
     assert!(html.contains("aria-label=\"Case durations\""));
-    let slowest = html.find(">c2 · pass<").expect("the slowest case is labelled");
-    assert!(slowest < html.find(">c0 · pass<").unwrap(), "slowest first");
+    let slowest = html.find(">c2</text>").expect("the slowest case is labelled");
+    assert!(slowest < html.find(">c0</text>").unwrap(), "slowest first");
     // Without timings there is nothing to draw.
     let html = render(
         &Report::new("debug", vec![Case::new("c", "s/c")]),
@@ -410,4 +466,45 @@ fn html_of_a_clean_run_still_draws_the_case_durations() {
         false,
     );
     assert_eq!(html.matches("<svg").count(), 0);
+}
+
+#[test]
+fn every_format_says_what_to_do_about_a_finding() {
+    let r = report();
+    let hint = vigil_reports::Finding::error("destroyed_input", "m")
+        .hint
+        .unwrap();
+    assert!(hint.contains("destroy_map"));
+    let md = render(&r, Format::Markdown, false);
+    assert!(md.contains("| what to do |"), "{md}");
+    assert!(md.contains("([docs](docs/findings.md#destroyed_input))"), "{md}");
+    assert!(md.contains("What to do: "), "{md}");
+    let html = render(&r, Format::Html, false);
+    assert!(
+        html.contains("class=\"fix\">→ declare it in destroy_map"),
+        "{html}"
+    );
+    assert!(html.contains("docs/findings.md#destroyed_input"));
+    // A case that could not run says what to do too.
+    assert!(html.contains("docs/findings.md#case_error"));
+    let json: serde_json::Value = serde_json::from_str(&render(&r, Format::Json, false)).unwrap();
+    let f = &json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "transpose_inplace")
+        .unwrap()["findings"][0];
+    assert_eq!(f["hint"], hint.as_str());
+    assert_eq!(f["docs"], "docs/findings.md#destroyed_input");
+}
+
+#[test]
+fn html_durations_chart_draws_every_case_with_its_whole_path() {
+    let html = render(&report(), Format::Html, false);
+    let start = html.find("Case durations").expect("a durations chart");
+    let chart = &html[start..html[start..].find("</figure>").unwrap() + start];
+    let cases = report().cases().len();
+    assert_eq!(chart.matches("<rect").count(), cases, "{chart}");
+    assert!(chart.contains("wall time of the case"), "{chart}");
+    assert!(!chart.contains('…'), "no name is cut: {chart}");
 }

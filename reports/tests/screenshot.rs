@@ -142,10 +142,12 @@ fn layout_report() -> Report {
 
 /// Measures the page as laid out at 1,400 px: the findings table must fit
 /// its frame (no horizontal scrollbar hiding the message), and plots must
-/// keep their own size (a lone plot is not stretched to the page width).
+/// keep their own size (a lone plot is not stretched to the page width;
+/// the durations chart, sized to its case names, is measured by the
+/// page-overflow test below).
 const MEASURE: &str = r#"<script>
 var f = document.getElementById("findings").parentElement;
-var plots = Array.prototype.map.call(document.querySelectorAll("svg.plot"), function (s) {
+var plots = Array.prototype.map.call(document.querySelectorAll("svg.plot:not([aria-label='Case durations'])"), function (s) {
   return Math.round(s.getBoundingClientRect().width);
 });
 var out = document.createElement("pre");
@@ -184,7 +186,7 @@ fn html_layout_fits_at_1400_px() {
         .find_map(|w| w.strip_prefix("plots="))
         .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_default();
-    assert!(plots.len() >= 3, "{line}");
+    assert!(plots.len() >= 2, "{line}");
     assert!(plots.iter().all(|&w| w <= 541), "a plot is stretched: {line}");
 }
 

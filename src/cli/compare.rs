@@ -1,5 +1,6 @@
-//! `vigil compare DIR_A DIR_B`: compare two recordings made by the
-//! RecordingListener (possibly in separate processes).
+//! `vigil compare DIR_A DIR_B`: compare two recordings made by `vigil exec
+//! --record` (possibly in separate processes), with the tolerance model of
+//! `vigil run`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use std::collections::BTreeSet;
 use vigil_listeners::compare::{compare_recordings, Comparison};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -21,11 +23,16 @@ pub struct CompareArgs {
     a: PathBuf,
     /// The reference recording.
     b: PathBuf,
-    /// Relative tolerance: elements differ when |a - b| > atol + rtol * |b|.
-    #[arg(long, default_value_t = 1e-5)]
-    rtol: f64,
-    #[arg(long, default_value_t = 1e-8)]
-    atol: f64,
+    /// Relative tolerance for floats: elements differ when |a - b| > atol +
+    /// rtol * |b| (default per dtype, as `vigil run`: f16 1e-3, f32 1e-5,
+    /// f64 1e-12).
+    #[arg(long, value_parser = super::parse_tolerance, allow_hyphen_values = true)]
+    rtol: Option<f64>,
+    /// Absolute tolerance for floats (default per dtype, as `vigil run`:
+    /// f16 1e-5, f32 1e-6, f64 1e-12). Integers and bools compare exactly.
+    #[arg(long, value_parser = super::parse_tolerance, allow_hyphen_values = true)]
+    atol: Option<f64>,
+    /// table (one row per variable, then the first divergence) or json.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
 }
@@ -69,28 +76,44 @@ fn table(c: &Comparison) -> String {
     if !c.only_in_b.is_empty() {
         s.push_str(&format!("only in B: {}\n", c.only_in_b.join(", ")));
     }
+    let tolerances: BTreeSet<String> = c
+        .vars
+        .iter()
+        .filter(|v| v.incompatible.is_none())
+        .map(|v| format!("rtol {}, atol {}", v.rtol, v.atol))
+        .collect();
+    let tolerances = if tolerances.is_empty() {
+        "nothing compared".to_string()
+    } else {
+        tolerances.into_iter().collect::<Vec<_>>().join("; ")
+    };
     match &c.first_divergence {
         Some(d) => s.push_str(&format!(
-            "first divergent variable: {} (rtol {}, atol {})\n",
+            "first divergent variable: {} ({tolerances})\n",
             d.describe(),
-            c.rtol,
-            c.atol
         )),
         None => s.push_str(&format!(
-            "{} variables agree (rtol {}, atol {})\n",
-            c.vars.len(),
-            c.rtol,
-            c.atol
+            "{} agree ({tolerances})\n",
+            vigil_reports::plural(c.vars.len() as u64, "variable"),
         )),
     }
     s
 }
 
 pub fn run(a: CompareArgs) -> Result<ExitCode> {
-    if !(a.rtol >= 0.0 && a.atol >= 0.0) {
-        anyhow::bail!("--rtol and --atol must be non-negative numbers");
-    }
-    let c = compare_recordings(&a.a, &a.b, a.rtol, a.atol)?;
+    let tol = crate::runner::Tolerance {
+        rtol: a.rtol,
+        atol: a.atol,
+    };
+    let c = compare_recordings(
+        &a.a,
+        &a.b,
+        |dtype| {
+            let (rtol, atol) = tol.for_dtype(dtype);
+            vigil_engine::compare::Tolerance::new(rtol, atol)
+        },
+        (a.rtol, a.atol),
+    )?;
     match a.format {
         Format::Table => super::emit(&table(&c))?,
         Format::Json => super::emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?,

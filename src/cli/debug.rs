@@ -1,6 +1,7 @@
 //! `vigil debug CASE`: DebugMode on one case, every check on by default,
 //! with the full findings.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use vigil_debugmode::DebugConfig;
 use vigil_engine::OpRegistry;
-use vigil_reports::{render, Format, Report};
+use vigil_reports::{render, write_report, Format, Report};
 
 #[derive(Args)]
 pub struct DebugArgs {
@@ -20,15 +21,40 @@ pub struct DebugArgs {
     /// poison, arbitrate, orders, prealloc, gradient, or all; default: all).
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
-    /// table, json, markdown, html or junit.
-    #[arg(long, default_value = "table")]
-    format: Format,
+    /// Report format (table, json, markdown, html, junit). With --report,
+    /// defaults to the file's extension.
+    #[arg(long)]
+    format: Option<Format>,
+    /// Write the report to FILE (atomically); stdout then gets the table.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
     /// Seed of the random orders and gradient directions.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Relative tolerance for float outputs against expected/ (default
+    /// per dtype, as `vigil run`).
+    #[arg(long, value_parser = super::parse_tolerance, allow_hyphen_values = true)]
+    rtol: Option<f64>,
+    /// Absolute tolerance for float outputs against expected/ (default
+    /// per dtype, as `vigil run`).
+    #[arg(long, value_parser = super::parse_tolerance, allow_hyphen_values = true)]
+    atol: Option<f64>,
 }
 
 pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
+    let format = match (&a.report, a.format) {
+        (_, Some(f)) => f,
+        (Some(p), None) => super::run::format_for(p).with_context(|| {
+            format!(
+                "--report {}: cannot tell the format from the extension; give --format",
+                p.display()
+            )
+        })?,
+        (None, None) => Format::Table,
+    };
+    if let Some(p) = &a.report {
+        super::run::check_report_path(p)?;
+    }
     let cases = discover(std::slice::from_ref(&a.case))?;
     let [case] = cases.as_slice() else {
         bail!(
@@ -37,18 +63,33 @@ pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
             cases.len()
         );
     };
-    let mut cfg = RunConfig::new(Mode::Debug, Tolerance::default());
+    let mut cfg = RunConfig::new(
+        Mode::Debug,
+        Tolerance {
+            rtol: a.rtol,
+            atol: a.atol,
+        },
+    );
     cfg.debug = DebugConfig {
         seed: a.seed,
         ..DebugConfig::all()
     };
     if let Some(checks) = &a.checks {
-        cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
+        cfg.debug = super::with_checks(cfg.debug, checks)?;
     }
     let result = run_case(case, &cfg, registry);
     let failed = result.status != vigil_reports::Status::Pass;
-    let report = Report::new(Mode::Debug.name(), vec![result]);
-    super::emit(&render(&report, a.format, false))?;
+    let report = Report::new(Mode::Debug.name(), vec![result])
+        .with_vigil_version(env!("CARGO_PKG_VERSION"))
+        .with_checks(super::check_names(Mode::Debug, &cfg.debug));
+    let color = std::io::stdout().is_terminal();
+    match &a.report {
+        Some(path) => {
+            write_report(path, &report, format).context("--report")?;
+            super::emit(&render(&report, Format::Table, color))?;
+        }
+        None => super::emit(&render(&report, format, color && format == Format::Table))?,
+    }
     Ok(if failed {
         ExitCode::from(1)
     } else {

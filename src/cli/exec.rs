@@ -30,22 +30,25 @@ pub struct ExecArgs {
     /// Read each input NAME from DIR/NAME.npy.
     #[arg(long, value_name = "DIR")]
     inputs_dir: Option<PathBuf>,
-    /// Directory for <output>.npy files and manifest.json.
+    /// Directory for <output>.npy files and manifest.json (must not exist,
+    /// or be empty).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Run the graph as written, without the in-place pass.
     #[arg(long)]
     no_inplace: bool,
     /// Record every activation to DIR/<step>_<var>.npy plus index.json
-    /// (compare two recordings with `vigil compare`).
+    /// (compare two recordings with `vigil compare`; DIR must not exist,
+    /// or be empty).
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
     /// Write a Chrome trace-event file of op timings (opens in Perfetto).
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
-    /// plain runs the graph; validate adds the non-in-place, view-map and
-    /// numerics listeners and debug runs DebugMode, as `vigil run` does:
-    /// their findings go to stdout, and a finding makes the exit code 1.
+    /// plain runs the graph and writes its outputs (nothing is compared);
+    /// validate adds the non-in-place, view-map and numerics listeners and
+    /// debug runs DebugMode, as `vigil run` does: their findings go to
+    /// stdout, and an error finding makes the exit code 1.
     #[arg(long, value_enum, default_value = "plain")]
     mode: Mode,
     /// With --mode debug: the checks to run (as `vigil run --checks`).
@@ -79,7 +82,19 @@ struct Manifest {
     outputs: BTreeMap<String, OutputEntry>,
 }
 
+/// Refuses a directory that holds files: old outputs would mix with the new.
+fn check_empty(flag: &str, dir: &std::path::Path) -> Result<()> {
+    if dir.exists() && dir.read_dir().map(|mut d| d.next().is_some()).unwrap_or(true) {
+        bail!("{flag} {}: exists and is not an empty directory", dir.display());
+    }
+    Ok(())
+}
+
 pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
+    check_empty("--out", &a.out)?;
+    if let Some(r) = &a.record {
+        check_empty("--record", r)?;
+    }
     if a.mode == Mode::Debug {
         // DebugMode runs the graph several times with its own listeners.
         for (flag, set) in [
@@ -97,7 +112,7 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
     let mut cfg = RunConfig::new(a.mode, Tolerance::default());
     cfg.inplace = !a.no_inplace;
     if let Some(checks) = &a.checks {
-        cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
+        cfg.debug = super::with_checks(cfg.debug, checks)?;
     }
     let case = CasePaths::resolve(&a.graph)?;
     let graph = load_graph(&case.graph, registry)?;
@@ -183,8 +198,16 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
     if let Some(g) = record_guard {
         g.keep();
     }
+    let wrote = written_line(&a, &manifest);
     if a.mode == Mode::Plain {
+        super::emit(&wrote)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    // Machine-readable findings keep stdout to themselves.
+    if a.format == Format::Table {
+        super::emit(&wrote)?;
+    } else {
+        eprint!("{wrote}");
     }
     // The findings, as `vigil run` reports a case.
     let name = if case.graph.file_name().is_some_and(|f| f == "graph.json") {
@@ -203,8 +226,9 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
         }
         result = result.with_finding(f);
     }
-    let report =
-        vigil_reports::Report::new(a.mode.name(), vec![result]).with_vigil_version(env!("CARGO_PKG_VERSION"));
+    let report = vigil_reports::Report::new(a.mode.name(), vec![result])
+        .with_vigil_version(env!("CARGO_PKG_VERSION"))
+        .with_checks(super::check_names(a.mode, &cfg.debug));
     super::emit(&vigil_reports::render(
         &report,
         a.format,
@@ -221,6 +245,29 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `exec` wrote: each output with its dtype and shape, the manifest,
+/// and the recording and profile when asked for.
+fn written_line(a: &ExecArgs, manifest: &Manifest) -> String {
+    let outs: Vec<String> = manifest
+        .outputs
+        .iter()
+        .map(|(name, o)| format!("{name}.npy ({} {:?})", o.dtype, o.shape))
+        .collect();
+    let mut s = format!(
+        "wrote {} to {}: {}, manifest.json\n",
+        vigil_reports::plural(outs.len() as u64, "output"),
+        a.out.display(),
+        outs.join(", ")
+    );
+    if let Some(r) = &a.record {
+        s.push_str(&format!("recorded every value to {} (index.json)\n", r.display()));
+    }
+    if let Some(p) = &a.profile {
+        s.push_str(&format!("wrote the op profile to {}\n", p.display()));
+    }
+    s
 }
 
 /// Removes a directory this command created unless told to keep it.

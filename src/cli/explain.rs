@@ -25,6 +25,7 @@ pub enum Format {
 pub struct ExplainArgs {
     /// A graph.json, or a suite case directory.
     graph: PathBuf,
+    /// table, or json (`vigil-explain/1`, see docs/explain-format.md).
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
 }

@@ -19,7 +19,7 @@ pub struct ImportArgs {
     /// The ONNX model.
     model: PathBuf,
     /// The case directory to write (created if missing).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Which `test_data_set_N/` beside the model gives inputs and expected
     /// outputs (default: the first one).
@@ -80,11 +80,11 @@ pub fn run(a: ImportArgs) -> Result<ExitCode> {
     let model = import_for(&read_model(&a.model)?, &opts, &src)?;
     write_case(&model, &src, &a.out)?;
     super::emit(&format!(
-        "{}: {} nodes, {} inputs, {} outputs -> {}\n",
+        "{}: {}, {}, {} -> {}\n",
         a.model.display(),
-        model.file.nodes.len(),
-        model.inputs.len(),
-        model.outputs.len(),
+        vigil_reports::plural(model.file.nodes.len() as u64, "node"),
+        vigil_reports::plural(model.inputs.len() as u64, "input"),
+        vigil_reports::plural(model.outputs.len() as u64, "output"),
         a.out.display()
     ))?;
     Ok(ExitCode::SUCCESS)

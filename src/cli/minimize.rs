@@ -35,7 +35,7 @@ pub fn run(a: MinimizeArgs, registry: &OpRegistry) -> Result<ExitCode> {
     let feeds = load_feeds(&graph, paths.inputs.as_deref(), &[], FeedSource::CaseDir)?;
     let mut cfg = DebugConfig::all();
     if let Some(c) = &a.checks {
-        cfg = cfg.with_checks(c).context("--checks")?;
+        cfg = super::with_checks(cfg, c)?;
     }
     let kind = a.kind.map(Kind::new);
     let m = minimize(&graph, &feeds, &cfg, kind.as_ref()).with_context(|| a.case.display().to_string())?;
@@ -51,7 +51,14 @@ pub fn run(a: MinimizeArgs, registry: &OpRegistry) -> Result<ExitCode> {
         .tempdir_in(parent)
         .with_context(|| format!("{}: cannot create a directory beside it", a.out.display()))?;
     let dir = tmp.path();
-    std::fs::write(dir.join("graph.json"), m.graph.to_json()?)?;
+    // The reduced graph is named after the case it came from (a corpus
+    // graph's own name, such as `selftest`, says nothing about it).
+    let mut graph_json: serde_json::Value = serde_json::from_str(&m.graph.to_json()?)?;
+    graph_json["name"] = serde_json::Value::String(case_name(&paths.graph));
+    std::fs::write(
+        dir.join("graph.json"),
+        serde_json::to_string_pretty(&graph_json)? + "\n",
+    )?;
     std::fs::create_dir(dir.join("inputs"))?;
     let mut names: Vec<&String> = m.feeds.keys().collect();
     names.sort();
@@ -89,4 +96,15 @@ pub fn run(a: MinimizeArgs, registry: &OpRegistry) -> Result<ExitCode> {
         a.out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The case's name: its directory's, or the graph file's stem when the
+/// file is not `graph.json`.
+fn case_name(graph: &std::path::Path) -> String {
+    let name = if graph.file_name().is_some_and(|f| f == "graph.json") {
+        graph.parent().and_then(std::path::Path::file_name)
+    } else {
+        graph.file_stem()
+    };
+    name.map_or_else(|| "case".to_string(), |s| s.to_string_lossy().into_owned())
 }

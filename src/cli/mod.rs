@@ -25,7 +25,8 @@ use vigil_engine::OpRegistry;
 #[command(
     name = "vigil",
     version,
-    about = "Validation and debug-mode harness for tensor op graphs with views and in-place operations"
+    about = "Validation and debug-mode harness for tensor op graphs with views and in-place operations",
+    arg_required_else_help = true
 )]
 struct Args {
     #[command(subcommand)]
@@ -84,7 +85,7 @@ enum Command {
     Debug(debug::DebugArgs),
     /// Reduce a failing case to a small graph with the same finding.
     Minimize(minimize::MinimizeArgs),
-    /// Compare two recordings made by the RecordingListener.
+    /// Compare two recordings made by `vigil exec --record`: where the runs part.
     Compare(compare::CompareArgs),
     /// Reports: merge shards.
     #[command(subcommand)]
@@ -119,6 +120,45 @@ pub fn quiet_panics(on: bool) {
 
 /// Exit code for errors in the command's input (graph, .npy, flags, index values).
 pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// `--rtol` and `--atol`: a non-negative number. (The flags also allow a
+/// leading `-`, so that `--rtol -1` reaches this check instead of being
+/// taken for another flag.)
+pub(crate) fn parse_tolerance(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x >= 0.0 && x.is_finite() => Ok(x),
+        Ok(_) => Err(format!("'{s}' must be a non-negative number")),
+        Err(_) => Err(format!("'{s}' is not a number")),
+    }
+}
+
+/// DebugMode's configuration limited to the `--checks` list; an unknown
+/// name is refused with every known name, `all` included.
+pub(crate) fn with_checks(
+    cfg: vigil_debugmode::DebugConfig,
+    list: &str,
+) -> anyhow::Result<vigil_debugmode::DebugConfig> {
+    match cfg.with_checks(list) {
+        Ok(cfg) => Ok(cfg),
+        Err(vigil_debugmode::DebugError::UnknownCheck(name)) => anyhow::bail!(
+            "--checks: unknown check '{name}' (known: {}, or all)",
+            vigil_debugmode::Check::names().join(", ")
+        ),
+        Err(e) => Err(anyhow::Error::new(e).context("--checks")),
+    }
+}
+
+/// The names of the checks a run in `mode` makes, for its report.
+pub(crate) fn check_names(
+    mode: crate::runner::Mode,
+    debug: &vigil_debugmode::DebugConfig,
+) -> Vec<&'static str> {
+    match mode {
+        crate::runner::Mode::Plain => Vec::new(),
+        crate::runner::Mode::Validate => vec!["non_inplace", "view_map", "numerics"],
+        crate::runner::Mode::Debug => debug.checks.iter().map(|c| c.name()).collect(),
+    }
+}
 
 /// The whole `vigil` command line (run, exec, debug, minimize, explain,
 /// compare, import, report, selftest) over an op registry of your choice.
@@ -194,6 +234,13 @@ impl Cli {
     {
         let cli = match Args::try_parse_from(args) {
             Ok(c) => c,
+            // `vigil` alone: the help, on stderr, and exit 2 as for any
+            // other usage error (a script whose command went missing must
+            // not pass).
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                eprint!("{}", e.render().ansi());
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
             Err(e) if e.use_stderr() => {
                 // clap's message spans several lines (what is wrong, usage, a
                 // tip); join what comes before the usage into one line.
@@ -269,8 +316,10 @@ impl Cli {
 fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    // Colour only on a terminal: a log redirected to a file gets no escape codes.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

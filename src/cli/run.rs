@@ -83,15 +83,17 @@ pub struct RunArgs {
     /// No progress and no table on stdout when writing --report.
     #[arg(long, short)]
     quiet: bool,
-    /// Relative tolerance for float outputs (default 1e-5 for f32, 1e-12 for f64).
-    #[arg(long)]
+    /// Relative tolerance for float outputs against expected/ (default
+    /// per dtype: f16 1e-3, f32 1e-5, f64 1e-12).
+    #[arg(long, value_parser = super::parse_tolerance, allow_hyphen_values = true)]
     rtol: Option<f64>,
-    /// Absolute tolerance for float outputs (default 1e-6 for f32, 1e-12 for f64).
-    #[arg(long)]
+    /// Absolute tolerance for float outputs against expected/ (default per
+    /// dtype: f16 1e-5, f32 1e-6, f64 1e-12).
+    #[arg(long, value_parser = super::parse_tolerance, allow_hyphen_values = true)]
     atol: Option<f64>,
 }
 
-fn format_for(path: &std::path::Path) -> Option<Format> {
+pub(crate) fn format_for(path: &std::path::Path) -> Option<Format> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     Format::ALL
         .into_iter()
@@ -99,11 +101,6 @@ fn format_for(path: &std::path::Path) -> Option<Format> {
 }
 
 pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
-    for (flag, v) in [("--rtol", a.rtol), ("--atol", a.atol)] {
-        if v.is_some_and(|x| !(x >= 0.0 && x.is_finite())) {
-            bail!("{flag} must be a non-negative number");
-        }
-    }
     if let Some(t) = a.timeout {
         if !(0.001..=86_400.0).contains(&t) {
             bail!("--timeout must be between 0.001 and 86400 seconds");
@@ -162,7 +159,7 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
         },
     );
     if let Some(checks) = &a.checks {
-        cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
+        cfg.debug = super::with_checks(cfg.debug, checks)?;
     }
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -238,7 +235,8 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
     super::quiet_panics(false);
     let interrupted = stop.load(Ordering::Relaxed);
     let mut report = Report::new(cfg.mode.name(), results.into_iter().flatten().collect())
-        .with_vigil_version(env!("CARGO_PKG_VERSION"));
+        .with_vigil_version(env!("CARGO_PKG_VERSION"))
+        .with_checks(super::check_names(cfg.mode, &cfg.debug));
     if let Some(p) = a.partition {
         report = report.with_partition(Shard { k: p.k, n: p.n });
     }
@@ -314,7 +312,10 @@ fn failure(s: &Summary, fail_on: FailOn) -> Option<String> {
         ));
     }
     if fail_on == FailOn::Warning && s.warnings > 0 {
-        return Some(format!("{} warnings (--fail-on warning)", s.warnings));
+        return Some(format!(
+            "{} (--fail-on warning)",
+            vigil_reports::plural(s.warnings as u64, "warning")
+        ));
     }
     None
 }
@@ -330,7 +331,7 @@ impl FailOn {
 
 /// Refuses a report path that cannot be written, before any case runs:
 /// a missing directory, a directory as the file, or no permission.
-fn check_report_path(path: &Path) -> Result<()> {
+pub(crate) fn check_report_path(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

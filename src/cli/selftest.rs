@@ -18,6 +18,7 @@ pub enum Format {
 
 #[derive(Args)]
 pub struct SelftestArgs {
+    /// table (one row per corpus case) or json (`vigil-selftest/1`).
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
 }

@@ -9,9 +9,9 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::svg::{error_plot, timeline_plot, MAX_TIMELINE_ROWS};
-use super::{case_rows, esc, fmt_ms, fmt_num, rows};
-use crate::{Case, Report, Severity, Status, TimelineEntry, FORMAT};
+use super::svg::{durations_plot, error_plot, timeline_plot, MAX_TIMELINE_ROWS};
+use super::{case_rows, coverage_line, esc, fmt_ms, fmt_num, rows, Row};
+use crate::{plural, Case, Report, Severity, Status, FORMAT};
 
 const STYLE: &str = r#"
 :root{--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#fff;--soft:#f6f8fa;--accent:#0969da;
@@ -56,6 +56,8 @@ td.msg{min-width:200px;white-space:pre-line;overflow-wrap:anywhere}
 background:var(--fail-bg)}.pill.error{color:var(--err);background:var(--err-bg)}
 .pill.sev-warning{color:var(--warn);background:var(--warn-bg)}
 .hint{color:var(--muted);font-size:12.5px;margin:6px 2px}
+.fix{color:var(--fg);font-size:12.5px;margin-top:3px;white-space:normal}.fix .docs{color:var(--muted);font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:11.5px}
+figure.wide{flex:1 1 100%}figure.wide svg.plot{max-width:none}
 .case{background:var(--bg);border:1px solid var(--line);border-radius:8px;padding:16px 18px;margin:14px 0}
 .case .sub{color:var(--muted);font-weight:400;font-size:13px}
 .errbox{background:var(--err-bg);border:1px solid #ffd8b5;border-radius:6px;padding:8px 12px;margin:12px 0 0;
@@ -156,6 +158,7 @@ pub fn render(report: &Report) -> String {
     }
     h.push_str("</section>\n");
     let _ = writeln!(h, "<p class=\"line\">{}</p>", esc(&summary.line()));
+    let _ = writeln!(h, "<p class=\"meta\">{}</p>", esc(&coverage_line(report)));
     if !summary.findings_by_kind.is_empty() {
         h.push_str("<div class=\"kinds\">");
         for (kind, n) in &summary.findings_by_kind {
@@ -169,7 +172,7 @@ pub fn render(report: &Report) -> String {
     }
 
     findings_table(&mut h, report);
-    durations_plot(&mut h, report);
+    durations_plot_section(&mut h, report);
 
     let flagged: Vec<(usize, &Case)> = report
         .cases()
@@ -194,40 +197,57 @@ pub fn render(report: &Report) -> String {
     h
 }
 
-/// The slowest cases' durations, drawn for every run with timings, clean
-/// or not: where a suite's time goes is worth a look either way.
-fn durations_plot(h: &mut String, report: &Report) {
-    let mut cases: Vec<&Case> = report.cases().iter().filter(|c| c.duration_ms > 0).collect();
-    if cases.is_empty() {
+/// The slowest cases' durations (every case up to the cap, those under a
+/// millisecond included), drawn for every run with timings, clean or not:
+/// where a suite's time goes is worth a look either way. Names are case
+/// paths without the directory they all share.
+fn durations_plot_section(h: &mut String, report: &Report) {
+    if report.cases().iter().all(|c| c.duration_ms == 0) {
         return;
     }
-    cases.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.name.cmp(&b.name)));
+    let mut cases: Vec<&Case> = report.cases().iter().collect();
+    cases.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.path.cmp(&b.path)));
     let shown = cases.len().min(MAX_TIMELINE_ROWS);
-    let bars: Vec<TimelineEntry> = cases[..shown]
+    let prefix = shared_dir(cases.iter().map(|c| c.path.as_str()));
+    let bars: Vec<(String, u64, bool)> = cases[..shown]
         .iter()
-        .map(|c| TimelineEntry {
-            node: c.name.clone(),
-            op: c.status.name().to_string(),
-            start_us: 0,
-            dur_us: c.duration_ms.saturating_mul(1000),
-            swept: false,
+        .map(|c| {
+            (
+                c.path[prefix.len()..].to_string(),
+                c.duration_ms,
+                c.status != Status::Pass,
+            )
         })
         .collect();
-    let flagged: BTreeSet<&str> = cases[..shown]
-        .iter()
-        .filter(|c| c.status != Status::Pass)
-        .map(|c| c.name.as_str())
-        .collect();
     let more = if cases.len() > shown {
-        format!(", the slowest {shown} of {}", cases.len())
+        format!("; the slowest {shown} of {}", cases.len())
     } else {
         String::new()
     };
+    let under = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!(", paths under <code>{}</code>", esc(prefix))
+    };
     let _ = writeln!(
         h,
-        "<div class=\"plots\"><figure><figcaption>Case durations (red: failed or errored{more})</figcaption>{}</figure></div>",
-        timeline_plot(&bars, &flagged, "Case durations"),
+        "<div class=\"plots\"><figure class=\"wide\"><figcaption>Case durations (red: failed or errored{under}{more})</figcaption>{}</figure></div>",
+        durations_plot(&bars, "Case durations"),
     );
+}
+
+/// The directory (ending in `/`) every path starts with, or `""`.
+fn shared_dir<'a>(mut paths: impl Iterator<Item = &'a str>) -> &'a str {
+    let Some(first) = paths.next() else {
+        return "";
+    };
+    let mut len = first.rfind('/').map_or(0, |i| i + 1);
+    for p in paths {
+        while len > 0 && !(p.len() > len && p.as_bytes()[..len] == first.as_bytes()[..len]) {
+            len = first[..len - 1].rfind('/').map_or(0, |i| i + 1);
+        }
+    }
+    &first[..len]
 }
 
 fn findings_table(h: &mut String, report: &Report) {
@@ -250,7 +270,7 @@ fn findings_table(h: &mut String, report: &Report) {
             h,
             "<tr><td><a href=\"#case-{}\">{}</a></td><td data-sort=\"{}\">{}</td><td class=\"mono\">{}</td>\
              <td class=\"mono\">{}</td><td class=\"mono\">{}</td><td data-sort=\"{}\">{}</td><td class=\"detail\">{}</td>\
-             <td class=\"msg\">{}</td></tr>",
+             <td class=\"msg\">{}{}</td></tr>",
             index,
             path_html(&r.case.path),
             status_rank(r.case.status),
@@ -262,6 +282,7 @@ fn findings_table(h: &mut String, report: &Report) {
             severity_pill(r.severity),
             esc(&r.detail),
             esc(r.message),
+            fix_html(&r),
         );
     }
     h.push_str("</tbody></table></div>\n<p class=\"hint\">Click a column header to sort.</p>\n");
@@ -296,10 +317,15 @@ fn case_section(h: &mut String, index: usize, case: &Case) {
         );
         match r.details {
             None => {
-                let _ = write!(h, "<div class=\"errbox\">{}</div>", esc(r.message));
+                let _ = write!(
+                    h,
+                    "<div class=\"errbox\">{}</div>{}",
+                    esc(r.message),
+                    fix_html(&r)
+                );
             }
             Some(d) => {
-                let _ = write!(h, "<div class=\"msg\">{}</div>", esc(r.message));
+                let _ = write!(h, "<div class=\"msg\">{}</div>{}", esc(r.message), fix_html(&r));
                 if !r.detail.is_empty() {
                     let _ = write!(h, "<div class=\"sub mono\">{}</div>", esc(&r.detail));
                 }
@@ -409,7 +435,7 @@ fn passed_table(h: &mut String, report: &Report) {
         "<h2>Passed cases</h2>\n<details><summary>{} passed with no findings</summary>\
          <div class=\"frame\"><table class=\"sortable\"><thead><tr><th>Case</th><th>Name</th><th>Duration</th><th>Outputs</th>\
          <th>Max abs err</th></tr></thead><tbody>\n",
-        plural(passed.len(), "case")
+        plural(passed.len() as u64, "case")
     );
     for c in passed {
         let worst = c
@@ -434,6 +460,19 @@ fn passed_table(h: &mut String, report: &Report) {
     h.push_str("</tbody></table></div></details>\n");
 }
 
+/// What to do about a row, and the docs heading that explains its kind.
+fn fix_html(r: &Row) -> String {
+    match (r.hint, r.docs.as_deref()) {
+        (None, None) => String::new(),
+        (hint, docs) => format!(
+            "<div class=\"fix\">{}{}</div>",
+            hint.map(|t| format!("→ {}", esc(t))).unwrap_or_default(),
+            docs.map(|d| format!(" <span class=\"docs\">({})</span>", esc(d)))
+                .unwrap_or_default(),
+        ),
+    }
+}
+
 /// An escaped path that may wrap after each `/`, so long paths do not
 /// widen the table.
 fn path_html(path: &str) -> String {
@@ -444,15 +483,6 @@ fn path_html(path: &str) -> String {
 /// column breaks `declared_view_not_aliased` between words, not inside.
 fn name_html(name: &str) -> String {
     name.split('_').map(esc).collect::<Vec<_>>().join("_<wbr>")
-}
-
-/// `1 case`, `3 cases`.
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 fn status_pill(s: Status) -> String {

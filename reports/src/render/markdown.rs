@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::{case_rows, fmt_ms, fmt_num, Row};
-use crate::{Case, Report, Status};
+use super::{case_rows, coverage_line, fmt_ms, fmt_num, Row};
+use crate::{plural, Case, Report, Status};
 
 /// Most table rows; past it, a note points to the full report.
 const MAX_ROWS: usize = 100;
@@ -28,6 +28,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(out, "### {icon} Vigil {}: {verdict}\n", md_text(report.mode()));
     let _ = write!(out, "**{}**", summary.line());
     let _ = writeln!(out, " · Vigil {}\n", md_text(report.vigil_version()));
+    let _ = writeln!(out, "{}\n", md_text(&coverage_line(report)));
     if !summary.findings_by_kind.is_empty() {
         let kinds: Vec<String> = summary
             .findings_by_kind
@@ -46,12 +47,12 @@ pub fn render(report: &Report) -> String {
     if rows.is_empty() {
         return out;
     }
-    out.push_str("| case | status | node | op | kind | severity | detail | message |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| case | status | node | op | kind | severity | detail | message | what to do |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for r in rows.iter().take(MAX_ROWS) {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             md_text(&r.case.path),
             r.case.status,
             code(r.node),
@@ -60,6 +61,7 @@ pub fn render(report: &Report) -> String {
             r.severity,
             md_text(&r.detail),
             md_text(r.message),
+            what_to_do(r),
         );
     }
     if rows.len() > MAX_ROWS {
@@ -85,22 +87,39 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// The hint and a link to the kind's docs; empty for a kind with neither.
+fn what_to_do(r: &Row) -> String {
+    let hint = r.hint.map(md_text).unwrap_or_default();
+    match r.docs.as_deref() {
+        Some(d) if hint.is_empty() => format!("[docs]({d})"),
+        Some(d) => format!("{hint} ([docs]({d}))"),
+        None => hint,
+    }
+}
+
 /// One collapsed block: the case's error, each finding with its details,
 /// and the output comparisons.
 fn case_details(out: &mut String, case: &Case) {
-    let n = case.findings.len();
     let _ = writeln!(
         out,
-        "<details><summary><code>{}</code>: {}, {n} finding{}, {}</summary>\n",
+        "<details><summary><code>{}</code>: {}, {}, {}</summary>\n",
         html_text(&case.path),
         case.status,
-        if n == 1 { "" } else { "s" },
+        plural(case.findings.len() as u64, "finding"),
         fmt_ms(case.duration_ms),
     );
+    let rows = case_rows(case);
     if let Some(e) = &case.error {
         let _ = writeln!(out, "**Error:**\n\n{}", fenced("text", e));
+        if let Some(r) = rows.iter().find(|r| r.details.is_none()) {
+            let _ = writeln!(out, "What to do: {}\n", what_to_do(r));
+        }
     }
-    for f in &case.findings {
+    for (f, r) in case
+        .findings
+        .iter()
+        .zip(rows.iter().filter(|r| r.details.is_some()))
+    {
         let at = if f.node.is_empty() {
             String::new()
         } else {
@@ -113,6 +132,10 @@ fn case_details(out: &mut String, case: &Case) {
             code(&f.kind),
             md_text(&f.message)
         );
+        let todo = what_to_do(r);
+        if !todo.is_empty() {
+            let _ = writeln!(out, "  What to do: {todo}");
+        }
         let has_details = !(f.details.is_null() || f.details.as_object().is_some_and(|m| m.is_empty()));
         if has_details {
             let mut json = serde_json::to_string_pretty(&f.details).unwrap_or_default();

@@ -110,6 +110,18 @@ pub(crate) struct Row<'a> {
     pub message: &'a str,
     /// The finding's details; `None` for a case-error row.
     pub details: Option<&'a Value>,
+    /// What to do, in one line, and where the docs explain the kind.
+    pub hint: Option<&'a str>,
+    pub docs: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// What to do about a case that could not run.
+pub(crate) const CASE_ERROR_HINT: &str =
+    "fix the file, node or field the message names; `vigil debug CASE` shows the case alone";
+
+/// Where the docs explain a case that could not run.
+pub(crate) fn case_error_docs() -> String {
+    format!("{}#{CASE_ERROR}", vigil_findings::DOCS_FILE)
 }
 
 /// All rows, cases in report order, a case's own error first, findings in
@@ -135,6 +147,8 @@ pub(crate) fn case_rows(case: &Case) -> Vec<Row<'_>> {
             detail: String::new(),
             message: msg,
             details: None,
+            hint: Some(CASE_ERROR_HINT),
+            docs: Some(case_error_docs().into()),
         });
     }
     for f in &case.findings {
@@ -147,9 +161,72 @@ pub(crate) fn case_rows(case: &Case) -> Vec<Row<'_>> {
             detail: key_detail(f),
             message: &f.message,
             details: Some(&f.details),
+            // A report written before hints existed gets the kind's own.
+            hint: f.hint.as_deref().or_else(|| f.kind.hint()),
+            docs: f
+                .docs
+                .as_deref()
+                .map(std::borrow::Cow::Borrowed)
+                .or_else(|| f.kind.docs().map(std::borrow::Cow::Owned)),
         });
     }
     out
+}
+
+/// What the run checked, in one line: the mode, the checks that ran and
+/// the counters summed over the cases (DebugMode's values compared,
+/// rewrites checked and re-runs; output elements compared with
+/// `expected/`), so a clean run says what it is clean of.
+pub fn coverage_line(report: &Report) -> String {
+    let mut line = format!("mode {}", report.mode());
+    match (report.mode(), report.checks()) {
+        ("plain", _) => line.push_str(" (outputs only, no checks)"),
+        (_, []) => {}
+        ("validate", checks) => line.push_str(&format!(" (listeners: {})", checks.join(", "))),
+        (_, checks) => line.push_str(&format!(" (checks: {})", checks.join(", "))),
+    }
+    let sum = |key: &str| -> Option<u64> {
+        let mut seen = false;
+        let total = report
+            .cases()
+            .iter()
+            .filter_map(|c| c.debug.as_ref()?.get(key)?.as_u64())
+            .inspect(|_| seen = true)
+            .sum();
+        seen.then_some(total)
+    };
+    let mut counts = Vec::new();
+    if let Some(n) = sum("compared") {
+        counts.push(format!(
+            "{} compared with the pure reference",
+            crate::plural(n, "value")
+        ));
+    }
+    if let Some(n) = sum("rewrites") {
+        counts.push(format!("{} checked", crate::plural(n, "rewrite")));
+    }
+    if let Some(n) = sum("reruns") {
+        counts.push(crate::plural(n, "re-run"));
+    }
+    let elements: u64 = report
+        .cases()
+        .iter()
+        .flat_map(|c| &c.outputs)
+        .map(|o| o.elements)
+        .sum();
+    let outputs = report.cases().iter().map(|c| c.outputs.len()).sum::<usize>();
+    if outputs > 0 {
+        counts.push(format!(
+            "{} of {} compared with expected/",
+            crate::plural(elements, "element"),
+            crate::plural(outputs as u64, "output")
+        ));
+    }
+    if !counts.is_empty() {
+        line.push_str(": ");
+        line.push_str(&counts.join(", "));
+    }
+    line
 }
 
 /// The few facts of a finding worth a column: which input or output, the

@@ -200,6 +200,92 @@ pub(crate) fn timeline_plot(timeline: &[TimelineEntry], flagged: &BTreeSet<&str>
     s
 }
 
+/// One horizontal bar per case, longest first as given, each labelled with
+/// its whole name (the plot widens to fit the longest), over a duration
+/// axis from 0. `bad` bars are red; a case under a millisecond gets a
+/// sliver and says `< 1 ms`.
+pub(crate) fn durations_plot(bars: &[(String, u64, bool)], title: &str) -> String {
+    const ROW: f64 = 18.0;
+    let label_w = bars
+        .iter()
+        .map(|(name, _, _)| text_w(name))
+        .fold(80.0_f64, f64::max)
+        + 14.0;
+    let plot_w = 360.0;
+    let width = label_w + plot_w + RIGHT + 40.0;
+    let plot_h = ROW * bars.len() as f64;
+    let height = TOP + plot_h + BOTTOM;
+    let longest = bars.iter().map(|b| b.1).max().unwrap_or(0);
+    let (step, ticks) = nice_axis(longest as f64);
+    let step = step.max(1.0);
+    let end = step * ticks as f64;
+    let x_of = |ms: u64| label_w + ms as f64 / end * plot_w;
+
+    let mut s = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {width:.0} {height}" width="{width:.0}" height="{height}" role="img" aria-label="{}">"##,
+        esc(title)
+    );
+    for k in 1..=ticks {
+        let x = label_w + plot_w * k as f64 / ticks as f64;
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" class="grid"/>"##,
+            TOP + plot_h
+        );
+    }
+    for (i, (name, ms, bad)) in bars.iter().enumerate() {
+        let y = TOP + ROW * i as f64;
+        let class = if *bad { "span bad" } else { "span" };
+        let w = (x_of(*ms) - label_w).max(1.5);
+        let time = esc(&if *ms == 0 {
+            "< 1 ms".to_string()
+        } else {
+            fmt_us(ms.saturating_mul(1000))
+        });
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><rect x="{label_w:.2}" y="{:.1}" width="{w:.2}" height="{:.1}" rx="2" class="{class}"><title>{}: {time}</title></rect><text x="{:.1}" y="{:.1}" class="tick">{time}</text>"##,
+            label_w - 8.0,
+            y + ROW * 0.7,
+            esc(name),
+            y + 3.0,
+            ROW - 6.0,
+            esc(name),
+            label_w + w + 4.0,
+            y + ROW * 0.7,
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<line x1="{label_w}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="axis"/><line x1="{label_w}" y1="{TOP}" x2="{label_w}" y2="{:.1}" class="axis"/>"##,
+        TOP + plot_h,
+        label_w + plot_w,
+        TOP + plot_h,
+        TOP + plot_h,
+    );
+    for k in 0..=ticks {
+        let anchor = match k {
+            0 => "start",
+            k if k == ticks => "end",
+            _ => "middle",
+        };
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{}</text>"##,
+            label_w + plot_w * k as f64 / ticks as f64,
+            TOP + plot_h + 16.0,
+            fmt_us((step * k as f64).round() as u64 * 1000),
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" class="axis-title" text-anchor="middle">wall time of the case</text></svg>"##,
+        label_w + plot_w / 2.0,
+        height - 6.0,
+    );
+    s
+}
+
 fn svg_open(height: f64, label: &str) -> String {
     format!(
         r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="{}">"##,
@@ -413,6 +499,33 @@ mod tests {
         assert_eq!(svg.matches("<rect").count(), MAX_TIMELINE_ROWS);
         assert_eq!(svg.matches("span bad").count(), 1);
         assert!(svg.contains("n&lt;3&gt;") && !svg.contains("n<3>"));
+    }
+
+    #[test]
+    fn durations_draw_every_bar_with_its_whole_name() {
+        let long = "suites/broken/broken_accumulate_into_preallocated_output".to_string();
+        let bars = vec![
+            (long.clone(), 12, true),
+            ("suites/ops/add_f32".to_string(), 3, false),
+            ("suites/ops/tiny".to_string(), 0, false),
+        ];
+        let svg = durations_plot(&bars, "Case durations");
+        assert_eq!(svg.matches("<rect").count(), 3);
+        assert_eq!(svg.matches("span bad").count(), 1);
+        assert!(svg.contains(&format!(">{long}</text>")), "the name is not cut");
+        assert!(svg.contains(">&lt; 1 ms</text>"));
+        assert!(svg.contains("wall time of the case") && !svg.contains("since case start"));
+        // The labels fit left of the bars.
+        let x: f64 = svg
+            .split("<rect x=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(x >= text_w(&long), "{x}");
     }
 
     #[test]
