@@ -942,3 +942,96 @@ fn debug_mode_names_the_element_an_out_of_view_write_changed() {
     );
     assert!(f["details"]["replay"].is_object(), "{f}");
 }
+
+#[test]
+fn bare_vigil_prints_the_help_on_stderr_and_exits_2() {
+    let o = vigil(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("Usage: vigil") && err.contains("Commands:"), "{err}");
+    assert!(!err.contains('\x1b'), "no colour into a pipe: {err:?}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn flag_errors_name_the_flag_and_every_accepted_value() {
+    let o = vigil(&["run", "suites/views", "--rtol", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("'-1' must be a non-negative number"),
+        "{}",
+        stderr(&o)
+    );
+    let o = vigil(&["compare", "a", "b", "--atol", "-0.5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("must be a non-negative number"),
+        "{}",
+        stderr(&o)
+    );
+    let o = vigil(&["run", "suites/views", "--checks", "lockstep,bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("unknown check 'bogus'") && err.contains(", or all)"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn help_describes_each_flag_in_the_terms_of_its_command() {
+    let help = |cmd: &[&str]| String::from_utf8_lossy(&vigil(cmd).stdout).into_owned();
+    let compare = help(&["compare", "--help"]);
+    assert!(!compare.contains("RecordingListener"), "{compare}");
+    // A flag's help text: what follows `--flag <VALUE>` on its line,
+    // before clap's `[default: ...]`.
+    let described = |h: &str, flag: &str| -> String {
+        let line = h.lines().find(|l| l.trim_start().starts_with(flag)).unwrap_or("");
+        let rest = line.trim_start()[flag.len()..].trim_start();
+        let text = rest.split_once(' ').map_or("", |(_, t)| t);
+        text.split('[').next().unwrap_or("").trim().to_string()
+    };
+    assert!(
+        described(&compare, "--atol").starts_with("Absolute tolerance"),
+        "{compare}"
+    );
+    let exec = help(&["exec", "--help"]);
+    assert!(!exec.contains("compare with"), "{exec}");
+    assert!(help(&["import", "--help"]).contains("--out <DIR>"));
+    for cmd in ["explain", "compare", "selftest", "debug"] {
+        let h = help(&[cmd, "--help"]);
+        assert!(
+            !described(&h, "--format").is_empty(),
+            "{cmd}: --format has no description:\n{h}"
+        );
+    }
+    let debug = help(&["debug", "--help"]);
+    for flag in ["--report <FILE>", "--rtol <RTOL>", "--atol <ATOL>"] {
+        assert!(debug.contains(flag), "{flag}: {debug}");
+    }
+}
+
+#[test]
+fn debug_writes_a_report_file_and_a_minimized_case_is_named_after_its_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("r.html");
+    let o = vigil(&[
+        "debug",
+        "suites/broken/broken_stencil",
+        "--report",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("bad_rewrite"));
+    let out = tmp.path().join("small");
+    let o = vigil(&[
+        "minimize",
+        "suites/broken/broken_stencil",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let g: Value = serde_json::from_str(&std::fs::read_to_string(out.join("graph.json")).unwrap()).unwrap();
+    assert_eq!(g["name"], "broken_stencil");
+}

@@ -209,8 +209,12 @@ fn table(e: &Explain) -> String {
         String::new()
     };
     format!(
-        "{t}\n{}: {} nodes, {} in place{swept}. Estimated peak live bytes: {} without the pass, {} with it{unknown}.\n",
-        e.graph, e.nodes_total, e.nodes_inplace, p.without_pass, p.with_pass
+        "{t}\n{}: {}, {} in place{swept}. Estimated peak live bytes: {} without the pass, {} with it{unknown}.\n",
+        e.graph,
+        vigil_reports::plural(e.nodes_total as u64, "node"),
+        e.nodes_inplace,
+        p.without_pass,
+        p.with_pass
     )
 }
 

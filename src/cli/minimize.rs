@@ -87,10 +87,10 @@ pub fn run(a: MinimizeArgs, registry: &OpRegistry) -> Result<ExitCode> {
     }
     std::fs::rename(tmp.keep(), &a.out).with_context(|| a.out.display().to_string())?;
     println!(
-        "{} nodes -> {} nodes in {} DebugMode runs; still gives {} on op '{}'.\nrun it with: vigil debug {}",
-        m.nodes_before,
-        m.graph.nodes().len(),
-        m.runs,
+        "{} -> {} in {}; still gives {} on op '{}'.\nrun it with: vigil debug {}",
+        vigil_reports::plural(m.nodes_before as u64, "node"),
+        vigil_reports::plural(m.graph.nodes().len() as u64, "node"),
+        vigil_reports::plural(m.runs as u64, "DebugMode run"),
         m.finding.kind,
         m.finding.op,
         a.out.display()

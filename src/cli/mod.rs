@@ -238,7 +238,8 @@ impl Cli {
             // other usage error (a script whose command went missing must
             // not pass).
             Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                eprint!("{}", e.render().ansi());
+                // Coloured only when stderr is a terminal.
+                let _ = e.print();
                 return ExitCode::from(EXIT_BAD_INPUT);
             }
             Err(e) if e.use_stderr() => {

@@ -50,7 +50,7 @@ table.sortable th[aria-sort=ascending]::after{content:"\25B2";color:var(--accent
 table.sortable th[aria-sort=descending]::after{content:"\25BC";color:var(--accent)}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.msg{min-width:200px;white-space:pre-line;overflow-wrap:anywhere}
-#findings td{overflow-wrap:anywhere}#findings td.mono{overflow-wrap:normal}.pill{white-space:nowrap}#findings td.msg{min-width:260px;width:32%}#findings td.detail{min-width:120px}
+#findings td{overflow-wrap:anywhere}#findings td.mono,#findings td.path{overflow-wrap:normal}#findings td.path{min-width:11em}.pill{white-space:nowrap}#findings td.msg{min-width:260px;width:32%}#findings td.detail{min-width:120px}
 .pill{display:inline-block;border-radius:999px;padding:0 8px;font-size:12px;font-weight:600;line-height:20px}
 .pill.pass{color:var(--pass);background:var(--pass-bg)}.pill.fail,.pill.sev-error{color:var(--fail);
 background:var(--fail-bg)}.pill.error{color:var(--err);background:var(--err-bg)}
@@ -268,7 +268,7 @@ fn findings_table(h: &mut String, report: &Report) {
     {
         let _ = writeln!(
             h,
-            "<tr><td><a href=\"#case-{}\">{}</a></td><td data-sort=\"{}\">{}</td><td class=\"mono\">{}</td>\
+            "<tr><td class=\"path\"><a href=\"#case-{}\">{}</a></td><td data-sort=\"{}\">{}</td><td class=\"mono\">{}</td>\
              <td class=\"mono\">{}</td><td class=\"mono\">{}</td><td data-sort=\"{}\">{}</td><td class=\"detail\">{}</td>\
              <td class=\"msg\">{}{}</td></tr>",
             index,
@@ -473,10 +473,11 @@ fn fix_html(r: &Row) -> String {
     }
 }
 
-/// An escaped path that may wrap after each `/`, so long paths do not
-/// widen the table.
+/// An escaped path that may wrap after each `/` (and, inside a long name,
+/// after each `_`), never inside a word, so long paths do not widen the
+/// table.
 fn path_html(path: &str) -> String {
-    path.split('/').map(esc).collect::<Vec<_>>().join("/<wbr>")
+    path.split('/').map(name_html).collect::<Vec<_>>().join("/<wbr>")
 }
 
 /// An escaped snake_case name that may wrap after each `_`, so a narrow

@@ -240,7 +240,7 @@ pub(crate) fn durations_plot(bars: &[(String, u64, bool)], title: &str) -> Strin
         let time = esc(&if *ms == 0 {
             "< 1 ms".to_string()
         } else {
-            fmt_us(ms.saturating_mul(1000))
+            super::fmt_ms(*ms)
         });
         let _ = write!(
             s,
@@ -274,7 +274,10 @@ pub(crate) fn durations_plot(bars: &[(String, u64, bool)], title: &str) -> Strin
             r##"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="{anchor}">{}</text>"##,
             label_w + plot_w * k as f64 / ticks as f64,
             TOP + plot_h + 16.0,
-            fmt_us((step * k as f64).round() as u64 * 1000),
+            match (step * k as f64).round() as u64 {
+                0 => "0".to_string(),
+                ms => super::fmt_ms(ms),
+            },
         );
     }
     let _ = write!(
