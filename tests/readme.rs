@@ -113,7 +113,7 @@ fn the_set_up_lines_are_the_documented_ones() {
             .find(|l| command(l).0 == cmd)
             .unwrap_or_else(|| panic!("the README has no `{cmd}` line"))
     };
-    find("cargo install --path .");
+    find("cargo install --path . --locked --bin vigil");
     let suites = find("cargo run --release -- run suites");
     assert!(
         suites.contains("debug mode, the default"),

@@ -79,7 +79,7 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Import an ONNX model as a vigil-graph/1 case.
     Import(import::ImportArgs),
-    /// Run graph suites with validation listeners and write a report.
+    /// Run graph suites (under DebugMode by default) and report the findings.
     Run(run::RunArgs),
     /// Run DebugMode on one case (every check) and show all its findings.
     Debug(debug::DebugArgs),
