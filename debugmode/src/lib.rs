@@ -39,7 +39,9 @@ mod config;
 mod digest;
 mod error;
 mod gradcheck;
+mod guard;
 mod isolate;
+mod layouts;
 mod lockstep;
 mod minimize;
 mod mode;
@@ -47,6 +49,7 @@ mod orders;
 mod prealloc;
 mod report;
 pub mod selftest;
+mod threads;
 
 pub use config::{Check, DebugConfig, GradConfig, GradRules};
 pub use error::DebugError;
