@@ -58,6 +58,7 @@ impl Run<'_> {
         want: &Tensor,
         cfg: &DebugConfig,
         supply: Prealloc<'_>,
+        current: &HashMap<VarId, (Layout, usize)>,
     ) -> bool {
         let node = ev.node;
         if !node.op.destroy_map().is_empty() || !node.op.view_map().is_empty() {
@@ -71,14 +72,31 @@ impl Run<'_> {
         if !moved {
             return false;
         }
+        // A view is re-laid out with the whole value it views (its root),
+        // so what lies around it is what lay around it in the baseline.
+        let roots = vigil_engine::destroy::DestroyHandler::new(ev.graph);
         let relaid = |i: usize, t: &Tensor| -> vigil_engine::Result<Tensor> {
-            match self.layouts.get(&node.inputs[i]) {
-                Some((l, len)) if l != t.layout() => {
+            let v = node.inputs[i];
+            let Some((l, len)) = self.layouts.get(&v).filter(|(l, _)| l != t.layout()) else {
+                return t.deep_copy();
+            };
+            let root = roots.root(v);
+            let whole = match (root != v, self.layouts.get(&root), current.get(&root)) {
+                (true, Some((base_root, base_len)), Some((cur_root, _))) => {
+                    let buf = Tensor::zeros(t.dtype(), &[*base_len])?;
+                    buf.with_layout(base_root.clone())?
+                        .assign(&t.with_layout(cur_root.clone())?)?;
+                    Some(buf)
+                }
+                _ => None,
+            };
+            match whole {
+                Some(buf) => buf.with_layout(l.clone()),
+                None => {
                     let c = Tensor::zeros(t.dtype(), &[*len])?.with_layout(l.clone())?;
                     c.assign(t)?;
                     Ok(c)
                 }
-                _ => t.deep_copy(),
             }
         };
         let Ok(inputs) = ev
@@ -114,9 +132,7 @@ impl Listener for Run<'_> {
         }
         for (k, t) in ev.outputs.iter().enumerate() {
             let v = ev.node.outputs[k];
-            if self.base.is_none() {
-                self.layouts.insert(v, (t.layout().clone(), t.data_size()));
-            }
+            self.layouts.insert(v, (t.layout().clone(), t.data_size()));
             let result = match self.base {
                 None => t.deep_copy().map(|c| {
                     self.values.insert(v, c);
@@ -126,9 +142,9 @@ impl Listener for Run<'_> {
                     Some(want) => compare(t, want, cfg.tolerance(want.dtype())).map(|c| {
                         if !c.is_close() {
                             self.first_difference = Some(v);
-                            self.caused_by_inputs = self
-                                .supply
-                                .is_some_and(|supply| base.same_with_base_inputs(ev, k, want, cfg, supply));
+                            self.caused_by_inputs = self.supply.is_some_and(|supply| {
+                                base.same_with_base_inputs(ev, k, want, cfg, supply, &self.layouts)
+                            });
                         }
                     }),
                     None => Ok(()),
