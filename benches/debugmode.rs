@@ -1,6 +1,7 @@
 //! What DebugMode costs, on the MLP SGD step and the 16-op chain over 8M
 //! f32: the default checks (listeners, lockstep, culprit, poison), and the
-//! orders and pre-allocation checks each on their own, the gradient check on
+//! orders, pre-allocation, input-layout and thread-count checks each on
+//! their own, the gradient check on
 //! the same MLP with its gradients as outputs; and the
 //! minimizer on a 200-node failing graph.
 //!
@@ -54,6 +55,8 @@ fn sides() -> Vec<(&'static str, Option<DebugConfig>)> {
         ("debug", Some(DebugConfig::default())),
         ("orders", Some(checks("orders"))),
         ("prealloc", Some(checks("prealloc"))),
+        ("layouts", Some(checks("layouts"))),
+        ("threads", Some(checks("threads"))),
     ];
     let Ok(keep) = std::env::var("VIGIL_SIDES") else {
         return all;

@@ -307,10 +307,9 @@ fn selftest_passes_and_lists_every_case() {
         covered.extend(found);
     }
     // Every built-in kind a graph can show has a case (output_mismatch is
-    // the runner's comparison with expected/, and nondeterministic needs a
-    // kernel that differs between two identical runs).
+    // the runner's comparison with expected/).
     for k in vigil::findings::Kind::BUILTIN {
-        if *k != "output_mismatch" && *k != "nondeterministic" {
+        if *k != "output_mismatch" {
             assert!(covered.contains(k.as_str()), "no selftest case shows {k}");
         }
     }

@@ -12,6 +12,7 @@ use vigil_engine::graph::{Graph, VarKind};
 use vigil_engine::{inplace, DType, Executor, Tensor};
 
 use crate::error::Result;
+use crate::guard::catch;
 use crate::lockstep::Feeds;
 
 /// A root divergence of an f32 value, held until the run ends.
@@ -49,14 +50,19 @@ pub fn widen(g: &Graph) -> vigil_engine::Result<Graph> {
     Graph::new(g.name(), sources, specs, &outputs)
 }
 
-/// Keeps copies of the values named.
+/// Keeps copies of the values named; knows the node running.
 struct Keep<'a> {
     names: &'a HashSet<String>,
     kept: HashMap<String, Tensor>,
+    current: Option<String>,
 }
 
 impl Listener for Keep<'_> {
+    fn pre_op(&mut self, _: &At, ev: &OpEvent) {
+        self.current = Some(ev.node.name.clone());
+    }
     fn post_op(&mut self, _: &At, ev: &OpEvent) {
+        self.current = None;
         for (k, t) in ev.outputs.iter().enumerate() {
             let name = &ev.graph.var(ev.node.outputs[k]).name;
             if self.names.contains(name) {
@@ -75,18 +81,24 @@ fn rmse(a: &Tensor, b: &Tensor) -> vigil_engine::Result<f64> {
     Ok((sum / n).sqrt())
 }
 
-/// Judges each candidate against the widened pure graph. `None` for every
-/// candidate when the graph cannot be widened or run in f64.
+/// Judges each candidate against the widened pure graph. For every
+/// candidate, why it was not arbitrated when the graph cannot be widened
+/// or an op fails or panics in f64 (an op whose `infer` takes f64 but
+/// whose kernel reads f32): the divergence then stands as found.
 pub fn judge(
     g: &Graph,
     feeds: &Feeds,
     candidates: &[Candidate],
     multiplier: f64,
-) -> Result<Vec<Option<Verdict>>> {
-    let none = || vec![None; candidates.len()];
-    let Ok(wide) = widen(g) else { return Ok(none()) };
-    let Ok(exec) = Executor::new(&wide) else {
-        return Ok(none());
+) -> Result<Vec<Result<Verdict, String>>> {
+    let none = |why: String| vec![Err(why); candidates.len()];
+    let wide = match widen(g) {
+        Ok(w) => w,
+        Err(e) => return Ok(none(format!("the graph cannot run in f64: {e}"))),
+    };
+    let exec = match Executor::new(&wide) {
+        Ok(x) => x,
+        Err(e) => return Ok(none(format!("the graph cannot run in f64: {e}"))),
     };
     let wide_feeds: Feeds = feeds
         .iter()
@@ -103,24 +115,29 @@ pub fn judge(
     let mut keep = Keep {
         names: &names,
         kept: HashMap::new(),
+        current: None,
     };
-    if exec
-        .run_with(&wide_feeds, &mut keep, &RunOptions::default())
-        .is_err()
-    {
-        return Ok(none());
+    let ran = catch(|| exec.run_with(&wide_feeds, &mut keep, &RunOptions::default()));
+    let at = |keep: &Keep| match &keep.current {
+        Some(n) => format!("node '{n}' "),
+        None => String::new(),
+    };
+    match ran {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Ok(none(format!("the f64 run failed: {e}"))),
+        Err(p) => return Ok(none(format!("{}panicked in the f64 run: {p}", at(&keep)))),
     }
     candidates
         .iter()
         .map(|c| {
             let Some(exact) = keep.kept.get(&c.var) else {
-                return Ok(None);
+                return Ok(Err(format!("the f64 run has no value '{}'", c.var)));
             };
             if exact.shape() != c.inplace.shape() {
-                return Ok(None);
+                return Ok(Err(format!("'{}' has another shape in the f64 run", c.var)));
             }
             let (ri, rp) = (rmse(&c.inplace, exact)?, rmse(&c.pure, exact)?);
-            Ok(Some(Verdict {
+            Ok(Ok(Verdict {
                 rmse_inplace: ri,
                 rmse_pure: rp,
                 accepted: ri <= multiplier * rp,

@@ -6,14 +6,23 @@
 //! |-------------------------|---------------------------------------------------------------|-------------------------|
 //! | `broken_scale6`         | pure op that does `x *= 2; return x * 3`                      | `value_mismatch` (and the listeners' `destroyed_input`) |
 //! | `broken_stencil`        | its in-place variant reads neighbours it already overwrote    | `bad_rewrite`, `value_mismatch` |
-//! | `broken_accumulate_out` | accumulates into its output buffer instead of assigning       | `value_mismatch`, `preallocated_output` |
+//! | `broken_accumulate_out` | accumulates into its output buffer instead of assigning       | `uninitialized_read`    |
 //! | `broken_c_order_out`    | writes its output as if it were C-contiguous                  | `preallocated_output`   |
 //! | `broken_oversize_out`   | asks for one element more than its output and returns a slice | `preallocated_output` (`wrong_size`) |
 //! | `broken_stash`/`broken_take` | `take` reads what `stash` left in shared state           | `order_dependent`       |
+//! | `broken_jitter`         | adds 0.25 on one call and 0.26 on the next                    | `nondeterministic`      |
+//! | `broken_memory_order`   | weights the memory-order slice of its input as if C order     | `layout_dependent`      |
+//! | `broken_past_view`      | reads one element past the end of its input's view            | `layout_dependent` (reads outside the view) |
+//! | `broken_scratch`        | declared pure, computes in its input's buffer and restores it  | `scratch_write`        |
+//! | `broken_thread_sum`     | f32 partial sums chunked by the pool's thread count           | `thread_dependent`      |
+//! | `broken_f32_only`       | infers any dtype, its kernel reads f32 (panics on f64)        | `op_panic`              |
 //!
-//! The twins are `fixed_*`.
+//! The twins are `fixed_*`. In a run where every op sees the same layouts,
+//! the same thread count and clean buffers, the last six are wrong the
+//! same way in both runs: only the checks named find them.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
@@ -213,6 +222,138 @@ impl Op for OversizeOut {
     }
 }
 
+unary_op!(Jitter, "jitter");
+impl Op for Jitter {
+    vigil_listeners::corpus_unary_basics!(f32_1d);
+    /// `x + 0.25`; the broken one adds 0.26 on every other call.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let call = JITTER.fetch_add(1, Ordering::Relaxed);
+        let add = if !self.fixed && call % 2 == 1 { 0.26 } else { 0.25 };
+        let r: Vec<f32> = values(&i[0])?.iter().map(|v| v + add).collect();
+        let out = ctx.output(0, DType::F32, i[0].shape())?;
+        store(&out, &r)?;
+        Ok(vec![out])
+    }
+}
+
+static JITTER: AtomicU64 = AtomicU64::new(0);
+
+unary_op!(MemoryOrder, "memory_order");
+impl Op for MemoryOrder {
+    vigil_listeners::corpus_unary_basics!(f32_1d);
+    /// `out[i] = (i + 1) * x[i]`; the broken one takes the input's
+    /// elements in memory order when they are contiguous in any order
+    /// (a reversed view then comes back to front).
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let fixed = self.fixed;
+        let x: Vec<f32> = i[0].read(|v: ArrayViewD<'_, f32>| match v.as_slice_memory_order() {
+            Some(s) if !fixed => s.to_vec(),
+            _ => v.iter().copied().collect(),
+        })?;
+        let r: Vec<f32> = x.iter().enumerate().map(|(k, v)| (k + 1) as f32 * v).collect();
+        let out = ctx.output(0, DType::F32, i[0].shape())?;
+        store(&out, &r)?;
+        Ok(vec![out])
+    }
+}
+
+unary_op!(PastView, "past_view");
+impl Op for PastView {
+    vigil_listeners::corpus_unary_basics!(f32_1d);
+    /// `out[i] = x[i] + x[i + 1]`, with 0 past the last element; the broken
+    /// one's loop bound is one too far, so for the last element it reads
+    /// the next element of the buffer when there is one.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &i[0];
+        let n = x.shape()[0];
+        let stride = x.strides()[0];
+        let reach = x.offset() as isize + n as isize * stride;
+        let past = !self.fixed && n > 0 && reach >= 0 && (reach as usize) < x.data_size();
+        let wide = if past {
+            x.with_layout(Layout::new(vec![n + 1], vec![stride], x.offset()))?
+        } else {
+            x.clone()
+        };
+        let mut v = values(&wide)?;
+        if !past {
+            v.push(0.0);
+        }
+        let r: Vec<f32> = (0..n).map(|k| v[k] + v[k + 1]).collect();
+        let out = ctx.output(0, DType::F32, x.shape())?;
+        store(&out, &r)?;
+        Ok(vec![out])
+    }
+}
+
+unary_op!(Scratch, "scratch");
+impl Op for Scratch {
+    vigil_listeners::corpus_unary_basics!(f32_1d);
+    /// `6x`, declared pure; the broken one doubles its input in place,
+    /// computes `3 * that`, and halves the input back before returning.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &i[0];
+        let out = ctx.output(0, DType::F32, x.shape())?;
+        if self.fixed {
+            store(&out, &values(x)?.iter().map(|v| 6.0 * v).collect::<Vec<_>>())?;
+            return Ok(vec![out]);
+        }
+        x.write(|mut v: ArrayViewMutD<'_, f32>| v.mapv_inplace(|e| 2.0 * e))?;
+        store(&out, &values(x)?.iter().map(|v| 3.0 * v).collect::<Vec<_>>())?;
+        x.write(|mut v: ArrayViewMutD<'_, f32>| v.mapv_inplace(|e| 0.5 * e))?;
+        Ok(vec![out])
+    }
+}
+
+unary_op!(ThreadSum, "thread_sum");
+impl Op for ThreadSum {
+    vigil_listeners::corpus_unary_basics!(f32_1d);
+    /// `x - sum(x)` with the f32 sum taken in partial sums: one per thread
+    /// of the pool (broken), or one per 4 elements (fixed), whatever the
+    /// pool.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let v = values(&i[0])?;
+        let chunk = if self.fixed {
+            4
+        } else {
+            v.len().div_ceil(rayon::current_num_threads()).max(1)
+        };
+        let sum: f32 = v.chunks(chunk).map(|c| c.iter().sum::<f32>()).sum();
+        let out = ctx.output(0, DType::F32, i[0].shape())?;
+        store(&out, &v.iter().map(|x| x - sum).collect::<Vec<_>>())?;
+        Ok(vec![out])
+    }
+}
+
+unary_op!(F32Only, "f32_only");
+impl Op for F32Only {
+    /// Any float in, the same type out; the broken kernel reads f32 and
+    /// panics on anything else (an `expect` on the read), the fixed one
+    /// computes in the input's type.
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn arity(&self) -> vigil_engine::ops::Arity {
+        vigil_engine::ops::Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        vigil_engine::ops::check_arity(self, inputs.len())?;
+        Ok(vec![inputs[0].clone()])
+    }
+    /// `2x`.
+    fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        let x = &i[0];
+        let out = ctx.output(0, x.dtype(), x.shape())?;
+        if self.fixed {
+            let doubled: Vec<f64> = x.to_f64_vec()?.iter().map(|v| 2.0 * v).collect();
+            out.assign(&Tensor::from_vec(x.shape(), doubled)?.cast(x.dtype())?)?;
+        } else {
+            let v = values(x).expect("an f32 input");
+            store(&out, &v.iter().map(|v| 2.0 * v).collect::<Vec<_>>())?;
+        }
+        Ok(vec![out])
+    }
+}
+
 thread_local! {
     static STASH: Cell<f32> = const { Cell::new(0.0) };
 }
@@ -262,6 +403,12 @@ pub fn ops() -> Vec<Arc<dyn Op>> {
         v.push(Arc::new(OversizeOut::new(fixed)));
         v.push(Arc::new(Stash::new(fixed)));
         v.push(Arc::new(Take::new(fixed)));
+        v.push(Arc::new(Jitter::new(fixed)));
+        v.push(Arc::new(MemoryOrder::new(fixed)));
+        v.push(Arc::new(PastView::new(fixed)));
+        v.push(Arc::new(Scratch::new(fixed)));
+        v.push(Arc::new(ThreadSum::new(fixed)));
+        v.push(Arc::new(F32Only::new(fixed)));
     }
     v
 }

@@ -27,10 +27,15 @@ pub enum Check {
     Gradient,
     /// An f32 divergence is judged against the pure graph run in f64.
     Arbitrate,
+    /// Each op called again with each input re-laid out (C, F, reversed,
+    /// guarded by poison).
+    Layouts,
+    /// A run on a one-thread pool against one on a pool of several.
+    Threads,
 }
 
 impl Check {
-    pub const ALL: [Check; 8] = [
+    pub const ALL: [Check; 10] = [
         Check::Listeners,
         Check::Lockstep,
         Check::Culprit,
@@ -39,6 +44,8 @@ impl Check {
         Check::Prealloc,
         Check::Gradient,
         Check::Arbitrate,
+        Check::Layouts,
+        Check::Threads,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +58,8 @@ impl Check {
             Check::Prealloc => "prealloc",
             Check::Gradient => "gradient",
             Check::Arbitrate => "arbitrate",
+            Check::Layouts => "layouts",
+            Check::Threads => "threads",
         }
     }
 
@@ -98,6 +107,9 @@ pub struct DebugConfig {
     /// fp64 arbitration accepts an in-place f32 value whose RMSE to the
     /// f64 result is at most this times the pure f32 value's.
     pub arbitration_multiplier: f64,
+    /// Threads of the several-thread pool of the `threads` check (at least
+    /// 2, even on one core).
+    pub threads: usize,
 }
 
 impl Default for DebugConfig {
@@ -122,6 +134,7 @@ impl Default for DebugConfig {
             grad: GradConfig::default(),
             autodiff: GradRules::default(),
             arbitration_multiplier: 2.0,
+            threads: 2,
         }
     }
 }

@@ -22,6 +22,7 @@ use crate::arbitrate::{self, Candidate, Verdict};
 use crate::capture::{Capture, Writer};
 use crate::config::{Check, DebugConfig};
 use crate::error::Result;
+use crate::guard::catch;
 use crate::isolate::Isolation;
 
 pub type Feeds = HashMap<String, Tensor>;
@@ -183,8 +184,11 @@ pub fn run(
         tolerated: 0,
         propagated: Vec::new(),
         candidates: Vec::new(),
+        reference_zeroed: ropts.pool == PoolPolicy::Zero,
     };
     let mut peak_both = 0;
+    // A panic in either run ends it at that node, as a finding.
+    let mut failure: Option<Finding> = None;
     let ran = (|| -> Result<()> {
         while let Some(n) = ic.next_node() {
             if let Some(rc) = &rc {
@@ -193,7 +197,21 @@ pub fn run(
                     iso.trip();
                 }
             }
-            ic.step(&mut set)?;
+            // The in-place op's inputs, held to tell an output buffer's
+            // content apart from the op's arithmetic (ops with fresh
+            // outputs only: an in-place op already changed its input).
+            let inode = ig.node(n);
+            let iheld: Option<Vec<Tensor>> =
+                (rc.is_some() && inode.op.destroy_map().is_empty() && inode.op.view_map().is_empty())
+                    .then(|| inode.inputs.iter().map(|&v| ic.value(v).cloned()).collect())
+                    .flatten();
+            match catch(|| ic.step(&mut set)) {
+                Ok(r) => drop(r?),
+                Err(msg) => {
+                    failure = Some(panicked(&ig, n, "in-place", &msg));
+                    break;
+                }
+            }
             let produced = set
                 .get_mut::<Capture>()
                 .map(|c| std::mem::take(&mut c.produced))
@@ -201,14 +219,20 @@ pub fn run(
             if let Some(rc) = &mut rc {
                 let rnode = rg.node(n);
                 // The reference's inputs, held for a recomputation.
-                let held: Option<Vec<Tensor>> = (ropts.pool == PoolPolicy::Reuse)
-                    .then(|| rnode.inputs.iter().map(|&v| rc.value(v).cloned()).collect())
-                    .flatten();
-                rc.step(&mut rcap)?;
+                let held: Option<Vec<Tensor>> = rnode.inputs.iter().map(|&v| rc.value(v).cloned()).collect();
+                match catch(|| rc.step(&mut rcap)) {
+                    Ok(r) => drop(r?),
+                    Err(msg) => {
+                        failure = Some(panicked(&rg, n, "reference", &msg));
+                        break;
+                    }
+                }
                 let expected = std::mem::take(&mut rcap.produced);
                 let same = deliver_health(&mut set, &produced, &expected);
                 let mut rerun = || recompute_zeroed(rnode, held.as_deref());
-                let clean = st.check_outputs(n, &produced, &expected, &same, &mut rerun)?;
+                let mut rerun_inplace = |p: PoolPolicy| recompute_private(inode, iheld.as_deref(), p);
+                let clean =
+                    st.check_outputs(n, &produced, &expected, &same, &mut rerun, &mut rerun_inplace)?;
                 for (v, t) in clean {
                     rc.replace_value(v, t);
                 }
@@ -216,6 +240,7 @@ pub fn run(
                 peak_both = peak_both.max(ic.live_bytes() + rc.live_bytes());
             }
             drop(produced);
+            drop(iheld);
             let released = set
                 .get_mut::<Capture>()
                 .map(|c| std::mem::take(&mut c.released))
@@ -235,12 +260,13 @@ pub fn run(
     let iout = ic.finish(&mut set);
     ran?;
     let iout = iout?;
-    if let Some(rc) = rc {
+    if let (Some(rc), None) = (rc, &failure) {
         let rout = rc.finish(&mut rcap)?;
         st.check_final(&iout.outputs, &rout.outputs, set.get::<Capture>())?;
     }
     set.collect();
     let mut findings = set.take_findings();
+    findings.extend(failure);
     let State {
         findings: mine,
         roots,
@@ -252,11 +278,17 @@ pub fn run(
         ..
     } = st;
     let mut verdicts: HashMap<usize, Verdict> = HashMap::new();
+    let mut unavailable: HashMap<usize, String> = HashMap::new();
     if !candidates.is_empty() {
         let judged = arbitrate::judge(inplace, feeds, &candidates, cfg.arbitration_multiplier)?;
         for (c, v) in candidates.iter().zip(judged) {
-            if let Some(v) = v {
-                verdicts.insert(c.root, v);
+            match v {
+                Ok(v) => {
+                    verdicts.insert(c.root, v);
+                }
+                Err(why) => {
+                    unavailable.insert(c.root, why);
+                }
             }
         }
     }
@@ -277,6 +309,10 @@ pub fn run(
                 json!({"rmse_inplace": json_f64(v.rmse_inplace), "rmse_pure": json_f64(v.rmse_pure),
                        "multiplier": cfg.arbitration_multiplier}),
             );
+        }
+        if let (Some(why), Value::Object(m)) = (unavailable.get(&i), &mut f.details) {
+            m.insert("arbitration".into(), json!({"not_arbitrated": why}));
+            f.message.push_str(&format!(" (not arbitrated: {why})"));
         }
         findings.push(f);
     }
@@ -338,16 +374,50 @@ fn deliver_health(
 }
 
 /// The reference node's outputs recomputed into zeroed buffers, by
-/// variable; `None` when its inputs were not held or it fails the second
-/// time (a stateful kernel), and the first result stands.
+/// variable; `None` when its inputs were not held or it fails or panics
+/// this time (a stateful kernel), and the first result stands.
 fn recompute_zeroed(
     node: &vigil_engine::graph::Node,
     inputs: Option<&[Tensor]>,
 ) -> Option<Vec<(VarId, Tensor)>> {
     let inputs = inputs?;
     let _zero = vigil_engine::tensor::pool::with_policy(PoolPolicy::Zero);
-    let outs = node.op.compute(inputs, &mut OpCtx::new(&node.name)).ok()?;
+    let outs = catch(|| node.op.compute(inputs, &mut OpCtx::new(&node.name)))
+        .ok()?
+        .ok()?;
     (outs.len() == node.outputs.len()).then(|| node.outputs.iter().copied().zip(outs).collect())
+}
+
+/// The in-place node's outputs recomputed from private copies of its
+/// inputs (the op may write them) into fresh buffers as `pool` makes them
+/// (zeroed or poisoned), by variable; `None` as for [`recompute_zeroed`].
+fn recompute_private(
+    node: &vigil_engine::graph::Node,
+    inputs: Option<&[Tensor]>,
+    pool: PoolPolicy,
+) -> Option<Vec<(VarId, Tensor)>> {
+    let mut c = Copier::default();
+    let private = inputs?
+        .iter()
+        .map(|t| c.copy(t))
+        .collect::<vigil_engine::Result<Vec<_>>>()
+        .ok()?;
+    let _pool = vigil_engine::tensor::pool::with_policy(pool);
+    let outs = catch(|| node.op.compute(&private, &mut OpCtx::new(&node.name)))
+        .ok()?
+        .ok()?;
+    (outs.len() == node.outputs.len()).then(|| node.outputs.iter().copied().zip(outs).collect())
+}
+
+/// The `op_panic` finding of node `n` of `g`, which panicked in `run`.
+pub fn panicked(g: &Graph, n: NodeId, run: &str, msg: &str) -> Finding {
+    let node = g.node(n);
+    Finding::new(
+        Kind::OP_PANIC,
+        format!("the op panicked in the {run} run: {msg}; the run stopped at this node"),
+    )
+    .at(node.name.clone(), node.op.name())
+    .with_details(json!({"run": run, "panic": msg}))
 }
 
 /// Whether a value `n` reads was written after it was produced.
@@ -376,6 +446,8 @@ struct State<'a> {
     propagated: Vec<(usize, VarId)>,
     /// f32 root divergences for fp64 arbitration.
     candidates: Vec<Candidate>,
+    /// The reference's first values went into zeroed buffers too.
+    reference_zeroed: bool,
 }
 
 impl State<'_> {
@@ -484,10 +556,14 @@ impl State<'_> {
         want: &[(VarId, Tensor)],
         same: &[Option<bool>],
         rerun: &mut dyn FnMut() -> Option<Vec<(VarId, Tensor)>>,
+        rerun_inplace: &mut dyn FnMut(PoolPolicy) -> Option<Vec<(VarId, Tensor)>>,
     ) -> Result<Vec<(VarId, Tensor)>> {
         let node = self.g.node(n);
         let from = node.inputs.iter().find_map(|v| self.diverged.get(v).copied());
         let mut clean: Option<Option<Vec<(VarId, Tensor)>>> = None;
+        let mut second: Option<Option<Vec<(VarId, Tensor)>>> = None;
+        let mut zeroed: Option<Option<Vec<(VarId, Tensor)>>> = None;
+        let mut poisoned: Option<Option<Vec<(VarId, Tensor)>>> = None;
         let mut replaced = Vec::new();
         for (k, (v, t)) in got.iter().enumerate() {
             let Some((_, w)) = want.iter().find(|(u, _)| u == v) else {
@@ -503,6 +579,18 @@ impl State<'_> {
             if !cmp.is_close() && from.is_none() {
                 let fresh = clean.get_or_insert_with(&mut *rerun);
                 if let Some((_, f)) = fresh.iter().flatten().find(|(u, _)| u == v) {
+                    // The reference's own first value and its clean
+                    // recompute disagree: a bug of the op, never excused.
+                    let first = compare(&w, f, self.tolerance(f))?;
+                    if !first.is_close() {
+                        let again = second.get_or_insert_with(&mut *rerun);
+                        let again = again.iter().flatten().find(|(u, _)| u == v).map(|(_, t)| t);
+                        let fnd = self.unstable(n, k, *v, &w, f, again)?;
+                        replaced.push((*v, f.clone()));
+                        self.compared += 1;
+                        self.add_root(n, k, *v, fnd);
+                        continue;
+                    }
                     w = f.clone();
                     replaced.push((*v, f.clone()));
                     cmp = compare(t, &w, self.tolerance(&w))?;
@@ -524,6 +612,48 @@ impl State<'_> {
                 continue;
             }
             let var = &self.g.var(*v).name;
+            // The in-place op again, into zeroed and into poisoned buffers:
+            // the reference's values in zeroed ones and its own first ones
+            // in poisoned ones mean it depends on its buffer's content; the
+            // reference's values both times, that its first call differed
+            // from later ones.
+            let again = zeroed.get_or_insert_with(|| rerun_inplace(PoolPolicy::Zero));
+            let z = again
+                .iter()
+                .flatten()
+                .find(|(u, _)| u == v)
+                .map(|(_, z)| z.clone());
+            let again = poisoned.get_or_insert_with(|| rerun_inplace(PoolPolicy::Poison));
+            let p = again
+                .iter()
+                .flatten()
+                .find(|(u, _)| u == v)
+                .map(|(_, p)| p.clone());
+            if let (Some(z), Some(p)) = (z, p) {
+                let tol = self.tolerance(w);
+                let zeroed_right = compare(&z, w, tol)?.is_close();
+                let poisoned_right = compare(&p, w, tol)?.is_close();
+                let poisoned_same = compare(&p, t, tol)?.is_close();
+                let verdict = match (zeroed_right, poisoned_right, poisoned_same) {
+                    (true, false, true) => Some((
+                        Kind::UNINITIALIZED_READ,
+                        "depends on what its output buffer held: handed a poisoned buffer it differs from the pure reference (again on a second call), computed into a zeroed one it agrees",
+                    )),
+                    (true, true, _) => Some((
+                        Kind::NONDETERMINISTIC,
+                        "differs from the pure reference on its first call and agrees with it when called again on the same inputs: the op is nondeterministic (hidden state, or a race)",
+                    )),
+                    _ => None,
+                };
+                if let Some((kind, why)) = verdict {
+                    let f = Finding::new(kind, format!("output {k} '{var}' {why}: {}", summary(&cmp)))
+                        .at(node.name.clone(), node.op.name())
+                        .with_output(k)
+                        .with_details(diff_details(&cmp, var, self.tolerance(w)));
+                    self.add_root(n, k, *v, f);
+                    continue;
+                }
+            }
             if self.cfg.has(Check::Arbitrate) && t.dtype() == DType::F32 {
                 self.candidates.push(Candidate {
                     root: self.roots.len(),
@@ -545,6 +675,59 @@ impl State<'_> {
             self.add_root(n, k, *v, f);
         }
         Ok(replaced)
+    }
+
+    /// The finding of an output whose reference value and clean recompute
+    /// (`clean`) differ: recomputed once more (`again`), two agreeing clean
+    /// values mean the first depended on its buffer's old content
+    /// (`uninitialized_read`), else the op is `nondeterministic`.
+    fn unstable(
+        &self,
+        n: NodeId,
+        k: usize,
+        v: VarId,
+        first: &Tensor,
+        clean: &Tensor,
+        again: Option<&Tensor>,
+    ) -> Result<Finding> {
+        let node = self.g.node(n);
+        let var = &self.g.var(v).name;
+        let tol = self.tolerance(clean);
+        let agree = match again {
+            Some(a) => Some(compare(a, clean, tol)?),
+            None => None,
+        };
+        let (kind, cmp, message) = match agree {
+            Some(c) if c.is_close() && !self.reference_zeroed => {
+                let cmp = compare(first, clean, tol)?;
+                let m = format!(
+                    "output {k} '{var}' depends on what its output buffer held: computed into a reused buffer it differs from two computations into zeroed buffers, which agree: {}",
+                    summary(&cmp)
+                );
+                (Kind::UNINITIALIZED_READ, cmp, m)
+            }
+            Some(c) if !c.is_close() => {
+                let m = format!(
+                    "output {k} '{var}' differs between two computations on the same inputs into zeroed buffers (and a third call gave other values again): the op is nondeterministic: {}",
+                    summary(&c)
+                );
+                (Kind::NONDETERMINISTIC, c, m)
+            }
+            _ => {
+                let cmp = compare(first, clean, tol)?;
+                let m = format!(
+                    "output {k} '{var}' differs between two calls of the op on the same inputs: the op is nondeterministic: {}",
+                    summary(&cmp)
+                );
+                (Kind::NONDETERMINISTIC, cmp, m)
+            }
+        };
+        let mut details = diff_details(&cmp, var, tol);
+        details["recomputed"] = json!(if again.is_some() { 2 } else { 1 });
+        Ok(Finding::new(kind, message)
+            .at(node.name.clone(), node.op.name())
+            .with_output(k)
+            .with_details(details))
     }
 
     /// Graph outputs that matched when produced must still match at the end.

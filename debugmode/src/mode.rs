@@ -112,26 +112,39 @@ impl DebugMode {
                 Verdict::NotARewrite => {}
             }
         }
-        if cfg.has(Check::Orders) {
-            findings.extend(crate::orders::check(&pass.graph, feeds, cfg, &mut stats.reruns)?);
-        }
-        if cfg.has(Check::Prealloc) {
-            findings.extend(crate::prealloc::check(
-                &pass.graph,
-                feeds,
-                cfg,
-                &mut stats.reruns,
-            )?);
-        }
-        if cfg.has(Check::Gradient) {
-            findings.extend(crate::gradcheck::check(
-                user,
-                feeds,
-                &cfg.grad,
-                &cfg.autodiff.0,
-                cfg.seed,
-                &mut stats.reruns,
-            )?);
+        // An op that panicked in the lockstep run would panic in every
+        // re-run too: its finding says it all. Otherwise a re-run check
+        // that cannot run is a warning, never the end of the report.
+        let panicked = findings.iter().any(|f| f.kind == Kind::OP_PANIC);
+        let mut rerun = |check: Check, found: Result<Vec<vigil_findings::Finding>>| match found {
+            Ok(f) => findings.extend(f),
+            Err(e) => findings.push(
+                vigil_findings::Finding::new(
+                    Kind::CHECK_SKIPPED,
+                    format!("the {} check could not run: {e}", check.name()),
+                )
+                .with_details(json!({"check": check.name(), "error": e.to_string()})),
+            ),
+        };
+        let reruns = &mut stats.reruns;
+        for check in [
+            Check::Orders,
+            Check::Prealloc,
+            Check::Layouts,
+            Check::Threads,
+            Check::Gradient,
+        ] {
+            if panicked || !cfg.has(check) {
+                continue;
+            }
+            let found = match check {
+                Check::Orders => crate::orders::check(&pass.graph, feeds, cfg, reruns),
+                Check::Prealloc => crate::prealloc::check(&pass.graph, feeds, cfg, reruns),
+                Check::Layouts => crate::layouts::check(&pass.graph, feeds, cfg, reruns),
+                Check::Threads => crate::threads::check(&pass.graph, feeds, cfg.threads, reruns),
+                _ => crate::gradcheck::check(user, feeds, &cfg.grad, &cfg.autodiff.0, cfg.seed, reruns),
+            };
+            rerun(check, found);
         }
         Ok(DebugReport {
             findings,

@@ -84,6 +84,25 @@ kinds! {
     /// when autodiff has no rule for one of its ops): a warning, so that
     /// nobody reads its absence as a pass.
     CHECK_SKIPPED = "check_skipped";
+    /// An op's result depends on what its output buffer held before the
+    /// call: two recomputations into zeroed buffers agree, the first one
+    /// into a reused buffer did not.
+    UNINITIALIZED_READ = "uninitialized_read";
+    /// An op declared pure borrowed an input's buffer for writing (its
+    /// version moved), even if the content was restored before it
+    /// returned: a reader of that buffer at the same time sees the scratch
+    /// values. Temporary calculations in an input need a declared destroy.
+    SCRATCH_WRITE = "scratch_write";
+    /// An op's result changes when an input is handed in another layout
+    /// (a C- or F-order copy, reversed, or inside a larger buffer with
+    /// poisoned guard bands): it ignores strides or reads outside the view.
+    LAYOUT_DEPENDENT = "layout_dependent";
+    /// An op's result changes between a one-thread pool and a pool of
+    /// several threads while its inputs agree.
+    THREAD_DEPENDENT = "thread_dependent";
+    /// An op panicked in a run DebugMode made; the run stopped at that
+    /// node, and what was found before it is kept.
+    OP_PANIC = "op_panic";
 }
 
 /// The file that explains every built-in kind, one heading per kind (the

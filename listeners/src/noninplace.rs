@@ -48,8 +48,9 @@
 //! its buffer's version before and after is the whole check on a clean run.
 //! When the version moved, the op is replayed in Copy mode on the snapshot
 //! at operation end, which says whether the view or the outside changed
-//! and which elements (a write of the values it already held gives no
-//! finding, as a hash would). Inputs that share a buffer with a declared
+//! and which elements; a write that leaves the values as they were (an op
+//! computing in its input and restoring it) is `scratch_write`, as with
+//! hashing, where the view hash stays but the version moved. Inputs that share a buffer with a declared
 //! destroy are still hashed: that destroy moves their version on every run.
 //! Like reuse, this trusts versions, so it is on only with reuse.
 //!
@@ -210,6 +211,8 @@ struct Before {
     covers_buffer: bool,
     /// Not hashed: judged by version, and by a replay if it was written.
     deferred: bool,
+    /// A declared destroy writes the same buffer, so its version moves.
+    destroy_shares_buffer: bool,
 }
 
 /// A finding to replay: its index, the op's position in the order, and
@@ -411,6 +414,7 @@ impl NonInplaceValidationListener {
                 outside: None,
                 covers_buffer: false,
                 deferred: true,
+                destroy_shares_buffer: false,
             });
         }
         let view = if may_change && self.config.reuse {
@@ -445,6 +449,9 @@ impl NonInplaceValidationListener {
             outside,
             covers_buffer,
             deferred: false,
+            destroy_shares_buffer: destroyed
+                .iter()
+                .any(|&d| ev.inputs.get(d).is_some_and(|x| x.same_buffer(t))),
         })
     }
 
@@ -564,6 +571,20 @@ impl NonInplaceValidationListener {
                     .with_details(Value::Object(d)),
             );
         }
+        // Borrowed for writing, content as it was: scratch space restored.
+        let restored = view_changed == Some(false) && !outside_changed;
+        if restored && !unchanged_version && !b.may_change && !b.destroy_shares_buffer {
+            let d = self.details(ev, &b, t);
+            out.push(
+                at_op(
+                    Kind::SCRATCH_WRITE,
+                    ev,
+                    scratch_message(b.index, &var(), b.version, t.version()),
+                )
+                .with_input(b.index)
+                .with_details(Value::Object(d)),
+            );
+        }
         if b.declared && unchanged_version && view_changed == Some(false) && !outside_changed {
             let d = self.details(ev, &b, t);
             out.push(
@@ -643,9 +664,8 @@ impl NonInplaceValidationListener {
             self.to_replay.clear();
             return;
         };
-        // Deferred findings the replay drops (nothing changed) or splits
-        // (view and outside both changed).
-        let mut dropped = Vec::new();
+        // Deferred findings the replay splits (view and outside both
+        // changed).
         let mut extra: Vec<(usize, Finding)> = Vec::new();
         // Ops a confirmed deferred finding has moved from passed to failed.
         let mut counted = std::collections::HashSet::new();
@@ -680,8 +700,18 @@ impl NonInplaceValidationListener {
                     }
                 };
                 if judged.is_empty() {
-                    // Written with the values it already held.
-                    dropped.push(r.idx);
+                    // Borrowed for writing, and the content is as it was:
+                    // scratch space, restored before the op returned.
+                    count_failed(&mut self.stats, &r);
+                    let f = &mut self.findings[r.idx];
+                    let (before, after) = (
+                        f.details["version_before"].as_u64().unwrap_or_default(),
+                        f.details["version_after"].as_u64().unwrap_or_default(),
+                    );
+                    let var = f.details["var"].as_str().unwrap_or_default().to_string();
+                    f.kind = Kind::SCRATCH_WRITE;
+                    f.message =
+                        scratch_message(input.unwrap_or_default(), &format!("'{var}'"), before, after);
                     continue;
                 }
                 count_failed(&mut self.stats, &r);
@@ -722,14 +752,12 @@ impl NonInplaceValidationListener {
                 m.insert("replay".into(), replay);
             }
         }
-        if dropped.is_empty() && extra.is_empty() {
+        if extra.is_empty() {
             return;
         }
         let mut out = Vec::with_capacity(self.findings.len() + extra.len());
         for (i, f) in std::mem::take(&mut self.findings).into_iter().enumerate() {
-            if !dropped.contains(&i) {
-                out.push(f);
-            }
+            out.push(f);
             out.extend(extra.iter().filter(|(j, _)| *j == i).map(|(_, f)| f.clone()));
         }
         self.findings = out;
@@ -830,6 +858,16 @@ impl Validator for NonInplaceValidationListener {
     fn take_findings(&mut self) -> Vec<Finding> {
         std::mem::take(&mut self.findings)
     }
+}
+
+/// The `scratch_write` message: the rule, since the content is unchanged.
+fn scratch_message(input: usize, var: &str, before: u64, after: u64) -> String {
+    format!(
+        "input {input} ({var}) was borrowed for writing (buffer version {before} → {after}) and holds its old values again: \
+         the op computes in its input's buffer and restores it, but does not declare the destroy. \
+         Anyone reading that buffer meanwhile (another thread, a parallel executor, a caller's view) sees the scratch values; \
+         an op that does temporary calculations in an input must declare it in its destroy_map, or compute in its own buffer"
+    )
 }
 
 /// "59 of 128 elements changed, first at [0, 2]: 0.4 → 0.38", from a

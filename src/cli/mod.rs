@@ -10,6 +10,7 @@ mod exec;
 mod explain;
 mod import;
 mod minimize;
+mod opcheck;
 mod output;
 mod progress;
 mod report;
@@ -94,6 +95,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Prove the harness works here: every broken op caught with exactly its finding.
     Selftest(selftest::SelftestArgs),
+    /// Check ops on their own on random samples of inputs under every DebugMode check.
+    Opcheck(opcheck::OpcheckArgs),
     /// A worker of `run --isolate`: runs the cases its parent sends on
     /// stdin, answers on stdout. Not for people.
     #[command(name = crate::runner::isolate::WORKER_COMMAND, hide = true)]
@@ -296,6 +299,7 @@ impl Cli {
             Command::Compare(a) => compare::run(a),
             Command::Report(c) => report::run(c),
             Command::Selftest(a) => selftest::run(a),
+            Command::Opcheck(a) => opcheck::run(a, registry),
             Command::Worker(a) => {
                 // Panics are caught per case and reported in its row.
                 quiet_panics(true);
