@@ -160,6 +160,19 @@ fn hint(kind: Builtin) -> &'static str {
             "fix the gradient rule of the op named in the details; check it alone with a small graph"
         }
         Builtin::CHECK_SKIPPED => "give the op a gradient rule, or run without the check that was skipped",
+        Builtin::UNINITIALIZED_READ => {
+            "overwrite every element of the output before reading it; never accumulate into a given buffer"
+        }
+        Builtin::SCRATCH_WRITE => {
+            "compute in a buffer of your own, or declare the input in destroy_map (even if you restore it)"
+        }
+        Builtin::LAYOUT_DEPENDENT => {
+            "read inputs through their strides and offset (Tensor::read), and only within the view"
+        }
+        Builtin::THREAD_DEPENDENT => {
+            "split work in fixed chunks that do not depend on the thread count, and combine them in order"
+        }
+        Builtin::OP_PANIC => "return an Err from compute instead of panicking; check the input's dtype and shape",
     }
 }
 
