@@ -5,7 +5,7 @@
 //! what the ops compute.
 
 use crate::dtype::{DType, Float, Num};
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, op_err, Result};
 use crate::kernels::math_fn::MathFn;
 use crate::kernels::vmath::VMath;
 
@@ -207,7 +207,7 @@ pub(crate) fn binary_inplace<T: Num, A: BinaryTarget<T>>(kind: BinKind, a: A) ->
         // True division of integers gives floats, which cannot be written
         // back into the integer input.
         BinKind::Div if !T::DTYPE.is_float() => {
-            return op_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
+            return dtype_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
         }
         BinKind::Div => a.zip(|a: T, b: T| a / b),
         BinKind::Pow => a.zip(T::pow),

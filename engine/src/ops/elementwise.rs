@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
 
 use crate::dtype::{DType, Element, Float, Num};
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, shape_err, Result};
 use crate::kernels::pointwise::Pointwise;
 use crate::kernels::pointwise::{binary_inplace, relu, sign, unary_float, BinaryTarget, UnaryTarget};
 pub use crate::kernels::pointwise::{BinKind, UnKind};
@@ -52,7 +52,7 @@ impl CmpKind {
 
 fn same_dtype(op: &str, a: &TypeInfo, b: &TypeInfo) -> Result<()> {
     if a.dtype != b.dtype {
-        return op_err(format!(
+        return dtype_err(format!(
             "op '{op}' needs inputs of one dtype, got {} and {} (insert a cast)",
             a.dtype, b.dtype
         ));
@@ -116,7 +116,7 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
         })?;
     }
     let y = bview(&y, x.shape()).map_err(|_| {
-        crate::error::Error::Op(format!(
+        crate::error::Error::Shape(format!(
             "input 1 of shape {:?} does not broadcast into the destroyed input's shape {:?}",
             y.shape(),
             x.shape()
@@ -232,17 +232,17 @@ impl Op for Binary {
         let (a, b) = (&inputs[0], &inputs[1]);
         same_dtype(&self.name, a, b)?;
         if a.dtype == DType::Bool {
-            return op_err(format!("op '{}' does not take bool inputs", self.name));
+            return dtype_err(format!("op '{}' does not take bool inputs", self.name));
         }
         if self.inplace {
             if !a.dtype.is_float() && self.kind == BinKind::Div {
-                return op_err(format!("op '{}' needs float inputs", self.name));
+                return dtype_err(format!("op '{}' needs float inputs", self.name));
             }
             // The output is input 0; input 1 must broadcast into it.
             let s = broadcast_shapes(&a.shape, &b.shape)?;
             if let (Some(s), Some(sa)) = (&s, &a.shape) {
                 if s.len() != sa.len() || s.iter().zip(sa).any(|(&x, &y)| x >= 0 && y >= 0 && x != y) {
-                    return op_err(format!(
+                    return shape_err(format!(
                         "op '{}': input 1 {} does not broadcast into input 0 {}",
                         self.name,
                         b.shape_string(),
@@ -260,16 +260,16 @@ impl Op for Binary {
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let (a, b) = (&inputs[0], &inputs[1]);
         if a.dtype() != b.dtype() {
-            return op_err(format!("inputs are {} and {}", a.dtype(), b.dtype()));
+            return dtype_err(format!("inputs are {} and {}", a.dtype(), b.dtype()));
         }
         let kind = self.kind;
         if self.inplace {
-            crate::dispatch_num!(a.dtype(), T => run_binary_inplace::<T>(kind, a, b)?, return op_err("bool input"));
+            crate::dispatch_num!(a.dtype(), T => run_binary_inplace::<T>(kind, a, b)?, return dtype_err("bool input"));
             return Ok(vec![a.clone()]);
         }
         let shape = broadcast_concrete(a.shape(), b.shape())?;
         let out = ctx.output(0, kind.out_dtype(a.dtype()), &shape)?;
-        crate::dispatch_num!(a.dtype(), T => run_binary::<T>(kind, a, b, &out)?, return op_err("bool input"));
+        crate::dispatch_num!(a.dtype(), T => run_binary::<T>(kind, a, b, &out)?, return dtype_err("bool input"));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {
@@ -366,7 +366,7 @@ impl Op for Where {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         if inputs[0].dtype != DType::Bool {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op 'where': input 0 must be bool, got {}",
                 inputs[0].dtype
             ));
@@ -467,7 +467,7 @@ fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
         UnKind::Abs => map1(a, out, T::abs),
         UnKind::Relu => map1(a, out, relu::<T>),
         UnKind::Sign => map1(a, out, sign::<T>),
-        _ => op_err(format!(
+        _ => dtype_err(format!(
             "op '{}' takes float inputs, got {}",
             kind.name(),
             T::DTYPE
@@ -533,7 +533,7 @@ impl Op for Unary {
         check_arity(self, inputs.len())?;
         let a = &inputs[0];
         if a.dtype == DType::Bool || (self.kind.float_only() && !a.dtype.is_float()) {
-            return op_err(format!("op '{}' does not take {} inputs", self.name, a.dtype));
+            return dtype_err(format!("op '{}' does not take {} inputs", self.name, a.dtype));
         }
         Ok(vec![a.clone()])
     }
@@ -547,7 +547,7 @@ impl Op for Unary {
         let kind = self.kind;
         crate::dispatch_float!(a.dtype(), T => run_unary_float::<T>(kind, a, &out)?,
             crate::dispatch_num!(a.dtype(), T => run_unary_num::<T>(kind, a, &out)?,
-                return op_err(format!("op '{}' does not take bool inputs", self.name))));
+                return dtype_err(format!("op '{}' does not take bool inputs", self.name))));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {
@@ -621,7 +621,7 @@ pub fn register(r: &mut OpRegistry) {
         a.only("cast", &["dtype"])?;
         let dtype = a
             .dtype("dtype")?
-            .ok_or_else(|| crate::error::Error::Op("op 'cast' needs attr 'dtype'".into()))?;
+            .ok_or_else(|| crate::error::Error::Attr("op 'cast' needs attr 'dtype'".into()))?;
         Ok(Arc::new(Cast { dtype }) as Arc<dyn Op>)
     });
 }

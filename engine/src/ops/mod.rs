@@ -213,6 +213,6 @@ pub fn check_arity(op: &dyn Op, n: usize) -> Result<()> {
     if op.arity().accepts(n) {
         Ok(())
     } else {
-        crate::error::op_err(format!("op '{}' takes {} inputs, got {n}", op.name(), op.arity()))
+        crate::error::arity_err(format!("op '{}' takes {} inputs, got {n}", op.name(), op.arity()))
     }
 }

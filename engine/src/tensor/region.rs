@@ -128,6 +128,11 @@ impl Region {
         self.len
     }
 
+    /// Whether the view reaches no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// `(first offset, count)` when the walk is one stride-1 run.
     pub fn contiguous(&self) -> Option<(usize, usize)> {
         match (self.len, self.dims.as_slice(), self.strides.as_slice()) {
