@@ -24,7 +24,7 @@ use crate::config::{Check, DebugConfig};
 use crate::error::Result;
 use crate::isolate::Isolation;
 
-pub type Feeds = HashMap<String, Tensor>;
+pub use vigil_engine::Feeds;
 
 /// How one lockstep run is set up.
 #[derive(Clone, Copy)]

@@ -28,6 +28,8 @@ pub mod memory;
 pub mod parallel;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
-pub use exec::{At, Cursor, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step};
+pub use exec::{
+    At, Cursor, Executor, Feeds, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step,
+};
 pub use graph::{Graph, GraphBuilder, Sym};
 pub use tensor::pool::PoolPolicy;
