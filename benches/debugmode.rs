@@ -41,7 +41,7 @@ mod workloads;
 use clock::Clock;
 use workloads::{chain16, mlp_grads, mlp_step};
 
-type Feeds = HashMap<String, Tensor>;
+use vigil::engine::Feeds;
 
 fn checks(list: &str) -> DebugConfig {
     DebugConfig::default().with_checks(list).unwrap()

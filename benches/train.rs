@@ -12,21 +12,20 @@
 //! VIGIL_PAIRED=9 cargo bench --bench train
 //! ```
 
-use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use vigil::debugmode::{DebugConfig, DebugMode};
 use vigil::engine::exec::{Listener, NoListener};
-use vigil::engine::{inplace, Executor, Graph, RunOptions, Tensor};
+use vigil::engine::{inplace, Executor, Graph, RunOptions};
 use vigil::listeners::{Mode, NonInplaceConfig, NonInplaceValidationListener};
 
 #[path = "common/workloads.rs"]
 mod workloads;
 use workloads::{mlp_step, mlp_step_autodiff};
 
-type Feeds = HashMap<String, Tensor>;
+use vigil::engine::Feeds;
 
 /// How a step is run.
 #[derive(Clone, Copy)]

@@ -5,10 +5,9 @@
 //!
 //! `cargo run --example gen_broken_suite -- suites/broken`
 
-use std::collections::HashMap;
 use std::path::Path;
 
-type Feeds = HashMap<String, vigil::engine::Tensor>;
+use vigil::engine::Feeds;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::env::args().nth(1).unwrap_or_else(|| "suites/broken".into());

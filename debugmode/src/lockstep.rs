@@ -25,7 +25,7 @@ use crate::error::Result;
 use crate::guard::catch;
 use crate::isolate::Isolation;
 
-pub type Feeds = HashMap<String, Tensor>;
+pub use vigil_engine::Feeds;
 
 /// How one lockstep run is set up.
 #[derive(Clone, Copy)]

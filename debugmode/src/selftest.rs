@@ -18,7 +18,7 @@ use vigil_listeners::SelftestResult;
 use crate::config::DebugConfig;
 use crate::mode::DebugMode;
 
-pub type Feeds = HashMap<String, Tensor>;
+pub use vigil_engine::Feeds;
 
 /// One case: the op, the kinds it must give (empty for a twin), and the
 /// checks that find them with the default configuration of `vigil run`.

@@ -1,18 +1,49 @@
 //! The engine's error type. Every message names what is wrong: the node, the
-//! file, the field or the value.
+//! file, the field or the value; the variant names the cause, so a caller
+//! (or a test) branches on the variant, never on the message.
 
+use std::fmt;
 use std::path::PathBuf;
+
+use serde::Serialize;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// An op or tensor operation failed; the executor adds the node name.
+    /// An op or tensor operation failed for a reason no other variant
+    /// names (an index out of range, a value the op cannot take). An
+    /// op written outside the engine returns it with [`Error::op`].
     #[error("{0}")]
     Op(String),
-    /// An error attributed to a graph node.
-    #[error("node '{node}': {msg}")]
-    Node { node: String, msg: String },
+    /// An input's dtype is not one the op takes.
+    #[error("{0}")]
+    DType(String),
+    /// Shapes that do not fit together (broadcasting, contracted dims, a
+    /// reshape's element count, a bias of the wrong length).
+    #[error("{0}")]
+    Shape(String),
+    /// A rank the op cannot take (a 0-d input where an axis is needed) or
+    /// above `tensor::limit::MAX_RANK`.
+    #[error("{0}")]
+    Rank(String),
+    /// The wrong number of inputs for the op.
+    #[error("{0}")]
+    Arity(String),
+    /// An attr that is missing, of the wrong type, or out of range.
+    #[error("{0}")]
+    Attr(String),
+    /// A layout the operation cannot take (a broadcast view written to, a
+    /// view reaching outside its buffer, a non-contiguous layout).
+    #[error("{0}")]
+    Layout(String),
+    /// Something valid that the engine does not implement.
+    #[error("{0}")]
+    Unsupported(String),
+    /// An error attributed to a graph node: the executor and the graph
+    /// constructors add the node once ([`Error::at_node`]).
+    #[error("node '{node}': {source}")]
+    Node { node: String, source: Box<Error> },
     /// One allocation is larger than the configured limit.
     #[error("{}allocation of {} exceeds the limit of {}", node_prefix(.node), human_bytes(*.bytes), human_bytes(*.limit))]
     AllocTooLarge {
@@ -36,11 +67,11 @@ pub enum Error {
         msg: String,
     },
     /// The graph breaks the destroy handler's rules; each violation names
-    /// its [`crate::Rule`].
+    /// its [`Rule`].
     #[error("graph '{graph}' breaks the view/destroy rules: {}", join_violations(.violations))]
     Rules {
         graph: String,
-        violations: Vec<crate::destroy::Violation>,
+        violations: Vec<Violation>,
     },
     /// An execution order given to [`crate::Executor::with_order`] is not
     /// valid for the graph.
@@ -54,7 +85,53 @@ pub enum Error {
     File { path: PathBuf, msg: String },
 }
 
-fn join_violations(v: &[crate::destroy::Violation]) -> String {
+/// A rule of the destroy handler (`crate::destroy`) that a graph, or a
+/// proposed rewrite, breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// a. A constant, protected input or graph output would be destroyed.
+    Protected,
+    /// b. Two nodes destroy one root.
+    TwoDestroyers,
+    /// c. A destroyer also reads a view of the root it destroys.
+    ReadsDestroyed,
+    /// d. The destroy orderings form a cycle.
+    Cycle,
+}
+
+impl Rule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Protected => "protected",
+            Rule::TwoDestroyers => "two_destroyers",
+            Rule::ReadsDestroyed => "reads_destroyed",
+            Rule::Cycle => "cycle",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One broken rule, with the nodes involved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub rule: Rule,
+    pub nodes: Vec<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}]", self.message, self.rule)
+    }
+}
+
+fn join_violations(v: &[Violation]) -> String {
     v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
@@ -86,10 +163,14 @@ impl Error {
     /// node or a file are returned unchanged.
     pub fn at_node(self, node: &str) -> Error {
         match self {
-            Error::Op(msg) => Error::Node {
-                node: node.to_string(),
-                msg,
-            },
+            Error::Op(_)
+            | Error::DType(_)
+            | Error::Shape(_)
+            | Error::Rank(_)
+            | Error::Arity(_)
+            | Error::Attr(_)
+            | Error::Layout(_)
+            | Error::Unsupported(_) => Error::node(node, self),
             Error::Aliasing { node: None, msg } => Error::Aliasing {
                 node: Some(node.to_string()),
                 msg,
@@ -120,6 +201,28 @@ impl Error {
         }
     }
 
+    /// `source`, attributed to `node`.
+    pub fn node(node: &str, source: Error) -> Error {
+        Error::Node {
+            node: node.to_string(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The error for anything wrong that no other variant names; what an
+    /// op written outside the engine returns (see docs/kernel-authors.md).
+    pub fn op(msg: impl Into<String>) -> Error {
+        Error::Op(msg.into())
+    }
+
+    /// The error without its node context: the variant that names the cause.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::Node { source, .. } => source.cause(),
+            other => other,
+        }
+    }
+
     pub fn file(path: impl Into<PathBuf>, msg: impl std::fmt::Display) -> Error {
         Error::File {
             path: path.into(),
@@ -131,4 +234,39 @@ impl Error {
 /// Shorthand for an [`Error::Op`] result.
 pub fn op_err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::Op(msg.into()))
+}
+
+/// Shorthand for an [`Error::DType`] result.
+pub fn dtype_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::DType(msg.into()))
+}
+
+/// Shorthand for an [`Error::Shape`] result.
+pub fn shape_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Shape(msg.into()))
+}
+
+/// Shorthand for an [`Error::Rank`] result.
+pub fn rank_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Rank(msg.into()))
+}
+
+/// Shorthand for an [`Error::Arity`] result.
+pub fn arity_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Arity(msg.into()))
+}
+
+/// Shorthand for an [`Error::Attr`] result.
+pub fn attr_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Attr(msg.into()))
+}
+
+/// Shorthand for an [`Error::Layout`] result.
+pub fn layout_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Layout(msg.into()))
+}
+
+/// Shorthand for an [`Error::Unsupported`] result.
+pub fn unsupported_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Unsupported(msg.into()))
 }

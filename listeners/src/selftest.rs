@@ -8,8 +8,6 @@
 //! assert!(results.iter().all(|r| r.pass), "{results:#?}");
 //! ```
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 use vigil_engine::exec::{Executor, RunOptions};
 use vigil_engine::graph::{Graph, GraphBuilder};
@@ -20,7 +18,7 @@ use crate::broken::registry;
 use crate::finding::{Finding, Kind, Validator};
 use crate::{ListenerSet, NonInplaceValidationListener, NumericsListener, ViewMapValidationListener};
 
-pub type Feeds = HashMap<String, Tensor>;
+pub use vigil_engine::Feeds;
 
 /// Makes a case's graph and feeds.
 pub type Build = fn() -> Result<(Graph, Feeds)>;

@@ -1,17 +1,15 @@
 //! The Trainer: runs the step graph over batches for some epochs and fires
 //! every training hook, so listeners work in a training loop unchanged.
 
-use std::collections::HashMap;
-
 use vigil_engine::exec::{At, Executor, Flow, Listener, Metrics, Operation, RunOptions};
-use vigil_engine::{Graph, Tensor};
+use vigil_engine::Graph;
 
 use crate::error::{Result, TrainError};
 use crate::optim::Optimizer;
 use crate::step::build_step;
 
 /// Named input values of one batch.
-pub type Feeds = HashMap<String, Tensor>;
+pub use vigil_engine::Feeds;
 
 /// A held-out set: feeds for the forward graph, the logits output and the
 /// labels feed (i64 class ids) accuracy is measured against.

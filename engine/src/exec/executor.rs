@@ -418,30 +418,30 @@ impl<'g> Executor<'g> {
     /// say so at the node rather than downstream.
     fn check_outputs(&self, node: &Node, outputs: &[Tensor]) -> Result<()> {
         if outputs.len() != node.outputs.len() {
-            return Err(Error::Node {
-                node: node.name.clone(),
-                msg: format!(
+            return Err(Error::node(
+                &node.name,
+                Error::Graph(format!(
                     "op '{}' returned {} outputs, declared {}",
                     node.op.name(),
                     outputs.len(),
                     node.outputs.len()
-                ),
-            });
+                )),
+            ));
         }
         for (k, (t, &v)) in outputs.iter().zip(&node.outputs).enumerate() {
             let ty = &self.graph.var(v).ty;
             if t.dtype() != ty.dtype || !ty.admits(t.shape()) {
-                return Err(Error::Node {
-                    node: node.name.clone(),
-                    msg: format!(
+                return Err(Error::node(
+                    &node.name,
+                    Error::Graph(format!(
                         "op '{}' output {k} is {} {:?}, but it inferred {} {}",
                         node.op.name(),
                         t.dtype(),
                         t.shape(),
                         ty.dtype,
                         ty.shape_string()
-                    ),
-                });
+                    )),
+                ));
             }
         }
         Ok(())
@@ -644,13 +644,13 @@ impl<'g> Cursor<'_, 'g> {
         let mut inputs: SmallVec<[Tensor; 4]> = SmallVec::new();
         for &v in &node.inputs {
             let Some(t) = self.live.value(v) else {
-                return Err(Error::Node {
-                    node: node.name.clone(),
-                    msg: format!(
+                return Err(Error::node(
+                    &node.name,
+                    Error::Graph(format!(
                         "input '{}' has no value (internal scheduling error)",
                         g.var(v).name
-                    ),
-                });
+                    )),
+                ));
             };
             inputs.push(t.clone());
         }

@@ -13,5 +13,8 @@ pub use executor::{
 pub use fuse::SweptOutput;
 pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation, SweepEvent, SweepWatch};
 pub use live::LiveValues;
+
+/// A graph's input values by name: what a run is fed.
+pub type Feeds = std::collections::HashMap<String, crate::tensor::Tensor>;
 pub use snapshot::{copy_destroyed, copy_values, Copier, Lent, Snapshot};
 pub use updates::updated_parameters;

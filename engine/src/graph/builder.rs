@@ -188,9 +188,11 @@ impl GraphBuilder {
             inputs
                 .iter()
                 .map(|i| {
-                    s.types.get(&i.name).cloned().ok_or_else(|| Error::Node {
-                        node: node.to_string(),
-                        msg: format!("input '{}' is not defined in this builder", i.name),
+                    s.types.get(&i.name).cloned().ok_or_else(|| {
+                        Error::node(
+                            node,
+                            Error::Graph(format!("input '{}' is not defined in this builder", i.name)),
+                        )
                     })
                 })
                 .collect::<Result<Vec<_>>>()?

@@ -146,15 +146,15 @@ impl Graph {
                 return Err(Error::Graph(format!("node '{}' is defined twice", n.name)));
             }
             if n.outputs.len() != n.op.num_outputs() {
-                return Err(Error::Node {
-                    node: n.name.clone(),
-                    msg: format!(
+                return Err(Error::node(
+                    &n.name,
+                    Error::Graph(format!(
                         "op '{}' has {} outputs, the node names {}",
                         n.op.name(),
                         n.op.num_outputs(),
                         n.outputs.len()
-                    ),
-                });
+                    )),
+                ));
             }
             for o in &n.outputs {
                 let what = format!("output of node '{}'", n.name);
@@ -176,10 +176,10 @@ impl Graph {
                     deps[i].push(p);
                     users[p].push(i);
                 } else if !var_ids.contains_key(inp) {
-                    return Err(Error::Node {
-                        node: n.name.clone(),
-                        msg: format!("input '{inp}' is not defined"),
-                    });
+                    return Err(Error::node(
+                        &n.name,
+                        Error::Graph(format!("input '{inp}' is not defined")),
+                    ));
                 }
             }
         }
@@ -199,10 +199,10 @@ impl Graph {
             let tys: Vec<TypeInfo> = inputs.iter().map(|&v| vars[v].ty.clone()).collect();
             let out_tys = s.op.infer(&tys).map_err(|e| e.at_node(&s.name))?;
             if out_tys.len() != s.outputs.len() {
-                return Err(Error::Node {
-                    node: s.name.clone(),
-                    msg: format!("op '{}' inferred {} outputs", s.op.name(), out_tys.len()),
-                });
+                return Err(Error::node(
+                    &s.name,
+                    Error::Graph(format!("op '{}' inferred {} outputs", s.op.name(), out_tys.len())),
+                ));
             }
             let id = nodes.len();
             let mut outputs = Vec::with_capacity(out_tys.len());
@@ -210,10 +210,13 @@ impl Graph {
                 // Only constants carry values; an op's output is computed.
                 ty.value = None;
                 if ty.rank().is_some_and(|r| r > crate::tensor::limit::MAX_RANK) {
-                    return Err(Error::Node {
-                        node: s.name.clone(),
-                        msg: format!("output '{o}' has rank above {}", crate::tensor::limit::MAX_RANK),
-                    });
+                    return Err(Error::node(
+                        &s.name,
+                        Error::Rank(format!(
+                            "output '{o}' has rank above {}",
+                            crate::tensor::limit::MAX_RANK
+                        )),
+                    ));
                 }
                 var_ids.insert(o.clone(), vars.len());
                 outputs.push(vars.len());

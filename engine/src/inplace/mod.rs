@@ -416,13 +416,13 @@ pub fn apply(g: &Graph, rewrites: &[Rewrite]) -> Result<Graph> {
         };
         let old = spec.inputs.clone();
         let Some(order) = r.variant.order(old.len()) else {
-            return Err(crate::error::Error::Node {
-                node: r.node_name.clone(),
-                msg: format!(
+            return Err(crate::error::Error::node(
+                &r.node_name,
+                crate::error::Error::Graph(format!(
                     "in-place variant '{}' does not fit the node's inputs",
                     r.variant.op.name()
-                ),
-            });
+                )),
+            ));
         };
         spec.inputs = order.iter().map(|&i| old[i].clone()).collect();
         spec.op = r.variant.op.clone();
@@ -442,10 +442,13 @@ pub fn purify(g: &Graph) -> Result<Graph> {
         match spec.op.pure_twin() {
             Some(twin) => spec.op = twin,
             None => {
-                return Err(crate::error::Error::Node {
-                    node: spec.name.clone(),
-                    msg: format!("in-place op '{}' declares no pure twin", spec.op.name()),
-                })
+                return Err(crate::error::Error::node(
+                    &spec.name,
+                    crate::error::Error::Graph(format!(
+                        "in-place op '{}' declares no pure twin",
+                        spec.op.name()
+                    )),
+                ))
             }
         }
     }

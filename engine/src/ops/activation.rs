@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element, Float, Num};
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, shape_err, Result};
 use crate::ops::elementwise::{map1, zip2, zip_inplace};
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -188,7 +188,7 @@ impl Op for Activation {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         if !inputs[0].dtype.is_float() {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op '{}' takes float inputs, got {} (insert a cast)",
                 self.name, inputs[0].dtype
             ));
@@ -204,7 +204,7 @@ impl Op for Activation {
         };
         let (kind, p) = (self.kind, self.p);
         crate::dispatch_float!(x.dtype(), T => run::<T>(kind, p, x, &out)?,
-            return op_err(format!("op '{}' takes float inputs, got {}", self.name, x.dtype())));
+            return dtype_err(format!("op '{}' takes float inputs, got {}", self.name, x.dtype())));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {
@@ -261,7 +261,7 @@ impl Op for Prelu {
         check_arity(self, inputs.len())?;
         let (x, s) = (&inputs[0], &inputs[1]);
         if x.dtype != s.dtype || x.dtype == DType::Bool {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op '{}' needs numeric inputs of one dtype, got {} and {}",
                 self.name(),
                 x.dtype,
@@ -276,7 +276,7 @@ impl Op for Prelu {
                     .zip(xs.iter().rev())
                     .all(|(&a, &b)| a == b || a == 1);
             if !fits {
-                return op_err(format!(
+                return shape_err(format!(
                     "op '{}': slope of shape {ss:?} does not broadcast into x's shape {xs:?}",
                     self.name()
                 ));
@@ -288,12 +288,12 @@ impl Op for Prelu {
         let (x, s) = (&inputs[0], &inputs[1]);
         if self.inplace {
             crate::dispatch_num!(x.dtype(), T => zip_inplace::<T>(x, s, prelu_of::<T>)?,
-                return op_err("op 'prelu_inplace' does not take bool inputs"));
+                return dtype_err("op 'prelu_inplace' does not take bool inputs"));
             return Ok(vec![x.clone()]);
         }
         let out = ctx.output(0, x.dtype(), x.shape())?;
         crate::dispatch_num!(x.dtype(), T => zip2::<T, T, T>(x, s, &out, prelu_of::<T>)?,
-            return op_err("op 'prelu' does not take bool inputs"));
+            return dtype_err("op 'prelu' does not take bool inputs"));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::dtype::DType;
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, Result};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -30,7 +30,7 @@ impl Attrs {
     }
 
     fn bad<T>(key: &str, want: &str, v: &Value) -> Result<T> {
-        op_err(format!("attr '{key}': expected {want}, got {v}"))
+        attr_err(format!("attr '{key}': expected {want}, got {v}"))
     }
 
     pub fn i64(&self, key: &str) -> Result<Option<i64>> {
@@ -83,7 +83,7 @@ impl Attrs {
         match self.i64_list(key)? {
             None => Ok(None),
             Some(v) if v.iter().all(|&x| x >= 0) => Ok(Some(v.iter().map(|&x| x as usize).collect())),
-            Some(v) => op_err(format!("attr '{key}': expected non-negative integers, got {v:?}")),
+            Some(v) => attr_err(format!("attr '{key}': expected non-negative integers, got {v:?}")),
         }
     }
 
@@ -92,7 +92,7 @@ impl Attrs {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => DType::parse(s)
                 .map(Some)
-                .map_or_else(|| op_err(format!("attr '{key}': unknown dtype '{s}'")), Ok),
+                .map_or_else(|| attr_err(format!("attr '{key}': unknown dtype '{s}'")), Ok),
             Some(v) => Self::bad(key, "a dtype name", v),
         }
     }
@@ -101,7 +101,7 @@ impl Attrs {
     pub fn only(&self, op: &str, known: &[&str]) -> Result<()> {
         for k in self.0.keys() {
             if !known.contains(&k.as_str()) {
-                return op_err(format!(
+                return attr_err(format!(
                     "op '{op}' has no attr '{k}' (known: {})",
                     if known.is_empty() {
                         "none".to_string()

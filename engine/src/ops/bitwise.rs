@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element};
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, Result};
 use crate::ops::elementwise::{map1, zip2};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -123,7 +123,7 @@ impl Bitwise {
             .find(|&d| d != first)
             .or((!first.is_int()).then_some(first))
         {
-            Some(bad) => op_err(format!(
+            Some(bad) => dtype_err(format!(
                 "op '{}' takes integer inputs of one dtype, got {bad}",
                 self.name()
             )),
@@ -166,7 +166,7 @@ impl Op for Bitwise {
             DType::I32 => run::<i32>(kind, inputs, &out)?,
             DType::I64 => run::<i64>(kind, inputs, &out)?,
             // `common_int` let only integer dtypes through.
-            other => return op_err(format!("op '{}' does not take {other}", self.name())),
+            other => return dtype_err(format!("op '{}' does not take {other}", self.name())),
         }
         Ok(vec![out])
     }
@@ -227,7 +227,7 @@ impl BitCast {
         if from.size() == self.dtype.size() {
             return Ok(());
         }
-        op_err(format!(
+        dtype_err(format!(
             "op 'bitcast' needs dtypes of one width, got {from} ({} bytes) to {} ({} bytes)",
             from.size(),
             self.dtype,
@@ -277,7 +277,7 @@ pub fn register(r: &mut OpRegistry) {
         a.only("bitcast", &["dtype"])?;
         let dtype = a
             .dtype("dtype")?
-            .ok_or_else(|| crate::error::Error::Op("op 'bitcast' needs attr 'dtype'".into()))?;
+            .ok_or_else(|| crate::error::Error::Attr("op 'bitcast' needs attr 'dtype'".into()))?;
         Ok(Arc::new(BitCast { dtype }) as Arc<dyn Op>)
     });
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
 
 use crate::dtype::{DType, Float};
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
@@ -42,7 +42,7 @@ struct Dims {
 impl Conv {
     fn dims(&self, x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<Dims> {
         if x.len() < 3 || w.len() != x.len() {
-            return op_err(format!(
+            return rank_err(format!(
                 "op 'conv': x must be [N, C, spatial…] and w [M, C/group, kernel…] of the same rank, got {x:?} and {w:?}"
             ));
         }
@@ -53,7 +53,7 @@ impl Conv {
             ));
         }
         if !self.window.kernel.is_empty() && self.window.kernel != w[2..] {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'conv': attr 'kernel_shape' {:?} differs from the weight's {:?}",
                 self.window.kernel,
                 &w[2..]
@@ -61,7 +61,7 @@ impl Conv {
         }
         if let Some(b) = b {
             if b != [m] {
-                return op_err(format!("op 'conv': bias must be [{m}], got {b:?}"));
+                return shape_err(format!("op 'conv': bias must be [{m}], got {b:?}"));
             }
         }
         let axes = self.window.resolve("conv", &x[2..], &w[2..])?;
@@ -73,7 +73,7 @@ impl Conv {
 /// with `conv_transpose`).
 pub(crate) fn check_float(op: &str, dtypes: &[DType]) -> Result<()> {
     if !dtypes[0].is_float() || dtypes.iter().any(|&d| d != dtypes[0]) {
-        return op_err(format!(
+        return dtype_err(format!(
             "op '{op}' needs float inputs of one dtype, got {}",
             dtypes
                 .iter()
@@ -293,7 +293,7 @@ impl Op for Conv {
         let out = ctx.output(0, dtype, &shape)?;
         let g = self.group;
         crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv", inputs, &out, |x, w, b, o| conv_kernel(&d, g, x, w, b, o))?,
-            return op_err("op 'conv' takes float inputs"));
+            return dtype_err("op 'conv' takes float inputs"));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -313,11 +313,11 @@ pub fn register(r: &mut OpRegistry) {
         a.only("conv", &known)?;
         let window = Window::from_attrs(a)?;
         if window.ceil_mode {
-            return op_err("op 'conv' has no attr 'ceil_mode'");
+            return attr_err("op 'conv' has no attr 'ceil_mode'");
         }
         let group = a.i64("group")?.unwrap_or(1);
         if group < 1 {
-            return op_err(format!("op 'conv': attr 'group' must be positive, got {group}"));
+            return attr_err(format!("op 'conv': attr 'group' must be positive, got {group}"));
         }
         Ok(Arc::new(Conv {
             window,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use crate::dtype::Float;
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
 use crate::ops::conv::{check_float, run_contiguous};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
@@ -95,7 +95,7 @@ fn scatter_table(axes: &[Axis]) -> Result<Vec<u32>> {
 impl ConvTranspose {
     fn dims(&self, x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<Dims> {
         if x.len() < 3 || w.len() != x.len() {
-            return op_err(format!(
+            return rank_err(format!(
                 "op 'conv_transpose': x must be [N, C, spatial…] and w [C, M/group, kernel…] of the same rank, got {x:?} and {w:?}"
             ));
         }
@@ -108,14 +108,14 @@ impl ConvTranspose {
         let m = w[1] * g;
         let kernel = &w[2..];
         if !self.window.kernel.is_empty() && self.window.kernel != kernel {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'conv_transpose': attr 'kernel_shape' {:?} differs from the weight's {kernel:?}",
                 self.window.kernel
             ));
         }
         if let Some(b) = b {
             if b != [m] {
-                return op_err(format!("op 'conv_transpose': bias must be [{m}], got {b:?}"));
+                return shape_err(format!("op 'conv_transpose': bias must be [{m}], got {b:?}"));
             }
         }
         let axes = self.axes(&x[2..], kernel)?;
@@ -129,7 +129,7 @@ impl ConvTranspose {
             match v.len() {
                 0 => Ok(vec![default; want]),
                 k if k == want => Ok(v.to_vec()),
-                k => op_err(format!(
+                k => attr_err(format!(
                     "op 'conv_transpose': attr '{key}' has {k} values, the input has {n} spatial axes (needs {want})"
                 )),
             }
@@ -145,7 +145,7 @@ impl ConvTranspose {
             k if k == n => Some(&self.output_shape[..]),
             k if k == n + 2 => Some(&self.output_shape[2..]),
             k => {
-                return op_err(format!(
+                return attr_err(format!(
                     "op 'conv_transpose': attr 'output_shape' has {k} values, the input has {n} spatial axes"
                 ))
             }
@@ -154,7 +154,7 @@ impl ConvTranspose {
         for i in 0..n {
             let (k, s, d, e) = (kernel[i], strides[i], dilations[i], extra[i]);
             if e >= s.max(d) {
-                return op_err(format!(
+                return attr_err(format!(
                     "op 'conv_transpose': attr 'output_padding' {e} on spatial axis {i} must be less than its stride {s} or dilation {d}"
                 ));
             }
@@ -283,7 +283,7 @@ impl Op for ConvTranspose {
         let out = ctx.output(0, dtype, &shape)?;
         let g = self.group;
         crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv_transpose", inputs, &out, |x, w, b, o| conv_transpose_kernel(&d, g, x, w, b, o))?,
-            return op_err("op 'conv_transpose' takes float inputs"));
+            return dtype_err("op 'conv_transpose' takes float inputs"));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -309,11 +309,11 @@ impl ConvTranspose {
         a.only("conv_transpose", &known)?;
         let window = Window::from_attrs(a)?;
         if window.ceil_mode {
-            return op_err("op 'conv_transpose' has no attr 'ceil_mode'");
+            return attr_err("op 'conv_transpose' has no attr 'ceil_mode'");
         }
         let group = a.i64("group")?.unwrap_or(1);
         if group < 1 {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'conv_transpose': attr 'group' must be positive, got {group}"
             ));
         }

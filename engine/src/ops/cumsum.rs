@@ -12,7 +12,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Zip};
 
 use crate::dtype::Num;
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, rank_err, Result};
 use crate::ops::copy::axis_of;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -29,7 +29,7 @@ pub struct CumSum {
 impl CumSum {
     fn axis(&self, ndim: usize) -> Result<usize> {
         if ndim == 0 {
-            return op_err(format!(
+            return rank_err(format!(
                 "op '{}': x is 0-d, there is no axis to scan along",
                 self.name()
             ));
@@ -93,7 +93,7 @@ impl Op for CumSum {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if !x.dtype.is_numeric() {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op '{}' does not take bool inputs (cast first)",
                 self.name()
             ));
@@ -112,7 +112,7 @@ impl Op for CumSum {
         // it is written: sum from a copy then.
         let x = crate::ops::copy::detach(x, &out)?;
         crate::dispatch_num!(x.dtype(), T => cumsum_kernel::<T>(self, &x, ax, &out)?,
-            return op_err(format!("op '{}' does not take bool inputs (cast first)", self.name())));
+            return dtype_err(format!("op '{}' does not take bool inputs (cast first)", self.name())));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Num};
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, dtype_err, op_err, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -297,7 +297,7 @@ impl Op for Einsum {
         let plan = Plan::new(&self.equation, &refs)?;
         let out = ctx.output(0, inputs[0].dtype(), &plan.out_shape())?;
         crate::dispatch_num!(inputs[0].dtype(), T => einsum_kernel::<T>(&plan, inputs, &out)?,
-            return op_err("op 'einsum' does not take bool inputs"));
+            return dtype_err("op 'einsum' does not take bool inputs"));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -312,7 +312,7 @@ pub fn register(r: &mut OpRegistry) {
             Some(eq) => Ok(Arc::new(Einsum {
                 equation: eq.to_string(),
             }) as Arc<dyn Op>),
-            None => op_err("op 'einsum' needs attr 'equation' (a string)"),
+            None => attr_err("op 'einsum' needs attr 'equation' (a string)"),
         }
     });
 }

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element, Num};
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
 use crate::ops::copy::axis_of;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::layout::c_strides;
@@ -70,7 +70,7 @@ impl Reduction {
 /// except on `axis`. Returns the resolved axis.
 fn check_indices(op: &str, axis: i64, x: &TypeInfo, ind: &TypeInfo) -> Result<Option<usize>> {
     if ind.dtype != DType::I64 {
-        return op_err(format!(
+        return dtype_err(format!(
             "op '{op}': indices (input 1) must be i64, got {}",
             ind.dtype
         ));
@@ -79,19 +79,19 @@ fn check_indices(op: &str, axis: i64, x: &TypeInfo, ind: &TypeInfo) -> Result<Op
         return Ok(None);
     };
     if xs.len() != is.len() {
-        return op_err(format!(
+        return rank_err(format!(
             "op '{op}': indices has {} axes, x has {} (they must match)",
             is.len(),
             xs.len()
         ));
     }
     if xs.is_empty() {
-        return op_err(format!("op '{op}': x is 0-d, there is no axis {axis}"));
+        return rank_err(format!("op '{op}': x is 0-d, there is no axis {axis}"));
     }
     let ax = axis_of(op, axis, xs.len())?;
     for (d, (&n, &m)) in xs.iter().zip(is).enumerate() {
         if d != ax && n >= 0 && m > n {
-            return op_err(format!(
+            return shape_err(format!(
                 "op '{op}': indices {} does not fit x {} on axis {d}",
                 ind.shape_string(),
                 x.shape_string()
@@ -188,13 +188,13 @@ impl ScatterElements {
     fn check(&self, x: &TypeInfo, ind: &TypeInfo, upd: &TypeInfo) -> Result<Option<usize>> {
         let ax = check_indices(self.name(), self.axis, x, ind)?;
         if upd.dtype != x.dtype {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op 'scatter_elements': updates (input 2) is {}, x is {} (insert a cast)",
                 upd.dtype, x.dtype
             ));
         }
         if self.reduction != Reduction::None && x.dtype == DType::Bool {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op 'scatter_elements': reduction '{}' does not take bool inputs",
                 self.reduction.name()
             ));
@@ -202,7 +202,7 @@ impl ScatterElements {
         if let (Some(i), Some(u)) = (&ind.shape, &upd.shape) {
             let fits = i.len() == u.len() && i.iter().zip(u).all(|(&a, &b)| a < 0 || b < 0 || a == b);
             if !fits {
-                return op_err(format!(
+                return shape_err(format!(
                     "op 'scatter_elements': updates {} must have the shape of indices {}",
                     upd.shape_string(),
                     ind.shape_string()
@@ -286,7 +286,7 @@ pub fn register(r: &mut OpRegistry) {
             Some(v) => match v.as_str().and_then(Reduction::parse) {
                 Some(r) => r,
                 None => {
-                    return op_err(format!(
+                    return attr_err(format!(
                     "op 'scatter_elements': attr 'reduction': expected none, add, mul, max or min, got {v}"
                 ))
                 }

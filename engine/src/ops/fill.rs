@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ndarray::ArrayViewMutD;
 
 use crate::dtype::{DType, Element};
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, Result};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -50,7 +50,7 @@ pub fn register(r: &mut OpRegistry) {
     r.register("full", |a: &Attrs| {
         a.only("full", &["shape", "dtype", "value"])?;
         let Some(shape) = a.usize_list("shape")? else {
-            return op_err("op 'full' needs attr 'shape'");
+            return attr_err("op 'full' needs attr 'shape'");
         };
         crate::tensor::limit::check_shape(&shape)?;
         Ok(Arc::new(Full {

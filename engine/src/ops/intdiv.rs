@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Num};
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, Result};
 use crate::ops::elementwise::zip2;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -130,7 +130,7 @@ impl Op for IntDiv {
         let (a, b) = (&inputs[0], &inputs[1]);
         let ints = a.dtype.is_int();
         if a.dtype != b.dtype || a.dtype == DType::Bool || (self.kind == DivKind::Trunc && !ints) {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op '{}' needs {} inputs of one dtype, got {} and {}",
                 self.name(),
                 if self.kind == DivKind::Trunc {
@@ -158,7 +158,7 @@ impl Op for IntDiv {
         let kind = self.kind;
         crate::dispatch_num!(a.dtype(),
             T => zip2::<T, T, T>(a, b, &out, move |x, y| apply(kind, x, y))?,
-            return op_err(format!("op '{}' does not take bool inputs", self.name())));
+            return dtype_err(format!("op '{}' does not take bool inputs", self.name())));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use ndarray::ArrayViewMutD;
 
 use crate::dtype::{DType, Element, Float};
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, rank_err, Result};
 use crate::ops::copy::axis_of;
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -40,7 +40,7 @@ pub struct LayerNorm {
 impl LayerNorm {
     fn axis(&self, r: usize) -> Result<usize> {
         if r == 0 {
-            return op_err(format!(
+            return rank_err(format!(
                 "op '{}': x is 0-d, there is no axis to normalize",
                 self.name()
             ));
@@ -70,7 +70,7 @@ fn flat_param<T: Element>(
         return Ok(vec![fill; n]);
     };
     let b = t.broadcast_to(inner).map_err(|_| {
-        crate::error::Error::Op(format!(
+        crate::error::Error::Shape(format!(
             "op '{op}': {} (input {k}) of shape {:?} does not broadcast into the normalized shape {inner:?}",
             INPUTS[k],
             t.shape()
@@ -171,7 +171,7 @@ impl Op for LayerNorm {
             outs.push(ctx.output(2, x.dtype(), &stats)?);
         }
         crate::dispatch_float!(x.dtype(), T => norm_kernel::<T>(self, inputs, ax, &outs)?,
-            return op_err(format!("op '{}' takes float inputs", self.name())));
+            return dtype_err(format!("op '{}' takes float inputs", self.name())));
         Ok(outs)
     }
     fn attrs(&self) -> Attrs {

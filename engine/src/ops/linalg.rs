@@ -11,7 +11,7 @@
 //! Both inputs must have the same dtype (f32, f64, i32 or i64; bool is
 //! rejected). Float blocks whose operands are contiguous in row- or
 //! column-major order (so plain, transposed and batched operands) go through
-//! faer's GEMM, on the rayon pool above [`PARALLEL_MACS`] multiply-adds;
+//! faer's GEMM, on the rayon pool above [`crate::parallel::PARALLEL_MACS`] multiply-adds;
 //! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
 //! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
 //! inputs are read in place, never copied. Integer products wrap on overflow
@@ -25,20 +25,16 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, IxDyn};
 
 use crate::dtype::{DType, Num};
-use crate::error::{op_err, Error, Result};
+use crate::error::{dtype_err, op_err, rank_err, shape_err, Error, Result};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::parallel::PARALLEL_MACS;
 use crate::tensor::Tensor;
 
 /// One 2-D block product `c = a · b`, overwriting `c` (also used by `conv`).
 pub(crate) trait MatMulElem: Num {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>);
 }
-
-/// Products with at least this many multiply-adds run on the rayon pool
-/// (shared with `vigil run --jobs`); smaller ones stay on the calling thread,
-/// where the fork-join would cost more than it saves.
-pub const PARALLEL_MACS: usize = 1 << 21;
 
 /// `v` as a faer matrix, when it is contiguous in row- or column-major
 /// order (a transposed view is column-major: read in place, no copy).
@@ -207,7 +203,7 @@ struct Plan {
 fn plan(sa: &[usize], sb: &[usize]) -> Result<Plan> {
     for (i, s) in [sa, sb].into_iter().enumerate() {
         if s.is_empty() {
-            return op_err(format!(
+            return rank_err(format!(
                 "op 'matmul': input {i} is 0-d; matmul needs at least 1 dimension (shapes {sa:?} and {sb:?})"
             ));
         }
@@ -225,12 +221,12 @@ fn plan(sa: &[usize], sb: &[usize]) -> Result<Plan> {
     let (ra, rb) = (a2.len(), b2.len());
     let (n, ka, kb, m) = (a2[ra - 2], a2[ra - 1], b2[rb - 2], b2[rb - 1]);
     if ka != kb {
-        return op_err(format!(
+        return shape_err(format!(
             "op 'matmul': shapes {sa:?} and {sb:?} do not match: contracted dims {ka} and {kb} differ"
         ));
     }
     let batch = broadcast_concrete(&a2[..ra - 2], &b2[..rb - 2]).map_err(|_| {
-        Error::Op(format!(
+        Error::Shape(format!(
             "op 'matmul': batch dims of shapes {sa:?} and {sb:?} do not broadcast"
         ))
     })?;
@@ -275,12 +271,12 @@ pub struct MatMul;
 
 fn check_dtypes(a: DType, b: DType) -> Result<()> {
     if a != b {
-        return op_err(format!(
+        return dtype_err(format!(
             "op 'matmul' needs inputs of one dtype, got {a} and {b} (insert a cast)"
         ));
     }
     if a == DType::Bool {
-        return op_err("op 'matmul' does not take bool inputs");
+        return dtype_err("op 'matmul' does not take bool inputs");
     }
     Ok(())
 }
@@ -301,7 +297,7 @@ impl Op for MatMul {
         };
         let (da, db) = (a.shape_string(), b.shape_string());
         if sa.is_empty() || sb.is_empty() {
-            return op_err(format!(
+            return rank_err(format!(
                 "op 'matmul': 0-d input; matmul needs at least 1 dimension (shapes {da} and {db})"
             ));
         }
@@ -310,13 +306,13 @@ impl Op for MatMul {
         let (ra, rb) = (a2.len(), b2.len());
         let (n, ka, kb, m) = (a2[ra - 2], a2[ra - 1], b2[rb - 2], b2[rb - 1]);
         if ka >= 0 && kb >= 0 && ka != kb {
-            return op_err(format!(
+            return shape_err(format!(
                 "op 'matmul': shapes {da} and {db} do not match: contracted dims {ka} and {kb} differ"
             ));
         }
         let batch = broadcast_shapes(&Some(a2[..ra - 2].to_vec()), &Some(b2[..rb - 2].to_vec()))
             .map_err(|_| {
-                Error::Op(format!(
+                Error::Shape(format!(
                     "op 'matmul': batch dims of shapes {da} and {db} do not broadcast"
                 ))
             })?
@@ -343,7 +339,7 @@ impl Op for MatMul {
         let (a, b) = (a.broadcast_to(&p.a)?, b.broadcast_to(&p.b)?);
         let out = ctx.output(0, dtype, &p.out)?;
         crate::dispatch_num!(dtype, T => run_matmul::<T>(&a, &b, a_1d, b_1d, &out)?,
-            return op_err("op 'matmul' does not take bool inputs"));
+            return dtype_err("op 'matmul' does not take bool inputs"));
         Ok(vec![out])
     }
 }

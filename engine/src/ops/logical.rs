@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::dtype::DType;
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, Result};
 use crate::ops::elementwise::{map1, zip2};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
@@ -56,7 +56,7 @@ impl Op for Logical {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         if let Some(t) = inputs.iter().find(|t| t.dtype != DType::Bool) {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op '{}' takes bool inputs, got {} (compare first)",
                 self.name(),
                 t.dtype
@@ -71,7 +71,7 @@ impl Op for Logical {
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         check_arity(self, inputs.len())?;
         if inputs.iter().any(|t| t.dtype() != DType::Bool) {
-            return op_err(format!("op '{}' takes bool inputs", self.name()));
+            return dtype_err(format!("op '{}' takes bool inputs", self.name()));
         }
         if let [a, b] = inputs {
             let out = ctx.output(0, DType::Bool, &broadcast_concrete(a.shape(), b.shape())?)?;

@@ -22,8 +22,6 @@ pub mod cumsum;
 pub mod einsum;
 pub mod elements;
 pub mod elementwise;
-mod erf;
-pub(crate) mod fastmath;
 pub mod fill;
 pub mod intdiv;
 pub mod layer_norm;
@@ -42,7 +40,6 @@ pub mod tile;
 pub mod top_k;
 pub mod trilu;
 pub mod view;
-pub mod vmath;
 mod widen;
 pub mod window;
 
@@ -55,6 +52,7 @@ pub use registry::{OpFactory, OpRegistry};
 pub use typeinfo::TypeInfo;
 
 use crate::error::Result;
+use crate::kernels::pointwise::Pointwise;
 use crate::tensor::Tensor;
 
 /// How many inputs an op takes.
@@ -193,8 +191,8 @@ pub trait Op: Send + Sync {
     /// one buffer along can sweep it once, a tile at a time, instead of once
     /// per op (`exec::fuse`). `None`, the default, keeps an op out of such
     /// runs; an op that answers must compute exactly what
-    /// [`elementwise::Pointwise`] names, element by element.
-    fn pointwise(&self) -> Option<elementwise::Pointwise> {
+    /// [`Pointwise`] names, element by element.
+    fn pointwise(&self) -> Option<Pointwise> {
         None
     }
 
@@ -215,6 +213,6 @@ pub fn check_arity(op: &dyn Op, n: usize) -> Result<()> {
     if op.arity().accepts(n) {
         Ok(())
     } else {
-        crate::error::op_err(format!("op '{}' takes {} inputs, got {n}", op.name(), op.arity()))
+        crate::error::arity_err(format!("op '{}' takes {} inputs, got {n}", op.name(), op.arity()))
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Zip};
 
 use crate::dtype::Float;
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, dtype_err, rank_err, shape_err, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -24,7 +24,7 @@ use crate::tensor::Tensor;
 fn check_inputs(op: &str, inputs: &[TypeInfo]) -> Result<()> {
     let d = inputs[0].dtype;
     if !d.is_float() || inputs.iter().any(|t| t.dtype != d) {
-        return op_err(format!(
+        return dtype_err(format!(
             "op '{op}' needs float inputs of one dtype, got {}",
             inputs
                 .iter()
@@ -35,7 +35,7 @@ fn check_inputs(op: &str, inputs: &[TypeInfo]) -> Result<()> {
     }
     if let Some(r) = inputs[0].rank() {
         if r < 2 {
-            return op_err(format!("op '{op}': x must be [N, C, …], got rank {r}"));
+            return rank_err(format!("op '{op}': x must be [N, C, …], got rank {r}"));
         }
     }
     Ok(())
@@ -65,7 +65,7 @@ fn affine<T: Float>(name: &str, c: usize, vecs: &[Tensor], eps: f64) -> Result<V
     let mut v = Vec::with_capacity(4);
     for (t, what) in vecs.iter().zip(["scale", "bias", "mean", "var"]) {
         if t.shape() != [c] {
-            return op_err(format!("op '{name}': {what} must be [{c}], got {:?}", t.shape()));
+            return shape_err(format!("op '{name}': {what} must be [{c}], got {:?}", t.shape()));
         }
         v.push(t.to_array::<T>()?);
     }
@@ -133,7 +133,7 @@ impl Op for BatchNorm {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if x.ndim() < 2 {
-            return op_err(format!(
+            return shape_err(format!(
                 "op '{}': x must be [N, C, …], got {:?}",
                 self.op_name(),
                 x.shape()
@@ -146,7 +146,7 @@ impl Op for BatchNorm {
         };
         let (name, eps) = (self.op_name(), self.epsilon);
         crate::dispatch_float!(x.dtype(), T => run_batch_norm::<T>(name, x, &inputs[1..], eps, &out)?,
-            return op_err(format!("op '{name}' takes float inputs")));
+            return dtype_err(format!("op '{name}' takes float inputs")));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {
@@ -232,11 +232,11 @@ impl Op for Lrn {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if x.ndim() < 2 {
-            return op_err(format!("op 'lrn': x must be [N, C, …], got {:?}", x.shape()));
+            return shape_err(format!("op 'lrn': x must be [N, C, …], got {:?}", x.shape()));
         }
         let out = ctx.output(0, x.dtype(), x.shape())?;
         crate::dispatch_float!(x.dtype(), T => run_lrn::<T>(self, x, &out)?,
-            return op_err("op 'lrn' takes float inputs"));
+            return dtype_err("op 'lrn' takes float inputs"));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -267,8 +267,8 @@ pub fn register(r: &mut OpRegistry) {
         a.only("lrn", &["size", "alpha", "beta", "bias"])?;
         let size = match a.i64("size")? {
             Some(s) if s >= 1 => s as usize,
-            Some(s) => return op_err(format!("op 'lrn': attr 'size' must be positive, got {s}")),
-            None => return op_err("op 'lrn' needs attr 'size'"),
+            Some(s) => return attr_err(format!("op 'lrn': attr 'size' must be positive, got {s}")),
+            None => return attr_err("op 'lrn' needs attr 'size'"),
         };
         Ok(Arc::new(Lrn {
             size,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::Element;
-use crate::error::{op_err, Error, Result};
+use crate::error::{attr_err, op_err, Error, Result};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -35,7 +35,7 @@ impl PadMode {
             "edge" => PadMode::Edge,
             "wrap" => PadMode::Wrap,
             _ => {
-                return op_err(format!(
+                return attr_err(format!(
                     "op 'pad': attr 'mode': unknown value '{s}' (constant, reflect, edge, wrap)"
                 ))
             }
@@ -115,7 +115,7 @@ impl Pad {
     fn out_shape(&self, shape: &[i64]) -> Result<Vec<i64>> {
         let r = shape.len();
         if self.pads.len() != 2 * r {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'pad': attr 'pads' has {} values, a rank-{r} input needs {}",
                 self.pads.len(),
                 2 * r
@@ -192,12 +192,12 @@ pub fn register(r: &mut OpRegistry) {
         a.only("pad", &["pads", "mode", "value"])?;
         let pads = a
             .i64_list("pads")?
-            .ok_or_else(|| Error::Op("op 'pad' needs attr 'pads'".into()))?;
+            .ok_or_else(|| Error::Attr("op 'pad' needs attr 'pads'".into()))?;
         let mode =
             match a.0.get("mode") {
                 None => PadMode::Constant,
                 Some(v) => PadMode::parse(v.as_str().ok_or_else(|| {
-                    Error::Op(format!("op 'pad': attr 'mode': expected a string, got {v}"))
+                    Error::Attr(format!("op 'pad': attr 'mode': expected a string, got {v}"))
                 })?)?,
             };
         let value = a.f64("value")?.unwrap_or(0.0);

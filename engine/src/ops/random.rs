@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 use crate::dtype::{DType, Element, Float};
-use crate::error::{op_err, Error, Result};
+use crate::error::{attr_err, dtype_err, Error, Result};
 use crate::ops::copy::detach;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -39,13 +39,13 @@ fn fill<T: Element>(out: &Tensor, mut next: impl FnMut() -> T) -> Result<()> {
 }
 
 fn need<T>(op: &str, attr: &str, v: Option<T>) -> Result<T> {
-    v.ok_or_else(|| Error::Op(format!("op '{op}' needs attr '{attr}'")))
+    v.ok_or_else(|| Error::Attr(format!("op '{op}' needs attr '{attr}'")))
 }
 
 fn float_dtype(op: &str, a: &Attrs) -> Result<DType> {
     let dtype = a.dtype("dtype")?.unwrap_or(DType::F32);
     if !dtype.is_float() {
-        return op_err(format!(
+        return attr_err(format!(
             "op '{op}': attr 'dtype' must be f16, f32 or f64, got {dtype}"
         ));
     }
@@ -78,7 +78,7 @@ pub struct RandomUniform {
 impl RandomUniform {
     pub fn new(shape: Vec<usize>, dtype: DType, low: f64, high: f64, seed: i64) -> Result<RandomUniform> {
         if !dtype.is_float() {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'random_uniform': attr 'dtype' must be f16, f32 or f64, got {dtype}"
             ));
         }
@@ -88,7 +88,7 @@ impl RandomUniform {
             _ => (high - low).is_finite(),
         };
         if !finite_in(low, dtype) || !finite_in(high, dtype) || !range_ok {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'random_uniform': attrs 'low' = {low:?} and 'high' = {high:?} must be finite with a finite range in {dtype}"
             ));
         }
@@ -166,7 +166,7 @@ impl Op for RandomUniform {
         let out = ctx.output(0, self.dtype, &self.shape)?;
         let mut rng = rng_for(ctx, self.seed);
         crate::dispatch_float!(self.dtype, T => uniform_kernel::<T>(&out, &mut rng, self.low, self.high)?,
-            return op_err(format!("op 'random_uniform': dtype {} is not a float", self.dtype)));
+            return dtype_err(format!("op 'random_uniform': dtype {} is not a float", self.dtype)));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -195,17 +195,17 @@ pub struct RandomNormal {
 impl RandomNormal {
     pub fn new(shape: Vec<usize>, dtype: DType, mean: f64, std: f64, seed: i64) -> Result<RandomNormal> {
         if !dtype.is_float() {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'random_normal': attr 'dtype' must be f16, f32 or f64, got {dtype}"
             ));
         }
         if !finite_in(mean, dtype) {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'random_normal': attr 'mean': expected a finite number in {dtype}, got {mean:?}"
             ));
         }
         if std < 0.0 || !finite_in(std, dtype) {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'random_normal': attr 'std': expected a finite non-negative number in {dtype}, got {std:?}"
             ));
         }
@@ -252,7 +252,7 @@ impl Op for RandomNormal {
         let out = ctx.output(0, self.dtype, &self.shape)?;
         let mut rng = rng_for(ctx, self.seed);
         crate::dispatch_float!(self.dtype, T => normal_kernel::<T>(&out, &mut rng, self.mean, self.std)?,
-            return op_err(format!("op 'random_normal': dtype {} is not a float", self.dtype)));
+            return dtype_err(format!("op 'random_normal': dtype {} is not a float", self.dtype)));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -279,7 +279,7 @@ pub struct Dropout {
 impl Dropout {
     pub fn new(p: f64, seed: i64) -> Result<Dropout> {
         if !(0.0..1.0).contains(&p) {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'dropout': attr 'p': expected a probability in [0, 1), got {p:?}"
             ));
         }
@@ -315,7 +315,7 @@ impl Op for Dropout {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         if !inputs[0].dtype.is_float() {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op 'dropout' takes float inputs, got {}",
                 inputs[0].dtype
             ));
@@ -326,13 +326,13 @@ impl Op for Dropout {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if !x.dtype().is_float() {
-            return op_err(format!("op 'dropout' takes float inputs, got {}", x.dtype()));
+            return dtype_err(format!("op 'dropout' takes float inputs, got {}", x.dtype()));
         }
         let out = ctx.output(0, x.dtype(), x.shape())?;
         let x = detach(x, &out)?;
         let mut rng = rng_for(ctx, self.seed);
         crate::dispatch_float!(x.dtype(), T => dropout_kernel::<T>(&x, &out, &mut rng, self.p)?,
-            return op_err(format!("op 'dropout' takes float inputs, got {}", x.dtype())));
+            return dtype_err(format!("op 'dropout' takes float inputs, got {}", x.dtype())));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element, Num};
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, op_err, shape_err, Result};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::limit::check_shape;
 use crate::tensor::Tensor;
@@ -22,7 +22,7 @@ pub struct Range;
 /// The single element of input `k`.
 fn scalar_of<T: Element>(x: &Tensor, k: usize) -> Result<T> {
     if x.size() != 1 {
-        return op_err(format!(
+        return shape_err(format!(
             "op 'range': {} (input {k}) must hold one element, got shape {:?}",
             INPUTS[k],
             x.shape()
@@ -102,7 +102,7 @@ impl Op for Range {
         let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let out = crate::dispatch_num!(inputs[0].dtype(), T => range_kernel::<T>(inputs, ctx)?,
-            return op_err("op 'range' does not take bool inputs"));
+            return dtype_err("op 'range' does not take bool inputs"));
         Ok(vec![out])
     }
 }

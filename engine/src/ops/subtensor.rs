@@ -86,7 +86,7 @@ impl Subtensor {
             }
         }
         v.broadcast_to(shape).map_err(|_| {
-            Error::Op(format!(
+            Error::Shape(format!(
                 "op '{}': value of shape {:?} does not broadcast into the indexed region of shape {shape:?} (x has shape {x_shape:?})",
                 self.name,
                 value.shape()

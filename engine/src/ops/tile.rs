@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{op_err, Error, Result};
+use crate::error::{attr_err, Error, Result};
 use crate::ops::pad::{remap, AxisMaps};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -18,7 +18,7 @@ pub struct Tile {
 impl Tile {
     fn check_rank(&self, r: usize) -> Result<()> {
         if self.repeats.len() != r {
-            return op_err(format!(
+            return attr_err(format!(
                 "op 'tile': attr 'repeats' has {} values, the input has {r} axes",
                 self.repeats.len()
             ));
@@ -75,7 +75,7 @@ pub fn register(r: &mut OpRegistry) {
         a.only("tile", &["repeats"])?;
         let repeats = a
             .usize_list("repeats")?
-            .ok_or_else(|| Error::Op("op 'tile' needs attr 'repeats'".into()))?;
+            .ok_or_else(|| Error::Attr("op 'tile' needs attr 'repeats'".into()))?;
         Ok(Arc::new(Tile { repeats }) as Arc<dyn Op>)
     });
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Zip};
 
 use crate::dtype::{DType, Num};
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, dtype_err, op_err, rank_err, Result};
 use crate::ops::copy::axis_of;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -31,7 +31,7 @@ impl TopK {
     /// `len` (when known).
     fn check(&self, r: usize, len: Option<i64>) -> Result<(usize, usize)> {
         if r == 0 {
-            return op_err("op 'top_k': x is 0-d, there is no axis to pick along");
+            return rank_err("op 'top_k': x is 0-d, there is no axis to pick along");
         }
         let ax = axis_of("top_k", self.axis, r)?;
         match len {
@@ -104,7 +104,7 @@ impl Op for TopK {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         if !x.dtype.is_numeric() {
-            return op_err("op 'top_k' does not take bool inputs (cast first)");
+            return dtype_err("op 'top_k' does not take bool inputs (cast first)");
         }
         let shape = match &x.shape {
             None => None,
@@ -134,7 +134,7 @@ impl Op for TopK {
             ctx.output(1, DType::I64, &shape)?,
         ];
         crate::dispatch_num!(x.dtype(), T => top_k_kernel::<T>(self, x, ax, k, &outs)?,
-            return op_err("op 'top_k' does not take bool inputs (cast first)"));
+            return dtype_err("op 'top_k' does not take bool inputs (cast first)"));
         Ok(outs)
     }
     fn attrs(&self) -> Attrs {
@@ -149,7 +149,7 @@ pub fn register(r: &mut OpRegistry) {
     r.register("top_k", |a: &Attrs| {
         a.only("top_k", &["k", "axis", "largest"])?;
         let Some(k) = a.i64("k")? else {
-            return op_err("op 'top_k': attr 'k' is required");
+            return attr_err("op 'top_k': attr 'k' is required");
         };
         Ok(Arc::new(TopK {
             k,

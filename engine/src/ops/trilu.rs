@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis};
 
 use crate::dtype::Element;
-use crate::error::{op_err, Result};
+use crate::error::{rank_err, Result};
 use crate::ops::copy::detach;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -24,7 +24,7 @@ pub struct Trilu {
 impl Trilu {
     fn check_rank(r: usize) -> Result<()> {
         if r < 2 {
-            return op_err(format!("op 'trilu': x needs at least 2 axes, got {r}"));
+            return rank_err(format!("op 'trilu': x needs at least 2 axes, got {r}"));
         }
         Ok(())
     }

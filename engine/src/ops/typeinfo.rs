@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::dtype::DType;
-use crate::error::{op_err, Result};
+use crate::error::{dtype_err, shape_err, Result};
 
 /// The dtype and shape of a value as far as they are known before running.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -50,7 +50,7 @@ impl TypeInfo {
         let d = inputs.first().map_or(DType::F32, |t| t.dtype);
         if !accepts(d) || inputs.iter().any(|t| t.dtype != d) {
             let got: Vec<String> = inputs.iter().map(|t| t.dtype.to_string()).collect();
-            return op_err(format!(
+            return dtype_err(format!(
                 "op '{op}' needs {kind} inputs of one dtype, got {}",
                 got.join(", ")
             ));
@@ -126,7 +126,7 @@ pub fn broadcast_shapes(a: &Option<Vec<i64>>, b: &Option<Vec<i64>>) -> Result<Op
             (x, 1) => x,
             (-1, y) => y.max(-1),
             (x, -1) => x,
-            _ => return op_err(format!("shapes {a:?} and {b:?} do not broadcast")),
+            _ => return shape_err(format!("shapes {a:?} and {b:?} do not broadcast")),
         };
     }
     Ok(Some(out))
@@ -144,7 +144,7 @@ pub fn broadcast_concrete(a: &[usize], b: &[usize]) -> Result<crate::tensor::lay
             (x, y) if x == y => x,
             (1, y) => y,
             (x, 1) => x,
-            _ => return op_err(format!("shapes {a:?} and {b:?} do not broadcast")),
+            _ => return shape_err(format!("shapes {a:?} and {b:?} do not broadcast")),
         };
     }
     Ok(out)

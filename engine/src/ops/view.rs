@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::dtype::DType;
-use crate::error::{op_err, Error, Result};
+use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Error, Result};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo, ViewKind};
 use crate::tensor::layout::{check_target, resolve_axis};
 use crate::tensor::limit::{self, MAX_RANK};
@@ -18,7 +18,7 @@ pub fn decode_indices(inputs: &[Tensor]) -> Result<Vec<IndexSpec>> {
         .enumerate()
         .map(|(pos, t)| {
             if t.dtype() != DType::I64 || t.ndim() != 1 {
-                return op_err(format!(
+                return dtype_err(format!(
                     "index {pos}: expected a 1-D i64 vector, got {} {:?}",
                     t.dtype(),
                     t.shape()
@@ -33,7 +33,7 @@ pub fn decode_indices(inputs: &[Tensor]) -> Result<Vec<IndexSpec>> {
 fn check_index_types(op: &str, idx: &[TypeInfo]) -> Result<()> {
     for (pos, t) in idx.iter().enumerate() {
         if t.dtype != DType::I64 || t.rank().is_some_and(|r| r != 1) {
-            return op_err(format!(
+            return dtype_err(format!(
                 "op '{op}': index {pos} must be a 1-D i64 vector, got {} {}",
                 t.dtype,
                 t.shape_string()
@@ -125,7 +125,7 @@ impl Op for Transpose {
                     || p.iter()
                         .any(|&i| i >= s.len() || std::mem::replace(&mut seen[i], true))
                 {
-                    return op_err(format!(
+                    return attr_err(format!(
                         "attr 'perm': {p:?} is not a permutation of {} axes",
                         s.len()
                     ));
@@ -219,7 +219,7 @@ impl Op for ExpandDims {
             None => None,
             Some(s) => {
                 if s.len() >= MAX_RANK {
-                    return op_err(format!(
+                    return rank_err(format!(
                         "cannot add an axis to shape {}: rank {} is above the limit of {MAX_RANK} dimensions",
                         limit::shape_str(s),
                         s.len() + 1
@@ -320,7 +320,7 @@ impl Op for BroadcastTo {
             let target: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
             let b = crate::ops::typeinfo::broadcast_shapes(&Some(s.clone()), &Some(target.clone()))?;
             if b != Some(target) {
-                return op_err(format!(
+                return shape_err(format!(
                     "cannot broadcast {} to {:?}",
                     a.shape_string(),
                     self.shape
@@ -345,7 +345,7 @@ impl Op for BroadcastTo {
 }
 
 fn need<T>(op: &str, attr: &str, v: Option<T>) -> Result<T> {
-    v.ok_or_else(|| Error::Op(format!("op '{op}' needs attr '{attr}'")))
+    v.ok_or_else(|| Error::Attr(format!("op '{op}' needs attr '{attr}'")))
 }
 
 pub fn register(r: &mut OpRegistry) {
@@ -359,7 +359,7 @@ pub fn register(r: &mut OpRegistry) {
     r.register("reshape", |a: &Attrs| {
         a.only("reshape", &["shape"])?;
         let shape = need("reshape", "shape", a.i64_list("shape")?)?;
-        check_reshape_target(&shape).map_err(|e| Error::Op(format!("op 'reshape', attr 'shape': {e}")))?;
+        check_reshape_target(&shape).map_err(|e| Error::Attr(format!("op 'reshape', attr 'shape': {e}")))?;
         Ok(Arc::new(Reshape { shape }) as Arc<dyn Op>)
     });
     r.register("expand_dims", |a: &Attrs| {
@@ -378,7 +378,7 @@ pub fn register(r: &mut OpRegistry) {
         a.only("broadcast_to", &["shape"])?;
         let shape = need("broadcast_to", "shape", a.usize_list("shape")?)?;
         check_target("broadcast", &shape)
-            .map_err(|e| Error::Op(format!("op 'broadcast_to', attr 'shape': {e}")))?;
+            .map_err(|e| Error::Attr(format!("op 'broadcast_to', attr 'shape': {e}")))?;
         Ok(Arc::new(BroadcastTo { shape }) as Arc<dyn Op>)
     });
 }

@@ -2,7 +2,7 @@
 //! strides, dilations, pads and `auto_pad`, with ONNX's rules for the output
 //! size (floor, or ceil with `ceil_mode`).
 
-use crate::error::{op_err, Result};
+use crate::error::{attr_err, op_err, rank_err, Result};
 use crate::ops::Attrs;
 
 /// How missing pads are chosen (ONNX `auto_pad`).
@@ -26,7 +26,7 @@ impl AutoPad {
             "VALID" => AutoPad::Valid,
             "SAME_UPPER" => AutoPad::SameUpper,
             "SAME_LOWER" => AutoPad::SameLower,
-            _ => return op_err(format!("attr 'auto_pad': unknown value '{s}'")),
+            _ => return attr_err(format!("attr 'auto_pad': unknown value '{s}'")),
         })
     }
 
@@ -136,7 +136,7 @@ pub const WINDOW_ATTRS: [&str; 6] = [
 fn positive(a: &Attrs, key: &str) -> Result<Vec<usize>> {
     let v = a.usize_list(key)?.unwrap_or_default();
     if v.contains(&0) {
-        return op_err(format!("attr '{key}': values must be positive, got {v:?}"));
+        return attr_err(format!("attr '{key}': values must be positive, got {v:?}"));
     }
     Ok(v)
 }
@@ -146,7 +146,7 @@ impl Window {
         let auto_pad = match a.0.get("auto_pad") {
             None | Some(serde_json::Value::Null) => AutoPad::NotSet,
             Some(serde_json::Value::String(s)) => AutoPad::parse(s)?,
-            Some(v) => return op_err(format!("attr 'auto_pad': expected a string, got {v}")),
+            Some(v) => return attr_err(format!("attr 'auto_pad': expected a string, got {v}")),
         };
         Ok(Window {
             kernel: positive(a, "kernel_shape")?,
@@ -187,13 +187,13 @@ impl Window {
             match v.len() {
                 0 => Ok(vec![default; want]),
                 k if k == want => Ok(v.to_vec()),
-                k => op_err(format!(
+                k => attr_err(format!(
                     "op '{op}': attr '{key}' has {k} values, the input has {n} spatial axes (needs {want})"
                 )),
             }
         };
         if kernel.len() != n {
-            return op_err(format!(
+            return rank_err(format!(
                 "op '{op}': kernel has {} spatial axes, the input {n}",
                 kernel.len()
             ));
@@ -258,7 +258,7 @@ pub fn infer_spatial(
 ) -> Result<Option<Vec<i64>>> {
     let Some(s) = shape else { return Ok(None) };
     if s.len() < 3 {
-        return op_err(format!(
+        return rank_err(format!(
             "op '{op}': input must be [N, C, spatial…], got rank {}",
             s.len()
         ));

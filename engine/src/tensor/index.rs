@@ -12,7 +12,7 @@
 //! Negative values are resolved when the view is made, against the actual
 //! shape (dynamic indexing), and the result equals numpy's basic indexing.
 
-use crate::error::{op_err, Result};
+use crate::error::{layout_err, op_err, rank_err, Result};
 use crate::tensor::layout::Layout;
 
 pub const POINT: i64 = 0;
@@ -252,7 +252,7 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
                 inclusive,
             } => {
                 if stride == 0 {
-                    return op_err(format!("index {pos}: interval stride is 0"));
+                    return layout_err(format!("index {pos}: interval stride is 0"));
                 }
                 let d = l.shape()[axis] as i64;
                 let st = l.strides()[axis] as i64;
@@ -265,7 +265,7 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
                 let new_stride = match st.checked_mul(step) {
                     Some(x) if isize::try_from(x).is_ok() => x,
                     _ if len <= 1 => st,
-                    _ => return op_err(format!("index {pos}: stride {stride} overflows the layout")),
+                    _ => return layout_err(format!("index {pos}: stride {stride} overflows the layout")),
                 };
                 offset += s * st;
                 shape.push(len as usize);
@@ -279,10 +279,10 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
         strides.push(l.strides()[ax]);
     }
     if offset < 0 {
-        return op_err(format!("view starts at element {offset}, before its buffer"));
+        return layout_err(format!("view starts at element {offset}, before its buffer"));
     }
     if shape.len() > crate::tensor::limit::MAX_RANK {
-        return op_err(format!(
+        return rank_err(format!(
             "a view of rank {} ({} new axes) is above the limit of {} dimensions",
             shape.len(),
             indices.len() - consumed,

@@ -244,7 +244,7 @@ impl Layout {
         check_target("broadcast", target)?;
         let n = self.ndim();
         if target.len() < n {
-            return Err(Error::Op(format!(
+            return Err(Error::Shape(format!(
                 "cannot broadcast shape {:?} to {target:?}",
                 self.shape
             )));
@@ -256,7 +256,7 @@ impl Layout {
             if d == t {
                 strides[lead + i] = s;
             } else if d != 1 {
-                return Err(Error::Op(format!(
+                return Err(Error::Shape(format!(
                     "cannot broadcast shape {:?} to {target:?}",
                     self.shape
                 )));
@@ -268,7 +268,7 @@ impl Layout {
     /// A new axis of length 1 at `axis` (negative counts from the end).
     pub fn expand_dims(&self, axis: i64) -> Result<Layout> {
         if self.ndim() >= MAX_RANK {
-            return Err(Error::Op(format!(
+            return Err(Error::Rank(format!(
                 "cannot add an axis to shape {}: rank {} is above the limit of {MAX_RANK} dimensions",
                 shape_str(&self.shape),
                 self.ndim() + 1
@@ -295,7 +295,7 @@ impl Layout {
                 for &a in axes {
                     let a = resolve_axis(a, n)?;
                     if self.shape[a] != 1 {
-                        return Err(Error::Op(format!(
+                        return Err(Error::Shape(format!(
                             "cannot squeeze axis {a} of length {}",
                             self.shape[a]
                         )));
@@ -376,13 +376,13 @@ impl Layout {
 /// count that fits (see [`limit::numel`]).
 pub(crate) fn check_target(what: &str, target: &[usize]) -> Result<()> {
     if target.len() > MAX_RANK {
-        return Err(Error::Op(format!(
+        return Err(Error::Rank(format!(
             "cannot {what} to shape {}: above the limit of {MAX_RANK} dimensions",
             shape_str(target)
         )));
     }
     if limit::numel(target).is_err() {
-        return Err(Error::Op(format!(
+        return Err(Error::Shape(format!(
             "cannot {what} to shape {}: too many elements (more than {})",
             shape_str(target),
             isize::MAX

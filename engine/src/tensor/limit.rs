@@ -55,7 +55,7 @@ pub fn numel(shape: &[usize]) -> Result<usize> {
         n = match n.checked_mul(d) {
             Some(m) if m <= isize::MAX as usize => m,
             _ => {
-                return Err(Error::Op(format!(
+                return Err(Error::Shape(format!(
                     "shape {} has too many elements (more than {})",
                     shape_str(shape),
                     isize::MAX
@@ -70,7 +70,7 @@ pub fn numel(shape: &[usize]) -> Result<usize> {
 /// count (see [`numel`]); returns the count.
 pub fn check_shape(shape: &[usize]) -> Result<usize> {
     if shape.len() > MAX_RANK {
-        return Err(Error::Op(format!(
+        return Err(Error::Rank(format!(
             "shape {} is above the limit of {MAX_RANK} dimensions",
             shape_str(shape)
         )));
@@ -81,7 +81,7 @@ pub fn check_shape(shape: &[usize]) -> Result<usize> {
 /// An error when `rank` is above [`MAX_RANK`].
 pub fn check_rank(rank: usize) -> Result<()> {
     if rank > MAX_RANK {
-        return Err(Error::Op(format!(
+        return Err(Error::Rank(format!(
             "rank {rank} is above the limit of {MAX_RANK} dimensions"
         )));
     }

@@ -2,11 +2,14 @@
 //! permuting it or reshaping it (when the layout allows) makes a view of the
 //! same buffer.
 
+pub mod dtype;
 pub mod index;
 pub mod layout;
 pub mod limit;
 mod npy;
+pub mod overlap;
 pub mod pool;
+pub mod region;
 pub mod storage;
 
 use std::rc::Rc;
@@ -14,7 +17,7 @@ use std::rc::Rc;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
 
 use crate::dtype::{DType, Element, Scalar};
-use crate::error::{op_err, Error, Result};
+use crate::error::{dtype_err, layout_err, op_err, rank_err, Error, Result};
 pub use index::IndexSpec;
 pub use layout::Layout;
 use storage::{Buffer, BufferId, Storage};
@@ -82,7 +85,7 @@ impl NdPlan {
 }
 
 fn shape_err(e: ndarray::ShapeError) -> Error {
-    Error::Op(format!("layout does not fit its buffer: {e}"))
+    Error::Layout(format!("layout does not fit its buffer: {e}"))
 }
 
 impl Tensor {
@@ -92,7 +95,10 @@ impl Tensor {
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Tensor> {
         let n = limit::check_shape(shape)?;
         if n != data.len() {
-            return op_err(format!("shape {shape:?} needs {n} elements, got {}", data.len()));
+            return crate::error::shape_err(format!(
+                "shape {shape:?} needs {n} elements, got {}",
+                data.len()
+            ));
         }
         Ok(Tensor {
             storage: T::wrap(Buffer::from_vec(data)),
@@ -157,7 +163,7 @@ impl Tensor {
     /// input (index vectors, say) is checked too.
     pub fn with_layout(&self, layout: Layout) -> Result<Tensor> {
         if layout.ndim() > limit::MAX_RANK {
-            return op_err(format!(
+            return rank_err(format!(
                 "a view of rank {} is above the limit of {} dimensions",
                 layout.ndim(),
                 limit::MAX_RANK
@@ -246,7 +252,7 @@ impl Tensor {
 
     fn buffer<T: Element>(&self) -> Result<&Rc<Buffer<T>>> {
         T::buffer(&self.storage)
-            .ok_or_else(|| Error::Op(format!("expected a {} tensor, got {}", T::DTYPE, self.dtype())))
+            .ok_or_else(|| Error::DType(format!("expected a {} tensor, got {}", T::DTYPE, self.dtype())))
     }
 
     /// Calls `f` with an ndarray view of the elements.
@@ -267,7 +273,7 @@ impl Tensor {
         if plan.broadcast {
             let b = v
                 .broadcast(IxDyn(self.shape()))
-                .ok_or_else(|| Error::Op("broadcast layout is inconsistent".into()))?;
+                .ok_or_else(|| Error::Layout("broadcast layout is inconsistent".into()))?;
             Ok(f(b))
         } else {
             Ok(f(v))
@@ -283,7 +289,7 @@ impl Tensor {
         let data = self.buffer::<T>()?.borrow()?;
         let s = data
             .get(range)
-            .ok_or_else(|| Error::Op("layout reaches past its buffer".into()))?;
+            .ok_or_else(|| Error::Layout("layout reaches past its buffer".into()))?;
         Ok(f(s))
     }
 
@@ -293,7 +299,7 @@ impl Tensor {
         let range = self.contiguous_range()?;
         let data = self.buffer::<T>()?.borrow()?;
         std::cell::Ref::filter_map(data, |d| d.get(range))
-            .map_err(|_| Error::Op("layout reaches past its buffer".into()))
+            .map_err(|_| Error::Layout("layout reaches past its buffer".into()))
     }
 
     /// Like [`Tensor::write`] on a contiguous layout, with a slice in C order.
@@ -302,13 +308,13 @@ impl Tensor {
         let mut data = self.buffer::<T>()?.borrow_mut()?;
         let s = data
             .get_mut(range)
-            .ok_or_else(|| Error::Op("layout reaches past its buffer".into()))?;
+            .ok_or_else(|| Error::Layout("layout reaches past its buffer".into()))?;
         Ok(f(s))
     }
 
     fn contiguous_range(&self) -> Result<std::ops::Range<usize>> {
         if !self.layout.is_contiguous() {
-            return op_err(format!(
+            return layout_err(format!(
                 "expected a contiguous layout, got shape {:?} strides {:?}",
                 self.shape(),
                 self.strides()
@@ -323,7 +329,7 @@ impl Tensor {
     /// while another view of the buffer is being read.
     pub fn write<T: Element, R>(&self, f: impl FnOnce(ArrayViewMutD<'_, T>) -> R) -> Result<R> {
         if self.layout.has_self_overlap() {
-            return op_err(format!(
+            return layout_err(format!(
                 "cannot write a broadcast view (shape {:?}, strides {:?})",
                 self.shape(),
                 self.strides()
@@ -364,7 +370,7 @@ impl Tensor {
     /// Writes one element (converted to this tensor's dtype).
     pub fn set_at(&self, index: &[usize], v: Scalar) -> Result<()> {
         if self.layout.has_self_overlap() {
-            return op_err("cannot write a broadcast view");
+            return layout_err("cannot write a broadcast view");
         }
         let off = self.layout.offset_of(index)?;
         crate::dispatch_all!(self.dtype(), T => {
@@ -378,7 +384,7 @@ impl Tensor {
     /// overlapping `src` is copied first, as numpy does.
     pub fn assign(&self, src: &Tensor) -> Result<()> {
         if src.dtype() != self.dtype() {
-            return op_err(format!("cannot assign {} into {}", src.dtype(), self.dtype()));
+            return dtype_err(format!("cannot assign {} into {}", src.dtype(), self.dtype()));
         }
         let src = if self.same_buffer(src) {
             src.deep_copy()?
@@ -466,7 +472,7 @@ impl Tensor {
         let l = self
             .layout
             .reshape(shape)
-            .ok_or_else(|| Error::Op("reshape of a contiguous tensor failed".into()))?;
+            .ok_or_else(|| Error::Shape("reshape of a contiguous tensor failed".into()))?;
         self.with_layout(l)
     }
 
@@ -481,7 +487,7 @@ impl Tensor {
     /// Writes this tensor's elements, converted, into `out` (same shape).
     pub fn cast_into(&self, out: &Tensor) -> Result<()> {
         if out.shape() != self.shape() {
-            return op_err(format!(
+            return crate::error::shape_err(format!(
                 "cast into shape {:?} from {:?}",
                 out.shape(),
                 self.shape()
@@ -548,7 +554,7 @@ fn cast_one<S: Element, D: Element>(s: S) -> D {
 /// excuse an overflowing product).
 fn parse_reshape_target(shape: &[i64]) -> Result<(Vec<usize>, Option<usize>, usize)> {
     if shape.len() > limit::MAX_RANK {
-        return op_err(format!(
+        return rank_err(format!(
             "reshape target {} is above the limit of {} dimensions",
             limit::shape_str(shape),
             limit::MAX_RANK
@@ -562,16 +568,18 @@ fn parse_reshape_target(shape: &[i64]) -> Result<(Vec<usize>, Option<usize>, usi
                 unknown = Some(i);
                 out.push(1);
             }
-            -1 => return op_err(format!("reshape {shape:?} has more than one -1")),
-            d if d < 0 => return op_err(format!("reshape {shape:?} has a negative dimension")),
+            -1 => return crate::error::shape_err(format!("reshape {shape:?} has more than one -1")),
+            d if d < 0 => {
+                return crate::error::shape_err(format!("reshape {shape:?} has a negative dimension"))
+            }
             d => out.push(
                 usize::try_from(d)
-                    .map_err(|_| Error::Op(format!("reshape {shape:?}: dimension {d} is too large")))?,
+                    .map_err(|_| Error::Shape(format!("reshape {shape:?}: dimension {d} is too large")))?,
             ),
         }
     }
     let known = limit::numel(&out).map_err(|_| {
-        Error::Op(format!(
+        Error::Shape(format!(
             "reshape target {shape:?} has too many elements (more than {})",
             isize::MAX
         ))
@@ -593,11 +601,11 @@ pub fn resolve_reshape(from: &[usize], shape: &[i64]) -> Result<Vec<usize>> {
     let (mut out, unknown, known) = parse_reshape_target(shape)?;
     if let Some(i) = unknown {
         if known == 0 || !total.is_multiple_of(known) {
-            return op_err(format!("cannot reshape {from:?} into {shape:?}"));
+            return crate::error::shape_err(format!("cannot reshape {from:?} into {shape:?}"));
         }
         out[i] = total / known;
     } else if known != total {
-        return op_err(format!(
+        return crate::error::shape_err(format!(
             "cannot reshape {from:?} ({total} elements) into {shape:?}"
         ));
     }

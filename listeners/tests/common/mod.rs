@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
-
 use vigil_engine::exec::{Executor, RunOptions};
 use vigil_engine::graph::{Graph, GraphBuilder};
 use vigil_engine::Tensor;
@@ -11,7 +9,7 @@ use vigil_listeners::{
     ViewMapValidationListener,
 };
 
-pub type Feeds = HashMap<String, Tensor>;
+pub use vigil_engine::Feeds;
 
 pub fn builder(name: &str) -> GraphBuilder {
     GraphBuilder::with_registry(name, broken::registry())

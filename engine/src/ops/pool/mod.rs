@@ -1,0 +1,234 @@
+//! Pooling over the spatial axes of `[N, C, spatial…]` inputs, with ONNX's
+//! semantics:
+//!
+//! - `max_pool(x)`: the window attrs (`kernel_shape` required, `strides`,
+//!   `dilations`, `pads`, `auto_pad`, `ceil_mode`); padding never wins
+//!   (it counts as -inf); NaN propagates. Numeric dtypes.
+//! - `average_pool(x)`: the same attrs and `count_include_pad` (default 0):
+//!   the divisor is the number of window positions inside the input, or,
+//!   with `count_include_pad`, inside the padded input. Float dtypes.
+//! - `global_average_pool(x)`, `global_max_pool(x)`: one window covering
+//!   every spatial axis; the output keeps them as length 1.
+
+use std::sync::Arc;
+
+use ndarray::{ArrayViewD, ArrayViewMutD};
+
+use crate::dtype::{DType, Float, Num};
+use crate::error::{attr_err, dtype_err, rank_err, shape_err, Result};
+use crate::ops::widen;
+use crate::ops::window::{infer_spatial, padded_counts, Axis1, Window, WINDOW_ATTRS};
+use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::tensor::Tensor;
+
+mod planar;
+mod reduce;
+#[cfg(test)]
+mod tests;
+
+use reduce::{average_reduce, max_reduce};
+
+/// Which reduction a pool applies to each window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolKind {
+    Max,
+    Average { count_include_pad: bool },
+}
+
+/// `max_pool`, `average_pool`, or (with `global`) their global forms.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    pub kind: PoolKind,
+    pub window: Window,
+    pub global: bool,
+}
+
+impl Pool {
+    fn op_name(&self) -> &'static str {
+        match (self.kind, self.global) {
+            (PoolKind::Max, false) => "max_pool",
+            (PoolKind::Max, true) => "global_max_pool",
+            (PoolKind::Average { .. }, false) => "average_pool",
+            (PoolKind::Average { .. }, true) => "global_average_pool",
+        }
+    }
+
+    fn kernel(&self, spatial: &[usize]) -> Result<Vec<usize>> {
+        if self.global {
+            return Ok(spatial.to_vec());
+        }
+        if self.window.kernel.is_empty() {
+            return attr_err(format!("op '{}' needs attr 'kernel_shape'", self.op_name()));
+        }
+        Ok(self.window.kernel.clone())
+    }
+
+    fn check_dtype(&self, dtype: DType) -> Result<()> {
+        let ok = match self.kind {
+            PoolKind::Max => dtype != DType::Bool,
+            PoolKind::Average { .. } => dtype.is_float(),
+        };
+        if !ok {
+            return dtype_err(format!("op '{}' does not take {dtype} inputs", self.op_name()));
+        }
+        Ok(())
+    }
+
+    fn axes(&self, shape: &[usize]) -> Result<Vec<Axis1>> {
+        if shape.len() < 3 {
+            return shape_err(format!(
+                "op '{}': input must be [N, C, spatial…], got shape {shape:?}",
+                self.op_name()
+            ));
+        }
+        let kernel = self.kernel(&shape[2..])?;
+        self.window.resolve(self.op_name(), &shape[2..], &kernel)
+    }
+}
+
+fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Result<()> {
+    x.read(|xv: ArrayViewD<'_, T>| {
+        let xc = xv.as_standard_layout();
+        let xs = xc
+            .as_slice()
+            .ok_or_else(|| crate::error::Error::Op("internal: pool input".into()))?;
+        out.write(|mut ov: ArrayViewMutD<'_, T>| {
+            let standard = ov.is_standard_layout();
+            let mut tmp = if standard {
+                Vec::new()
+            } else {
+                vec![T::zero(); ov.len()]
+            };
+            let shape = ov.shape().to_vec();
+            let dst = match ov.as_slice_mut() {
+                Some(s) => s,
+                None => &mut tmp[..],
+            };
+            match p.kind {
+                PoolKind::Max => max_reduce::<T>().planes(xs, dst, axes)?,
+                PoolKind::Average { count_include_pad } => {
+                    let counts = count_include_pad.then(|| padded_counts(axes));
+                    let r = average_reduce::<T>(counts.as_deref());
+                    r.planes(xs, dst, axes)?
+                }
+            }
+            if !standard {
+                let v = ArrayViewD::from_shape(shape, &tmp[..])
+                    .map_err(|e| crate::error::Error::Op(format!("internal: pool output: {e}")))?;
+                ov.assign(&v);
+            }
+            Ok(())
+        })?
+    })?
+}
+
+fn run_float<T: Float>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Result<()> {
+    run_pool::<T>(p, x, out, axes)
+}
+
+impl Op for Pool {
+    fn name(&self) -> &str {
+        self.op_name()
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
+        check_arity(self, inputs.len())?;
+        let x = &inputs[0];
+        self.check_dtype(x.dtype)?;
+        let Some(s) = &x.shape else {
+            return Ok(vec![x.clone()]);
+        };
+        if s.len() < 3 {
+            return rank_err(format!(
+                "op '{}': input must be [N, C, spatial…], got rank {}",
+                self.op_name(),
+                s.len()
+            ));
+        }
+        if self.global {
+            let mut out = s[..2].to_vec();
+            out.extend(std::iter::repeat_n(1, s.len() - 2));
+            return Ok(vec![TypeInfo::new(x.dtype, Some(out))]);
+        }
+        let kernel = self.kernel(&[])?;
+        Ok(vec![TypeInfo::new(
+            x.dtype,
+            infer_spatial(self.op_name(), &self.window, &x.shape, &kernel, s[1])?,
+        )])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        if self.kind != PoolKind::Max && widen::wants_f32(inputs) {
+            return widen::compute_in_f32(self, inputs, ctx);
+        }
+        check_arity(self, inputs.len())?;
+        let x = &inputs[0];
+        self.check_dtype(x.dtype())?;
+        let axes = self.axes(x.shape())?;
+        let mut shape = x.shape()[..2].to_vec();
+        shape.extend(axes.iter().map(|a| a.output));
+        let out = ctx.output(0, x.dtype(), &shape)?;
+        match self.kind {
+            PoolKind::Max => crate::dispatch_num!(x.dtype(), T => run_pool::<T>(self, x, &out, &axes)?,
+                return dtype_err(format!("op '{}' does not take bool inputs", self.op_name()))),
+            PoolKind::Average { .. } => {
+                crate::dispatch_float!(x.dtype(), T => run_float::<T>(self, x, &out, &axes)?,
+                return dtype_err(format!("op '{}' takes float inputs", self.op_name())))
+            }
+        }
+        Ok(vec![out])
+    }
+    fn attrs(&self) -> Attrs {
+        let a = match self.kind {
+            PoolKind::Average {
+                count_include_pad: true,
+            } => Attrs::new().with("count_include_pad", 1),
+            _ => Attrs::new(),
+        };
+        if self.global {
+            a
+        } else {
+            self.window.to_attrs(a)
+        }
+    }
+}
+
+pub fn register(r: &mut OpRegistry) {
+    r.register("max_pool", |a: &Attrs| {
+        a.only("max_pool", &WINDOW_ATTRS)?;
+        let p = Pool {
+            kind: PoolKind::Max,
+            window: Window::from_attrs(a)?,
+            global: false,
+        };
+        p.kernel(&[])?;
+        Ok(Arc::new(p) as Arc<dyn Op>)
+    });
+    r.register("average_pool", |a: &Attrs| {
+        let mut known = WINDOW_ATTRS.to_vec();
+        known.push("count_include_pad");
+        a.only("average_pool", &known)?;
+        let p = Pool {
+            kind: PoolKind::Average {
+                count_include_pad: a.i64("count_include_pad")?.unwrap_or(0) != 0,
+            },
+            window: Window::from_attrs(a)?,
+            global: false,
+        };
+        p.kernel(&[])?;
+        Ok(Arc::new(p) as Arc<dyn Op>)
+    });
+    for kind in [
+        PoolKind::Max,
+        PoolKind::Average {
+            count_include_pad: false,
+        },
+    ] {
+        r.register_op(Arc::new(Pool {
+            kind,
+            window: Window::default(),
+            global: true,
+        }));
+    }
+}

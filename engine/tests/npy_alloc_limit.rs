@@ -1,0 +1,35 @@
+//! Reading a .npy file respects the allocation limit. The limit is
+//! process-global, so this is its own test binary with a single test.
+
+use vigil_engine::tensor::limit::set_alloc_limit;
+use vigil_engine::Tensor;
+
+/// Restores the default limit and removes the scratch directory, even when
+/// an assertion fails.
+struct Restore(std::path::PathBuf);
+impl Drop for Restore {
+    fn drop(&mut self) {
+        set_alloc_limit(0);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_complete_file_over_the_allocation_limit_is_an_error_naming_it() {
+    let dir = std::env::temp_dir().join(format!("vigil-npy-alloc-limit-{}", std::process::id()));
+    let _restore = Restore(dir.clone());
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("big.npy");
+    Tensor::from_vec(&[200], vec![1.0f64; 200])
+        .unwrap()
+        .write_npy(&p)
+        .unwrap();
+    set_alloc_limit(1000);
+    let err = Tensor::read_npy(&p).expect_err("read over the limit").to_string();
+    assert!(
+        err.contains(&p.display().to_string()) && err.contains("1600 bytes") && err.contains("limit"),
+        "{err}"
+    );
+    set_alloc_limit(1600);
+    assert_eq!(Tensor::read_npy(&p).unwrap().shape(), &[200]);
+}
