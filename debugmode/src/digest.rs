@@ -194,11 +194,8 @@ pub fn run<'a>(
         Ok(done) => drop(done?),
         Err(p) => {
             let node = r.current.clone().unwrap_or_default();
-            return Err(vigil_engine::Error::Node {
-                node,
-                msg: format!("the op panicked: {p}"),
-            }
-            .into());
+            let panic = vigil_engine::Error::op(format!("the op panicked: {p}"));
+            return Err(vigil_engine::Error::node(&node, panic).into());
         }
     }
     if let Some(e) = r.error.take() {
