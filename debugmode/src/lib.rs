@@ -48,6 +48,7 @@ mod prealloc;
 mod report;
 pub mod selftest;
 
+pub use arbitrate::widen;
 pub use config::{Check, DebugConfig, GradConfig, GradRules};
 pub use error::DebugError;
 pub use minimize::{minimize, Minimized};

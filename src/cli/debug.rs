@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::runner::{run_case, Mode, RunConfig, Tolerance};
-use crate::suite::discover;
+use crate::runner::{Mode, RunConfig, Suites, Tolerance};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use vigil_debugmode::DebugConfig;
@@ -29,12 +28,13 @@ pub struct DebugArgs {
 }
 
 pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
-    let cases = discover(std::slice::from_ref(&a.case))?;
-    let [case] = cases.as_slice() else {
+    // ONNX models are imported as `vigil run` imports them.
+    let suites = Suites::discover(std::slice::from_ref(&a.case))?;
+    let [case] = suites.cases.as_slice() else {
         bail!(
             "{}: holds {} cases; vigil debug takes one (use vigil run for suites)",
             a.case.display(),
-            cases.len()
+            suites.cases.len()
         );
     };
     let mut cfg = RunConfig::new(Mode::Debug, Tolerance::default());
@@ -45,7 +45,7 @@ pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
     if let Some(checks) = &a.checks {
         cfg.debug = cfg.debug.with_checks(checks).context("--checks")?;
     }
-    let result = run_case(case, &cfg, registry);
+    let result = suites.run_case(case, &cfg, registry);
     let failed = result.status != vigil_reports::Status::Pass;
     let report = Report::new(Mode::Debug.name(), vec![result]);
     super::emit(&render(&report, a.format, false))?;
