@@ -10,7 +10,7 @@
 //! than 1 ULP away. A NaN reference must give NaN. Exits 1 above 2 ULP.
 
 use vigil_engine::compare::ulp_distance;
-use vigil_engine::ops::vmath::{MathFn, VMath};
+use vigil_engine::kernels::{MathFn, VMath};
 use vigil_engine::DType;
 
 /// The f64 kernel (the standard library's functions, libm's erf), rounded

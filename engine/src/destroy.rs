@@ -7,57 +7,11 @@
 //! `neg_inplace(relu_inplace(t))` are legal.
 
 use std::collections::HashMap;
-use std::fmt;
-
-use serde::Serialize;
 
 use crate::error::{Error, Result};
+/// The rules and their violations are error data (see [`Error::Rules`]).
+pub use crate::error::{Rule, Violation};
 use crate::graph::{topo_order, Graph, NodeId, VarId, VarKind};
-
-/// The rule a graph (or a proposed rewrite) breaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rule {
-    /// a. A constant, protected input or graph output would be destroyed.
-    Protected,
-    /// b. Two nodes destroy one root.
-    TwoDestroyers,
-    /// c. A destroyer also reads a view of the root it destroys.
-    ReadsDestroyed,
-    /// d. The destroy orderings form a cycle.
-    Cycle,
-}
-
-impl Rule {
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::Protected => "protected",
-            Rule::TwoDestroyers => "two_destroyers",
-            Rule::ReadsDestroyed => "reads_destroyed",
-            Rule::Cycle => "cycle",
-        }
-    }
-}
-
-impl fmt::Display for Rule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// One broken rule, with the nodes involved.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Violation {
-    pub rule: Rule,
-    pub nodes: Vec<String>,
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} [{}]", self.message, self.rule)
-    }
-}
 
 /// View trees and destroyers of a graph.
 pub struct DestroyHandler<'g> {

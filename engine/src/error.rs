@@ -1,7 +1,10 @@
 //! The engine's error type. Every message names what is wrong: the node, the
 //! file, the field or the value.
 
+use std::fmt;
 use std::path::PathBuf;
+
+use serde::Serialize;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -36,11 +39,11 @@ pub enum Error {
         msg: String,
     },
     /// The graph breaks the destroy handler's rules; each violation names
-    /// its [`crate::Rule`].
+    /// its [`Rule`].
     #[error("graph '{graph}' breaks the view/destroy rules: {}", join_violations(.violations))]
     Rules {
         graph: String,
-        violations: Vec<crate::destroy::Violation>,
+        violations: Vec<Violation>,
     },
     /// An execution order given to [`crate::Executor::with_order`] is not
     /// valid for the graph.
@@ -54,7 +57,53 @@ pub enum Error {
     File { path: PathBuf, msg: String },
 }
 
-fn join_violations(v: &[crate::destroy::Violation]) -> String {
+/// A rule of the destroy handler (`crate::destroy`) that a graph, or a
+/// proposed rewrite, breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// a. A constant, protected input or graph output would be destroyed.
+    Protected,
+    /// b. Two nodes destroy one root.
+    TwoDestroyers,
+    /// c. A destroyer also reads a view of the root it destroys.
+    ReadsDestroyed,
+    /// d. The destroy orderings form a cycle.
+    Cycle,
+}
+
+impl Rule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Protected => "protected",
+            Rule::TwoDestroyers => "two_destroyers",
+            Rule::ReadsDestroyed => "reads_destroyed",
+            Rule::Cycle => "cycle",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One broken rule, with the nodes involved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub rule: Rule,
+    pub nodes: Vec<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}]", self.message, self.rule)
+    }
+}
+
+fn join_violations(v: &[Violation]) -> String {
     v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 

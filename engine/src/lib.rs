@@ -4,9 +4,10 @@
 
 #![forbid(unsafe_code)]
 
-pub mod compare;
-pub mod dtype;
+/// Element types live in the tensor layer; `crate::dtype` is their short path.
+pub use tensor::dtype;
 pub mod error;
+pub mod kernels;
 pub mod ops;
 pub mod tensor;
 
@@ -14,6 +15,9 @@ pub use dtype::{DType, Element, Float, Num, Scalar};
 pub use error::{Error, Result};
 /// The f16 element type, for code outside the engine that names it.
 pub use half::f16;
+/// The kernel layer's comparison and summary, at the paths the harness
+/// crates name.
+pub use kernels::{compare, summary};
 pub use ops::{Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo, ViewKind};
 pub use tensor::{IndexSpec, Layout, Tensor};
 pub mod destroy;
@@ -22,7 +26,6 @@ pub mod graph;
 pub mod inplace;
 pub mod memory;
 pub mod parallel;
-pub mod summary;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
 pub use exec::{At, Cursor, Executor, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step};

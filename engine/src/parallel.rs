@@ -2,8 +2,10 @@
 //! kernels split their work across the rayon pool they are called from:
 //! the global pool, or inside `vigil run` the `--jobs N` pool its cases run
 //! on, so cases and kernels never oversubscribe the cores: a kernel called
-//! from a busy pool just runs its pieces on the threads that are free. Small ops stay on the calling thread (see
-//! `ops::linalg::PARALLEL_MACS` and `ops::vmath::PARALLEL_ELEMS`).
+//! from a busy pool just runs its pieces on the threads that are free.
+//! Small ops stay on the calling thread (see [`PARALLEL_MACS`] and
+//! [`PARALLEL_ELEMS`]). A base module: the tensor layer's copies and
+//! fills split too, so it depends on nothing else in the crate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -21,15 +23,25 @@ pub fn intra_op() -> bool {
     ENABLED.load(Ordering::Relaxed) && rayon::current_num_threads() > 1
 }
 
+/// Slices at least this long are split across the rayon pool (shared with
+/// `vigil run --jobs` and the matmul kernel); shorter ones stay on the
+/// calling thread.
+pub const PARALLEL_ELEMS: usize = 1 << 16;
+
+/// Products with at least this many multiply-adds run on the rayon pool
+/// (shared with `vigil run --jobs`); smaller ones stay on the calling thread,
+/// where the fork-join would cost more than it saves.
+pub const PARALLEL_MACS: usize = 1 << 21;
+
 /// Elements per task of a memory-bound pass over a long slice (comparing,
 /// summarizing, zeroing): large enough that a task's overhead vanishes,
 /// small enough that both cores get work.
 pub const PASS_CHUNK: usize = 1 << 16;
 
 /// Whether a pass over `len` elements should split across the rayon pool:
-/// long enough (see `ops::vmath::PARALLEL_ELEMS`) and intra-op parallelism on.
+/// long enough (see [`PARALLEL_ELEMS`]) and intra-op parallelism on.
 pub fn split(len: usize) -> bool {
-    len >= crate::ops::vmath::PARALLEL_ELEMS && intra_op()
+    len >= PARALLEL_ELEMS && intra_op()
 }
 
 /// Makes the calling thread worker 0 of the global rayon pool, as a case of

@@ -5,8 +5,8 @@
 //! result whatever the layout and position of an element.
 
 use proptest::prelude::*;
+use vigil_engine::kernels::{MathFn, VMath};
 use vigil_engine::ops::elementwise::{UnKind, Unary};
-use vigil_engine::ops::vmath::{MathFn, VMath};
 use vigil_engine::{Op, OpCtx, Tensor};
 
 const ALL: [MathFn; 16] = MathFn::ALL;

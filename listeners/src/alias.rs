@@ -29,7 +29,7 @@ use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::Tensor;
 
 use crate::finding::{at_op, Finding, Kind};
-use crate::overlap::{tensors_share_memory_bounded, Sharing};
+use vigil_engine::tensor::overlap::{tensors_share_memory_bounded, Sharing};
 
 /// A graph output a finished run returned.
 #[derive(Clone, Debug)]

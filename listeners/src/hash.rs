@@ -29,7 +29,7 @@ use vigil_engine::{Layout, Result, Tensor};
 
 use twox_hash::XxHash3_64;
 
-use crate::region::{Region, Sink};
+use vigil_engine::tensor::region::{Region, Sink};
 
 /// A hash and how many bytes it covered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +75,14 @@ impl Sink for HashSink {
         let mut done = 0;
         while done < n {
             let k = per.min(n - done);
-            crate::region::gather(&mut self.buf, data, first + done as isize * stride, k, stride, es);
+            vigil_engine::tensor::region::gather(
+                &mut self.buf,
+                data,
+                first + done as isize * stride,
+                k,
+                stride,
+                es,
+            );
             self.bytes += k * es;
             done += k;
             if self.buf.len() >= CHUNK {

@@ -23,8 +23,6 @@ pub mod finding;
 pub mod hash;
 pub mod noninplace;
 pub mod numerics;
-pub mod overlap;
-mod region;
 pub mod replay;
 pub mod selftest;
 pub mod set;
@@ -40,7 +38,6 @@ pub use finding::{at_op, Finding, Kind, Severity, Validator};
 pub use history::{HistoryListener, ScoreListener};
 pub use noninplace::{Mode, NonInplaceConfig, NonInplaceStats, NonInplaceValidationListener};
 pub use numerics::{Health, NodeHealth, NumericsListener};
-pub use overlap::{layouts_share_memory, tensors_share_memory, tensors_share_memory_bounded, Sharing};
 pub use profile::ProfilingListener;
 pub use record::RecordingListener;
 pub use replay::{replay_in_copy_mode, ReplayError, Snapshot};
@@ -48,3 +45,6 @@ pub use selftest::{run_selftest, SelftestResult};
 pub use set::ListenerSet;
 pub use trace::TracingListener;
 pub use viewmap::ViewMapValidationListener;
+pub use vigil_engine::tensor::overlap::{
+    layouts_share_memory, tensors_share_memory, tensors_share_memory_bounded, Sharing,
+};

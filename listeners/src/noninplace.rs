@@ -82,9 +82,9 @@ use vigil_engine::Tensor;
 use crate::diff::Diff;
 use crate::finding::{at_op, fmt_index, hex, unravel, Finding, Kind, Validator};
 use crate::hash::{HashCache, Hashed, Part};
-use crate::overlap::tensors_share_memory;
-use crate::region::Region;
 use crate::replay::{replay_in_copy_mode, Snapshot};
+use vigil_engine::tensor::overlap::tensors_share_memory;
+use vigil_engine::tensor::region::Region;
 
 /// How inputs are remembered across an op.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,7 +23,7 @@ use vigil_engine::{Tensor, ViewKind};
 
 use crate::alias::AliasCheck;
 use crate::finding::{at_op, Finding, Kind, Validator};
-use crate::overlap::{tensors_share_memory_bounded, Sharing, DEFAULT_MAX_WORK};
+use vigil_engine::tensor::overlap::{tensors_share_memory_bounded, Sharing, DEFAULT_MAX_WORK};
 
 /// Checks declared views against the memory outputs really share.
 pub struct ViewMapValidationListener {

@@ -9,9 +9,6 @@ pub mod case;
 pub mod error;
 pub mod external;
 pub mod import;
-mod index_ops;
-mod layout_ops;
-mod losses;
 pub mod model;
 mod ops;
 pub mod tensor;
@@ -20,6 +17,14 @@ pub use case::{data_sets, feeds, model_dir, source_for, write_case, InputSource}
 pub use error::{ImportError, Result};
 pub use import::{import, import_with, sanitize, Imported, Initializers, Options};
 pub use model::{decode_model, read_model, read_tensor_file};
+
+/// The ONNX op types the importer translates (default domain), sorted,
+/// each with the first opset that defines it. docs/onnx.md lists the same.
+pub fn supported_ops() -> Vec<(&'static str, i64)> {
+    let mut v: Vec<_> = ops::all().map(|op| (op.op_type, op.since_opset)).collect();
+    v.sort_unstable();
+    v
+}
 
 /// Imports `model` for a case fed from `src`: a test data set's inputs may
 /// stand in where an op needs an import-time constant (a shape, axes,

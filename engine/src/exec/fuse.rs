@@ -13,7 +13,7 @@
 //! by hand (DebugMode's lockstep) always runs node by node.
 //!
 //! Each node of a sweep applies the same element function as its op
-//! ([`crate::ops::elementwise::apply_tile`] shares the op's `match`), and
+//! ([`crate::kernels::pointwise::apply_tile`] shares the op's `match`), and
 //! the math kernels give an element the same result wherever it sits in a
 //! slice, so a sweep is bit for bit the node-by-node run
 //! (`engine/tests/fuse.rs` checks it).
@@ -26,9 +26,10 @@ use crate::dtype::Float;
 use crate::error::Result;
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, NodeId};
-use crate::ops::elementwise::{apply_tile, Operand, Pointwise};
-use crate::ops::vmath::{VMath, PARALLEL_ELEMS};
-use crate::summary::{Acc, Summarize};
+use crate::kernels::pointwise::{apply_tile, Operand, Pointwise};
+use crate::kernels::summary::{Acc, Summarize};
+use crate::kernels::vmath::VMath;
+use crate::parallel::PARALLEL_ELEMS;
 use crate::tensor::Tensor;
 
 /// Bytes of a tile: the tile and one operand's tile stay in L1.

@@ -8,62 +8,14 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
 
 use crate::dtype::{DType, Element, Float, Num};
 use crate::error::{op_err, Result};
+use crate::kernels::pointwise::Pointwise;
+use crate::kernels::pointwise::{binary_inplace, relu, sign, unary_float, BinaryTarget, UnaryTarget};
+pub use crate::kernels::pointwise::{BinKind, UnKind};
+use crate::kernels::vmath::{par_map, par_map_inplace, VMath};
+use crate::kernels::MathFn;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
-use crate::ops::vmath::{par_map, par_map_inplace, MathFn, VMath};
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
-
-/// Binary arithmetic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinKind {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Maximum,
-    Minimum,
-}
-
-impl BinKind {
-    pub const ALL: [BinKind; 7] = [
-        BinKind::Add,
-        BinKind::Sub,
-        BinKind::Mul,
-        BinKind::Div,
-        BinKind::Pow,
-        BinKind::Maximum,
-        BinKind::Minimum,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            BinKind::Add => "add",
-            BinKind::Sub => "sub",
-            BinKind::Mul => "mul",
-            BinKind::Div => "div",
-            BinKind::Pow => "pow",
-            BinKind::Maximum => "maximum",
-            BinKind::Minimum => "minimum",
-        }
-    }
-
-    /// Bitwise commutative, so the pass may destroy either input. Not
-    /// maximum/minimum: numpy's `maximum(0.0, -0.0)` is `0.0` but
-    /// `maximum(-0.0, 0.0)` is `-0.0`.
-    fn commutative(self) -> bool {
-        matches!(self, BinKind::Add | BinKind::Mul)
-    }
-
-    /// numpy's true division turns integers into f64.
-    fn out_dtype(self, input: DType) -> DType {
-        if self == BinKind::Div && !input.is_float() {
-            DType::F64
-        } else {
-            input
-        }
-    }
-}
 
 /// Comparisons, giving bool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,104 +47,6 @@ impl CmpKind {
             CmpKind::Gt => "gt",
             CmpKind::Ge => "ge",
         }
-    }
-}
-
-/// Unary math.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnKind {
-    Neg,
-    Abs,
-    Exp,
-    Log,
-    Sqrt,
-    Tanh,
-    Sigmoid,
-    Relu,
-    Sin,
-    Cos,
-    Tan,
-    Asin,
-    Acos,
-    Atan,
-    Sinh,
-    Cosh,
-    Erf,
-    Floor,
-    Ceil,
-    Round,
-    Sign,
-    Reciprocal,
-    Log1p,
-    Expm1,
-    Softplus,
-    Gelu,
-}
-
-impl UnKind {
-    pub const ALL: [UnKind; 26] = [
-        UnKind::Neg,
-        UnKind::Abs,
-        UnKind::Exp,
-        UnKind::Log,
-        UnKind::Sqrt,
-        UnKind::Tanh,
-        UnKind::Sigmoid,
-        UnKind::Relu,
-        UnKind::Sin,
-        UnKind::Cos,
-        UnKind::Tan,
-        UnKind::Asin,
-        UnKind::Acos,
-        UnKind::Atan,
-        UnKind::Sinh,
-        UnKind::Cosh,
-        UnKind::Erf,
-        UnKind::Floor,
-        UnKind::Ceil,
-        UnKind::Round,
-        UnKind::Sign,
-        UnKind::Reciprocal,
-        UnKind::Log1p,
-        UnKind::Expm1,
-        UnKind::Softplus,
-        UnKind::Gelu,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            UnKind::Neg => "neg",
-            UnKind::Abs => "abs",
-            UnKind::Exp => "exp",
-            UnKind::Log => "log",
-            UnKind::Sqrt => "sqrt",
-            UnKind::Tanh => "tanh",
-            UnKind::Sigmoid => "sigmoid",
-            UnKind::Relu => "relu",
-            UnKind::Sin => "sin",
-            UnKind::Cos => "cos",
-            UnKind::Tan => "tan",
-            UnKind::Asin => "asin",
-            UnKind::Acos => "acos",
-            UnKind::Atan => "atan",
-            UnKind::Sinh => "sinh",
-            UnKind::Cosh => "cosh",
-            UnKind::Erf => "erf",
-            UnKind::Floor => "floor",
-            UnKind::Ceil => "ceil",
-            UnKind::Round => "round",
-            UnKind::Sign => "sign",
-            UnKind::Reciprocal => "reciprocal",
-            UnKind::Log1p => "log1p",
-            UnKind::Expm1 => "expm1",
-            UnKind::Softplus => "softplus",
-            UnKind::Gelu => "gelu",
-        }
-    }
-
-    /// Transcendental ops take floats only.
-    fn float_only(self) -> bool {
-        !matches!(self, UnKind::Neg | UnKind::Abs | UnKind::Relu | UnKind::Sign)
     }
 }
 
@@ -349,13 +203,6 @@ fn run_binary<T: Num>(kind: BinKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Re
     }
 }
 
-/// Where an in-place binary function `x = f(x, y)` is applied: to tensors
-/// (the `_inplace` ops) or to one tile of a fused run ([`apply_tile`]).
-trait BinaryTarget<T> {
-    type Out;
-    fn zip(self, f: impl Fn(T, T) -> T) -> Self::Out;
-}
-
 /// `x = f(x, y)` on tensors, `y` broadcast into `x`.
 struct InPlace<'a> {
     x: &'a Tensor,
@@ -369,88 +216,8 @@ impl<T: Element> BinaryTarget<T> for InPlace<'_> {
     }
 }
 
-/// The second operand of a binary step in a fused run.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Operand<'a, T> {
-    /// One element, broadcast.
-    Scalar(T),
-    /// As many elements as the swept buffer, in the same order.
-    Slice(&'a [T]),
-    /// The destroyed input itself (`x * x`).
-    Itself,
-}
-
-/// `tile = f(tile, y)` over the tile starting at element `at` of the buffer.
-struct OnBinaryTile<'a, 'y, T> {
-    tile: &'a mut [T],
-    at: usize,
-    y: Operand<'y, T>,
-}
-
-impl<T: Copy> BinaryTarget<T> for OnBinaryTile<'_, '_, T> {
-    type Out = ();
-    fn zip(self, f: impl Fn(T, T) -> T) {
-        match self.y {
-            Operand::Scalar(b) => self.tile.iter_mut().for_each(|a| *a = f(*a, b)),
-            Operand::Slice(ys) => {
-                let ys = &ys[self.at..self.at + self.tile.len()];
-                self.tile.iter_mut().zip(ys).for_each(|(a, &b)| *a = f(*a, b));
-            }
-            Operand::Itself => self.tile.iter_mut().for_each(|a| *a = f(*a, *a)),
-        }
-    }
-}
-
-/// Every in-place binary kind on any numeric dtype.
-fn binary_inplace<T: Num, A: BinaryTarget<T>>(kind: BinKind, a: A) -> Result<A::Out> {
-    Ok(match kind {
-        BinKind::Add => a.zip(T::add_w),
-        BinKind::Sub => a.zip(T::sub_w),
-        BinKind::Mul => a.zip(T::mul_w),
-        // True division of integers gives floats, which cannot be written
-        // back into the integer input.
-        BinKind::Div if !T::DTYPE.is_float() => {
-            return op_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
-        }
-        BinKind::Div => a.zip(|a: T, b: T| a / b),
-        BinKind::Pow => a.zip(T::pow),
-        BinKind::Maximum => a.zip(T::maximum),
-        BinKind::Minimum => a.zip(T::minimum),
-    })
-}
-
 fn run_binary_inplace<T: Num>(kind: BinKind, x: &Tensor, y: &Tensor) -> Result<()> {
     binary_inplace::<T, _>(kind, InPlace { x, y })?
-}
-
-/// What an in-place elementwise op does to each element of the input it
-/// overwrites (input 0): see [`Op::pointwise`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pointwise {
-    /// `x = f(x)`.
-    Unary(UnKind),
-    /// `x = f(x, y)`, input 1 broadcast into input 0.
-    Binary(BinKind),
-}
-
-/// One step of a fused run over `tile`, the part of the swept buffer that
-/// starts at element `at`; `y` is a binary step's second operand.
-pub(crate) fn apply_tile<T: Float + VMath>(
-    p: Pointwise,
-    tile: &mut [T],
-    at: usize,
-    y: Option<Operand<'_, T>>,
-) -> Result<()> {
-    match (p, y) {
-        (Pointwise::Unary(kind), _) => {
-            unary_float::<T, _>(kind, OnTile(tile));
-            Ok(())
-        }
-        (Pointwise::Binary(kind), Some(y)) => binary_inplace::<T, _>(kind, OnBinaryTile { tile, at, y }),
-        (Pointwise::Binary(kind), None) => {
-            op_err(format!("internal: fused '{}' has no operand", kind.name()))
-        }
-    }
 }
 
 impl Op for Binary {
@@ -694,43 +461,6 @@ impl Unary {
     }
 }
 
-fn relu<T: Num>(x: T) -> T {
-    // NaN stays NaN, as numpy's maximum(x, 0) does.
-    if x > T::zero() || x.partial_cmp(&x).is_none() {
-        x
-    } else {
-        T::zero()
-    }
-}
-
-fn sign<T: Num>(x: T) -> T {
-    // NaN stays NaN, as numpy's sign does.
-    if x > T::zero() {
-        T::one()
-    } else if x < T::zero() {
-        T::sub_w(T::zero(), T::one())
-    } else {
-        x
-    }
-}
-
-/// Functions computed in f64 and rounded once (exact for f32 inputs
-/// before the rounding): erf and gelu, which the standard library lacks
-/// (`libm`'s), and round-half-to-even.
-fn via_f64<T: Float>(x: T, f: fn(f64) -> f64) -> T {
-    <T as crate::dtype::Element>::from_f64(f(crate::dtype::Element::to_f64(x)))
-}
-
-fn gelu(x: f64) -> f64 {
-    0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
-}
-
-/// `log(1 + exp(x))` without overflow: `max(x, 0) + log1p(exp(-|x|))`.
-fn softplus<T: Float>(x: T) -> T {
-    use num_traits::Float as F;
-    F::max(x, T::zero()) + F::ln_1p(F::exp(-F::abs(x)))
-}
-
 fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
     match kind {
         UnKind::Neg => map1(a, out, T::neg_w),
@@ -772,19 +502,6 @@ fn map_math<T: Element + VMath>(f: MathFn, a: &Tensor, out: &Tensor) -> Result<(
     Ok(())
 }
 
-/// Where a unary function is applied: to tensors (the ops) or to one tile
-/// of a fused run ([`apply_tile`]). One `match` over the kinds
-/// ([`unary_float`]) serves both, so a fused run computes exactly what the
-/// ops compute; the methods are generic, so each kind still gets its own
-/// monomorphized (vectorized) loop.
-trait UnaryTarget<T> {
-    type Out;
-    /// A function with a slice kernel in [`VMath`].
-    fn math(self, f: MathFn) -> Self::Out;
-    /// Any other function, element by element.
-    fn map(self, g: impl Fn(T) -> T) -> Self::Out;
-}
-
 /// `out = f(a)` on tensors.
 struct OnTensors<'a> {
     a: &'a Tensor,
@@ -798,51 +515,6 @@ impl<T: Element + VMath> UnaryTarget<T> for OnTensors<'_> {
     }
     fn map(self, g: impl Fn(T) -> T) -> Result<()> {
         map1(self.a, self.out, g)
-    }
-}
-
-/// `tile[i] = f(tile[i])`.
-struct OnTile<'a, T>(&'a mut [T]);
-
-impl<T: VMath> UnaryTarget<T> for OnTile<'_, T> {
-    type Out = ();
-    fn math(self, f: MathFn) {
-        T::map_inplace(f, self.0)
-    }
-    fn map(self, g: impl Fn(T) -> T) {
-        self.0.iter_mut().for_each(|x| *x = g(*x))
-    }
-}
-
-/// Every unary kind on a float dtype.
-fn unary_float<T: Float + VMath, A: UnaryTarget<T>>(kind: UnKind, a: A) -> A::Out {
-    match kind {
-        UnKind::Exp => a.math(MathFn::Exp),
-        UnKind::Log => a.math(MathFn::Log),
-        UnKind::Sqrt => a.math(MathFn::Sqrt),
-        UnKind::Tanh => a.math(MathFn::Tanh),
-        UnKind::Sigmoid => a.math(MathFn::Sigmoid),
-        UnKind::Sin => a.math(MathFn::Sin),
-        UnKind::Cos => a.math(MathFn::Cos),
-        UnKind::Tan => a.math(MathFn::Tan),
-        UnKind::Asin => a.math(MathFn::Asin),
-        UnKind::Acos => a.math(MathFn::Acos),
-        UnKind::Atan => a.math(MathFn::Atan),
-        UnKind::Sinh => a.math(MathFn::Sinh),
-        UnKind::Cosh => a.math(MathFn::Cosh),
-        UnKind::Floor => a.map(T::floor),
-        UnKind::Ceil => a.map(T::ceil),
-        UnKind::Reciprocal => a.map(T::recip),
-        UnKind::Log1p => a.math(MathFn::Log1p),
-        UnKind::Expm1 => a.math(MathFn::Expm1),
-        UnKind::Softplus => a.map(softplus::<T>),
-        UnKind::Erf => a.math(MathFn::Erf),
-        UnKind::Gelu => a.map(|x: T| via_f64(x, gelu)),
-        UnKind::Round => a.map(|x: T| via_f64(x, f64::round_ties_even)),
-        UnKind::Neg => a.map(T::neg_w),
-        UnKind::Abs => a.map(<T as Num>::abs),
-        UnKind::Relu => a.map(relu::<T>),
-        UnKind::Sign => a.map(sign::<T>),
     }
 }
 

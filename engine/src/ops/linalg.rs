@@ -11,7 +11,7 @@
 //! Both inputs must have the same dtype (f32, f64, i32 or i64; bool is
 //! rejected). Float blocks whose operands are contiguous in row- or
 //! column-major order (so plain, transposed and batched operands) go through
-//! faer's GEMM, on the rayon pool above [`PARALLEL_MACS`] multiply-adds;
+//! faer's GEMM, on the rayon pool above [`crate::parallel::PARALLEL_MACS`] multiply-adds;
 //! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
 //! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
 //! inputs are read in place, never copied. Integer products wrap on overflow
@@ -28,17 +28,13 @@ use crate::dtype::{DType, Num};
 use crate::error::{op_err, Error, Result};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::parallel::PARALLEL_MACS;
 use crate::tensor::Tensor;
 
 /// One 2-D block product `c = a · b`, overwriting `c` (also used by `conv`).
 pub(crate) trait MatMulElem: Num {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>);
 }
-
-/// Products with at least this many multiply-adds run on the rayon pool
-/// (shared with `vigil run --jobs`); smaller ones stay on the calling thread,
-/// where the fork-join would cost more than it saves.
-pub const PARALLEL_MACS: usize = 1 << 21;
 
 /// `v` as a faer matrix, when it is contiguous in row- or column-major
 /// order (a transposed view is column-major: read in place, no copy).

@@ -22,8 +22,6 @@ pub mod cumsum;
 pub mod einsum;
 pub mod elements;
 pub mod elementwise;
-mod erf;
-pub(crate) mod fastmath;
 pub mod fill;
 pub mod gather_nd;
 pub mod instance_norm;
@@ -45,7 +43,6 @@ pub mod tile;
 pub mod top_k;
 pub mod trilu;
 pub mod view;
-pub mod vmath;
 mod widen;
 pub mod window;
 
@@ -58,6 +55,7 @@ pub use registry::{OpFactory, OpRegistry};
 pub use typeinfo::TypeInfo;
 
 use crate::error::Result;
+use crate::kernels::pointwise::Pointwise;
 use crate::tensor::Tensor;
 
 /// How many inputs an op takes.
@@ -196,8 +194,8 @@ pub trait Op: Send + Sync {
     /// one buffer along can sweep it once, a tile at a time, instead of once
     /// per op (`exec::fuse`). `None`, the default, keeps an op out of such
     /// runs; an op that answers must compute exactly what
-    /// [`elementwise::Pointwise`] names, element by element.
-    fn pointwise(&self) -> Option<elementwise::Pointwise> {
+    /// [`Pointwise`] names, element by element.
+    fn pointwise(&self) -> Option<Pointwise> {
         None
     }
 

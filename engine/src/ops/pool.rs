@@ -17,11 +17,12 @@ use rten_simd::{Isa, SimdOp};
 
 use crate::dtype::{DType, Float, Num};
 use crate::error::{op_err, Result};
+use crate::kernels::fastmath;
+use crate::ops::widen;
 use crate::ops::window::{
     gather_table, infer_spatial, padded_counts, planar, Axis1, Window, PAD, WINDOW_ATTRS,
 };
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
-use crate::ops::{fastmath, widen};
 use crate::tensor::Tensor;
 
 /// Which reduction a pool applies to each window.

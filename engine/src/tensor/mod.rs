@@ -2,11 +2,14 @@
 //! permuting it or reshaping it (when the layout allows) makes a view of the
 //! same buffer.
 
+pub mod dtype;
 pub mod index;
 pub mod layout;
 pub mod limit;
 mod npy;
+pub mod overlap;
 pub mod pool;
+pub mod region;
 pub mod storage;
 
 use std::rc::Rc;

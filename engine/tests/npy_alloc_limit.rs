@@ -16,7 +16,7 @@ impl Drop for Restore {
 
 #[test]
 fn a_complete_file_over_the_allocation_limit_is_an_error_naming_it() {
-    let dir = std::env::temp_dir().join(format!("vigil-hardening-npy-limit-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("vigil-npy-alloc-limit-{}", std::process::id()));
     let _restore = Restore(dir.clone());
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("big.npy");

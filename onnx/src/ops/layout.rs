@@ -4,14 +4,21 @@
 
 use vigil_engine::Attrs;
 
+use super::emit::{const_ints, input, optional, out, view};
+use super::Op;
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
-use crate::ops::{const_ints, input, optional, out, view};
 
+/// This family's ONNX ops: `(op_type, since_opset, translate)`.
+pub(super) const OPS: &[Op] = &[
+    Op::new("Pad", 1, pad),
+    Op::new("Tile", 1, tile),
+    Op::new("Split", 1, split),
+];
 /// `pad`: pads from the attr (before opset 11; `paddings` in opset 1) or
 /// input 1, the fill from attr `value` or input 2, and from opset 18 input
 /// 3 names the padded axes.
-pub(crate) fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let r =
         x.ty.rank()
@@ -69,7 +76,7 @@ pub(crate) fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 /// `tile`: repeats from input 1 (opset 6 on; opset 1's `tiles`/`axis`
 /// form is refused).
-pub(crate) fn tile(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn tile(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if imp.opset < 6 {
         return Err(c.unsupported("opset 1's Tile (tiles, axis) is not supported"));
     }
@@ -116,7 +123,7 @@ fn split_sizes(imp: &Importer, c: &NodeCtx, d: i64, n: usize) -> Result<Vec<i64>
 }
 
 /// `split`: each output a `create_view` of its range on `axis`.
-pub(crate) fn split(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn split(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let r =
         x.ty.rank()

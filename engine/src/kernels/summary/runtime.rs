@@ -1,12 +1,12 @@
 //! The all-finite f32 block of the summaries with the CPU's widest SIMD,
-//! chosen at run time as `ops::fastmath` chooses its kernels: AVX-512 or
+//! chosen at run time as `kernels::fastmath` chooses its kernels: AVX-512 or
 //! AVX2 (16 or 8 lanes per instruction) where the baseline `wide` kernel
 //! gets SSE2 (4). Validate mode summarizes every output of every op, so
 //! this loop is most of its cost.
 //!
 //! Same counts, minimum and maximum as the `wide` kernel; the sum is added
 //! in other lanes, so its last bits differ between the two (one process
-//! always uses one: [`crate::ops::fastmath::available`]).
+//! always uses one: [`crate::kernels::fastmath::available`]).
 
 use rten_simd::ops::{BitOps, NumOps};
 use rten_simd::{Isa, Simd, SimdOp};
@@ -26,7 +26,7 @@ pub(super) fn finite_block_compared(block: &[f32], want: &[f32], acc: &mut Acc) 
     let (b, diff) = Finite::<true>(block, want).dispatch();
     // Equal bits are the same value; other differences (NaN payloads, 0
     // against -0) are for `slices_same` to judge.
-    let same = !diff || crate::compare::slices_same(block, want);
+    let same = !diff || crate::kernels::compare::slices_same(block, want);
     (add(b, block.len(), acc), same)
 }
 

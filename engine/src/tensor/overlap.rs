@@ -14,7 +14,7 @@
 //! the bound the answer is [`Sharing::Unknown`], which callers treat as
 //! overlapping and report as inexact.
 
-use vigil_engine::{Layout, Tensor};
+use crate::tensor::{Layout, Tensor};
 
 /// Search steps allowed before giving up.
 pub const DEFAULT_MAX_WORK: u64 = 100_000;

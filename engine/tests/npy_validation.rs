@@ -10,7 +10,7 @@ use vigil_engine::{DType, Tensor};
 
 /// This process's scratch directory (no tempfile dev-dependency here).
 fn scratch() -> PathBuf {
-    std::env::temp_dir().join(format!("vigil-hardening-npy-{}", std::process::id()))
+    std::env::temp_dir().join(format!("vigil-npy-validation-{}", std::process::id()))
 }
 
 /// Tests holding a [`Files`] guard.
@@ -87,7 +87,7 @@ fn read_err(p: &PathBuf) -> String {
     err
 }
 
-/// The review's repro: a 144-byte file declaring 2^40 f32 elements aborted
+/// A reproduction: a 144-byte file declaring 2^40 f32 elements aborted
 /// the process ("memory allocation of 4398046511104 bytes failed").
 #[test]
 fn a_header_declaring_more_data_than_the_file_holds_is_an_error() {

@@ -109,7 +109,7 @@ pub trait Summarize: Element {
     /// [`Summarize::summarize_run`] of `run`, and whether it equals `want`
     /// element for element, NaN matching NaN (never, at another length).
     fn summarize_compared(run: &[Self], want: &[Self], acc: &mut Acc) -> bool {
-        let same = crate::compare::slices_same(run, want);
+        let same = crate::kernels::compare::slices_same(run, want);
         Self::summarize_run(run, acc);
         same
     }
@@ -249,7 +249,7 @@ fn finite_block<const CMP: bool>(block: &[f32], want: &[f32], acc: &mut Acc) -> 
     }
     // Equal bits are the same value; other differences (NaN payloads,
     // 0 against -0) are for `slices_same` to judge.
-    let same = !CMP || diff == i32x8::ZERO || crate::compare::slices_same(block, want);
+    let same = !CMP || diff == i32x8::ZERO || crate::kernels::compare::slices_same(block, want);
     if !sum.is_finite().all() {
         return (false, same);
     }
@@ -318,7 +318,7 @@ impl Summarize for f32 {
     /// from cache, counting every class.
     fn summarize_run(run: &[f32], acc: &mut Acc) {
         let whole = run.len() - run.len() % 8;
-        let simd = crate::ops::fastmath::available();
+        let simd = crate::kernels::fastmath::available();
         for block in run[..whole].chunks(VCHUNK * 8) {
             let finite = if simd {
                 runtime::finite_block(block, acc)
@@ -343,7 +343,7 @@ impl Summarize for f32 {
         }
         let whole = run.len() - run.len() % 8;
         let mut same = true;
-        let simd = crate::ops::fastmath::available();
+        let simd = crate::kernels::fastmath::available();
         for (block, w) in run[..whole]
             .chunks(VCHUNK * 8)
             .zip(want[..whole].chunks(VCHUNK * 8))
@@ -361,7 +361,7 @@ impl Summarize for f32 {
         for &x in &run[whole..] {
             acc.push(x as f64);
         }
-        same & crate::compare::slices_same(&run[whole..], &want[whole..])
+        same & crate::kernels::compare::slices_same(&run[whole..], &want[whole..])
     }
 
     fn all_finite(run: &[f32]) -> bool {
@@ -570,7 +570,7 @@ mod tests {
     /// NaN or an infinity, wherever it sits.
     #[test]
     fn the_runtime_block_matches_the_wide_block() {
-        if !crate::ops::fastmath::available() {
+        if !crate::kernels::fastmath::available() {
             eprintln!("skipped: this CPU has no AVX2+FMA, so the run-time kernel is never used");
             return;
         }

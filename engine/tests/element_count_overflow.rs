@@ -126,7 +126,7 @@ fn resolve_reshape_uses_checked_products() {
     assert!(op.infer(&[TypeInfo::known(DType::F32, &[G, G])]).is_err());
 }
 
-/// The review's repro: `broadcast_to(a[1], [2^32, 2^32])` then
+/// A reproduction: `broadcast_to(a[1], [2^32, 2^32])` then
 /// `reshape([-1])` used to run and give a (0,) output.
 #[test]
 fn broadcast_then_reshape_of_an_overflowing_shape_is_an_error() {

@@ -25,7 +25,7 @@ use rten_simd::ops::{BitOps, FloatOps, NumOps};
 use rten_simd::{Isa, SimdOp, SimdUnaryOp};
 use rten_vecmath::{Exp, Tanh};
 
-use super::vmath::MathFn;
+use crate::kernels::math_fn::MathFn;
 
 /// Whether this CPU has the instructions the run-time kernels need.
 pub fn available() -> bool {
@@ -174,7 +174,7 @@ fn apply(f: MathFn, src: Option<&[f32]>, dst: &mut [f32]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::ulp_distance;
+    use crate::kernels::compare::ulp_distance;
     use crate::DType;
 
     /// The AVX2 kernels, which the dispatcher never picks on an AVX-512

@@ -5,10 +5,10 @@
 //! whatever its rank, becomes one run, and a broadcast view is walked over its
 //! distinct elements only.
 
-use vigil_engine::Layout;
+use crate::tensor::Layout;
 
 /// Receives bytes in order (a hasher or a copy).
-pub(crate) trait Sink {
+pub trait Sink {
     fn push(&mut self, bytes: &[u8]);
 
     /// Pushes `n` elements of `es` bytes, the first at element `first`,
@@ -33,7 +33,7 @@ impl Sink for Vec<u8> {
 
 /// Appends strided elements to `out`: one resize, then fixed-size copies
 /// (the element size is a constant in each arm, so each copy is one move).
-pub(crate) fn gather(out: &mut Vec<u8>, data: &[u8], first: isize, n: usize, stride: isize, es: usize) {
+pub fn gather(out: &mut Vec<u8>, data: &[u8], first: isize, n: usize, stride: isize, es: usize) {
     fn fixed<const ES: usize>(out: &mut Vec<u8>, data: &[u8], first: isize, n: usize, stride: isize) {
         let start = out.len();
         out.resize(start + n * ES, 0);
@@ -57,7 +57,7 @@ pub(crate) fn gather(out: &mut Vec<u8>, data: &[u8], first: isize, n: usize, str
 
 /// A view's distinct elements, in logical order.
 #[derive(Clone, Debug)]
-pub(crate) struct Region {
+pub struct Region {
     dims: Vec<usize>,
     strides: Vec<isize>,
     /// Offset of the first element in logical order.
@@ -314,7 +314,7 @@ impl Region {
 pub const MAX_BAND_BYTES: usize = 16 * 1024;
 
 /// The set of buffer offsets a view reaches.
-pub(crate) struct Mask {
+pub struct Mask {
     lo: usize,
     hi: usize,
     /// One bit per offset in `lo..=hi`; `None` when every offset is reached.

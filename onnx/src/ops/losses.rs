@@ -16,13 +16,19 @@
 
 use vigil_engine::{Attrs, DType};
 
+use super::emit::{input, optional, out, scalar, step};
+use super::index::indices;
+use super::Op;
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
-use crate::index_ops::indices;
-use crate::ops::{input, optional, out, scalar, step};
 
+/// This family's ONNX ops: `(op_type, since_opset, translate)`.
+pub(super) const OPS: &[Op] = &[
+    Op::new("NegativeLogLikelihoodLoss", 12, nll_loss),
+    Op::new("SoftmaxCrossEntropyLoss", 12, softmax_cross_entropy),
+];
 /// NegativeLogLikelihoodLoss (opset 12+).
-pub(crate) fn nll_loss(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn nll_loss(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let t = indices(imp, c, 1)?;
     let w = optional(imp, c, 2)?;
@@ -31,7 +37,7 @@ pub(crate) fn nll_loss(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 
 /// SoftmaxCrossEntropyLoss (opset 12+): the loss of `log_softmax(scores)`,
 /// bound as output 1 (`log_prob`) when the model names it.
-pub(crate) fn softmax_cross_entropy(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn softmax_cross_entropy(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let scores = input(imp, c, 0)?;
     let t = indices(imp, c, 1)?;
     let w = optional(imp, c, 2)?;

@@ -1,4 +1,4 @@
-//! Regressions from review: parameters are state the pass never destroys,
+//! Parameters are state the pass never destroys,
 //! constant values do not leak through ops into shape inference, constant
 //! data is exact, graph outputs are listed once, float-to-int casts follow
 //! numpy on x86-64.

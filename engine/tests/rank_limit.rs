@@ -107,7 +107,7 @@ fn views_and_constructors_cap_rank() {
     assert!(Tensor::from_vec(&[1; 64], vec![0i64]).is_ok());
 }
 
-/// The review's repro: `broadcast_to(a[2,2], [1]*30000+[2,2])` then
+/// A reproduction: `broadcast_to(a[2,2], [1]*30000+[2,2])` then
 /// `matmul(v, v)` overflowed the stack.
 #[test]
 fn deep_broadcast_then_matmul_is_an_error_not_a_stack_overflow() {

@@ -34,7 +34,7 @@
 //!   evaluated in `f64x4`).
 //!
 //! - `exp`, `sigmoid` and `tanh`: on CPUs with AVX2 and FMA (or AVX-512), the
-//!   kernels of `ops/fastmath.rs`, chosen at run time, about 4x faster
+//!   kernels of `kernels/fastmath.rs`, chosen at run time, about 4x faster
 //!   than `wide`'s SSE2 code; elsewhere `wide`'s.
 //!
 //! f64 uses the standard library's scalar functions (correctly handled
@@ -45,10 +45,9 @@
 
 use wide::{f32x8, f64x4};
 
-/// Slices at least this long are split across the rayon pool (shared with
-/// `vigil run --jobs` and the matmul kernel); shorter ones stay on the
-/// calling thread.
-pub const PARALLEL_ELEMS: usize = 1 << 16;
+pub use crate::kernels::math_fn::MathFn;
+use crate::parallel::PARALLEL_ELEMS;
+
 /// Elements per parallel task (a multiple of the vector width).
 const TASK: usize = 1 << 14;
 
@@ -70,48 +69,6 @@ pub fn par_map_inplace<T: VMath>(f: MathFn, buf: &mut [T]) {
         return T::map_inplace(f, buf);
     }
     buf.par_chunks_mut(TASK).for_each(|b| T::map_inplace(f, b));
-}
-
-/// The unary functions with a slice kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MathFn {
-    Exp,
-    Log,
-    Sqrt,
-    Tanh,
-    Sigmoid,
-    Sin,
-    Cos,
-    Tan,
-    Asin,
-    Acos,
-    Atan,
-    Sinh,
-    Cosh,
-    Expm1,
-    Log1p,
-    Erf,
-}
-
-impl MathFn {
-    pub const ALL: [MathFn; 16] = [
-        MathFn::Exp,
-        MathFn::Log,
-        MathFn::Sqrt,
-        MathFn::Tanh,
-        MathFn::Sigmoid,
-        MathFn::Sin,
-        MathFn::Cos,
-        MathFn::Tan,
-        MathFn::Asin,
-        MathFn::Acos,
-        MathFn::Atan,
-        MathFn::Sinh,
-        MathFn::Cosh,
-        MathFn::Expm1,
-        MathFn::Log1p,
-        MathFn::Erf,
-    ];
 }
 
 /// Float types with slice kernels for [`MathFn`].
@@ -264,7 +221,7 @@ fn apply8(f: MathFn, v: f32x8) -> f32x8 {
         ),
         MathFn::Expm1 => via_f64x4(v, |d| d.exp_m1()),
         MathFn::Log1p => v.ln_1p(),
-        MathFn::Erf => via_f64x4(v, |d| super::erf::erf4(super::erf::fit(), d)),
+        MathFn::Erf => via_f64x4(v, |d| crate::kernels::erf::erf4(crate::kernels::erf::fit(), d)),
     }
 }
 
@@ -307,7 +264,7 @@ fn map_f32_inplace(buf: &mut [f32], g: impl Fn(f32x8) -> f32x8) {
 
 impl VMath for f32 {
     fn map(f: MathFn, src: &[f32], dst: &mut [f32]) {
-        if super::fastmath::map(f, src, dst) {
+        if crate::kernels::fastmath::map(f, src, dst) {
             return;
         }
         // One monomorphized loop per function: `f` is matched once, not
@@ -323,7 +280,7 @@ impl VMath for f32 {
     }
 
     fn map_inplace(f: MathFn, buf: &mut [f32]) {
-        if super::fastmath::map_inplace(f, buf) {
+        if crate::kernels::fastmath::map_inplace(f, buf) {
             return;
         }
         macro_rules! each {

@@ -1,17 +1,31 @@
 //! Ops whose extra ONNX inputs are counts, axes or indices: Range,
-//! CumSum, Trilu, GatherElements and ScatterElements. Range's bounds and
+//! CumSum, CumProd, Trilu, Gather, GatherElements, ScatterElements and
+//! TopK. Range's bounds and
 //! the element indices are read at run time; CumSum's axis and Trilu's k
 //! become Vigil attrs, so they must be known at import time.
 
 use vigil_engine::{Attrs, DType};
 
+use super::emit::{const_ints, input, optional, out, step};
+use super::Op;
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
-use crate::ops::{const_ints, input, optional, out, step};
 
+/// This family's ONNX ops: `(op_type, since_opset, translate)`.
+pub(super) const OPS: &[Op] = &[
+    Op::new("Range", 11, range),
+    Op::new("CumSum", 11, cumsum),
+    Op::new("CumProd", 26, cumsum),
+    Op::new("Trilu", 14, trilu),
+    Op::new("Gather", 1, gather),
+    Op::new("GatherElements", 11, elements),
+    Op::new("ScatterElements", 11, elements),
+    Op::new("Scatter", 9, elements),
+    Op::new("TopK", 1, top_k),
+];
 /// `range`: folded when start, limit and delta are known, else a node
 /// whose length is known only at run time.
-pub(crate) fn range(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn range(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let ins = [input(imp, c, 0)?, input(imp, c, 1)?, input(imp, c, 2)?];
     out(imp, c, "range", Attrs::new(), &ins)
 }
@@ -26,7 +40,7 @@ fn const_int(c: &NodeCtx, v: &Value, what: &str) -> Result<i64> {
 
 /// `cumsum` (CumSum) or `cumprod` (CumProd): the axis from input 1,
 /// `exclusive` and `reverse` from the attrs.
-pub(crate) fn cumsum(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn cumsum(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let axis = const_int(c, &input(imp, c, 1)?, "axis")?;
     let a = Attrs::new()
@@ -42,7 +56,7 @@ pub(crate) fn cumsum(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 }
 
 /// `trilu`: `upper` from the attr (default 1), `k` from input 1 (default 0).
-pub(crate) fn trilu(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn trilu(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let k = match optional(imp, c, 1)? {
         Some(v) => const_int(c, &v, "k")?,
@@ -66,7 +80,7 @@ pub(crate) fn indices(imp: &mut Importer, c: &NodeCtx, k: usize) -> Result<Value
 
 /// `gather_elements` (GatherElements) and `scatter_elements`
 /// (ScatterElements, and the deprecated Scatter it replaced).
-pub(crate) fn elements(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+fn elements(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let ind = indices(imp, c, 1)?;
     let a = Attrs::new().with("axis", c.i("axis").unwrap_or(0));
@@ -85,4 +99,39 @@ pub(crate) fn elements(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         a.with("reduction", reduction),
         &[x, ind, upd],
     )
+}
+
+/// `gather` along `axis` (int32 indices cast to i64).
+fn gather(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let ind = indices(imp, c, 1)?;
+    let a = Attrs::new().with("axis", c.i("axis").unwrap_or(0));
+    out(imp, c, "gather", a, &[x, ind])
+}
+
+/// TopK: `top_k`, with k from the attr (before opset 10) or input 1,
+/// which must be known at import time. `sorted = 0` leaves the order to
+/// the backend; Vigil's is sorted.
+fn top_k(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let k = if imp.opset < 10 {
+        c.i("k").ok_or_else(|| c.bad_attr("k", "is required"))?
+    } else {
+        match const_ints(c, &input(imp, c, 1)?, "K")?.as_slice() {
+            [k] => *k,
+            other => return Err(c.unsupported(format!("input 'K' must hold one integer, got {other:?}"))),
+        }
+    };
+    let a = Attrs::new()
+        .with("k", k)
+        .with("axis", c.i("axis").unwrap_or(-1))
+        .with("largest", c.i("largest").unwrap_or(1) != 0);
+    let y = c.out().to_string();
+    let named = c.proto.output.get(1).filter(|o| !o.is_empty()).cloned();
+    let ind = named.clone().unwrap_or_else(|| format!("{y}.indices"));
+    let mut vals = imp.emit_n(c, "top_k", a, &[x], &[&y, &ind])?;
+    if let Some(name) = named {
+        imp.bind(&name, vals[1].clone());
+    }
+    Ok(vals.swap_remove(0))
 }

@@ -1,0 +1,44 @@
+//! The unary functions that have slice kernels ([`crate::kernels::vmath`],
+//! and the faster AVX2/AVX-512 ones of [`crate::kernels::fastmath`]).
+
+/// The unary functions with a slice kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathFn {
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Sigmoid,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Expm1,
+    Log1p,
+    Erf,
+}
+
+impl MathFn {
+    pub const ALL: [MathFn; 16] = [
+        MathFn::Exp,
+        MathFn::Log,
+        MathFn::Sqrt,
+        MathFn::Tanh,
+        MathFn::Sigmoid,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Tan,
+        MathFn::Asin,
+        MathFn::Acos,
+        MathFn::Atan,
+        MathFn::Sinh,
+        MathFn::Cosh,
+        MathFn::Expm1,
+        MathFn::Log1p,
+        MathFn::Erf,
+    ];
+}

@@ -1,0 +1,23 @@
+//! The kernel layer: loops over slices and tiles, with no notion of a
+//! graph, an op's attrs or an op's declarations. The ops (`crate::ops`)
+//! and the executor's fused runs (`crate::exec`) both call down into it;
+//! it calls down only into the tensor layer and the base modules (`dtype`,
+//! `error`, `parallel`). See ARCHITECTURE.md.
+//!
+//! - [`vmath`], [`fastmath`] and [`erf`]: vectorized unary math on float
+//!   slices ([`MathFn`]);
+//! - [`pointwise`]: the elementwise function kinds, applied to a tile of a
+//!   buffer ([`pointwise::apply_tile`]) or, through a target, to tensors;
+//! - [`compare`] and [`summary`]: tolerance comparison and one-pass
+//!   statistics over element runs, for the listeners.
+
+pub mod compare;
+mod erf;
+pub(crate) mod fastmath;
+pub mod math_fn;
+pub mod pointwise;
+pub mod summary;
+pub mod vmath;
+
+pub use math_fn::MathFn;
+pub use vmath::VMath;

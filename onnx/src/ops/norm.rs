@@ -1,0 +1,96 @@
+//! Normalizations: BatchNormalization (inference), LRN,
+//! LayerNormalization and RMSNormalization.
+
+use vigil_engine::Attrs;
+
+use crate::error::Result;
+use crate::import::{Importer, NodeCtx, Value};
+
+use super::emit::{input, optional, out};
+use super::Op;
+use crate::tensor::dtype_of;
+
+/// This family's ONNX ops: `(op_type, since_opset, translate)`.
+pub(super) const OPS: &[Op] = &[
+    Op::new("BatchNormalization", 1, batch_norm),
+    Op::new("LRN", 1, lrn),
+    Op::new("LayerNormalization", 17, layer_norm),
+    Op::new("RMSNormalization", 23, rms_norm),
+];
+
+fn batch_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    if c.i("training_mode").unwrap_or(0) != 0 {
+        return Err(c.bad_attr("training_mode", "only inference (0) is supported"));
+    }
+    if c.i("spatial").unwrap_or(1) != 1 {
+        return Err(c.bad_attr("spatial", "only 1 is supported"));
+    }
+    let ins = (0..5).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+    let a = Attrs::new().with("epsilon", c.f("epsilon").unwrap_or(1e-5));
+    out(imp, c, "batch_norm", a, &ins)
+}
+
+fn lrn(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let size = c.i("size").ok_or_else(|| c.bad_attr("size", "is required"))?;
+    let mut a = Attrs::new().with("size", size);
+    for k in ["alpha", "beta", "bias"] {
+        if let Some(v) = c.f(k) {
+            a = a.with(k, v);
+        }
+    }
+    out(imp, c, "lrn", a, &[x])
+}
+
+/// `layer_norm`, whose statistics outputs (Mean, InvStdDev) are bound
+/// when the model names them, cast to `stash_type` when that differs from
+/// X's dtype.
+fn layer_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
+    ins.extend(optional(imp, c, 2)?);
+    let a = Attrs::new()
+        .with("axis", c.i("axis").unwrap_or(-1))
+        .with("epsilon", c.f("epsilon").unwrap_or(1e-5));
+    let stash = c.i("stash_type").unwrap_or(1);
+    let stash = dtype_of(
+        stash as i32,
+        &format!("node '{}' (LayerNormalization): attr 'stash_type'", c.onnx_name),
+    )?;
+    let y = c.out().to_string();
+    let named = |j: usize| c.proto.output.get(j).filter(|o| !o.is_empty()).cloned();
+    let outs: Vec<String> = [(1, "mean"), (2, "inv_std_dev")]
+        .iter()
+        .map(|&(j, tag)| {
+            named(j)
+                .filter(|_| stash == ins[0].ty.dtype)
+                .unwrap_or_else(|| format!("{y}.{tag}"))
+        })
+        .collect();
+    let mut vals = imp.emit_n(c, "layer_norm", a, &ins, &[&y, &outs[0], &outs[1]])?;
+    for (j, v) in [(1, vals[1].clone()), (2, vals[2].clone())] {
+        let Some(name) = named(j) else { continue };
+        let v = if v.ty.dtype == stash {
+            v
+        } else {
+            let a = Attrs::new().with("dtype", stash.name());
+            imp.emit(c, "cast", a, &[v], &name)?
+        };
+        imp.bind(&name, v);
+    }
+    Ok(vals.swap_remove(0))
+}
+
+/// RMSNormalization (opset 23): `rms_norm`. ONNX computes in `stash_type`;
+/// Vigil accumulates in f64 whatever it is, so the attr is only checked.
+fn rms_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = [input(imp, c, 0)?, input(imp, c, 1)?];
+    let stash = c.i("stash_type").unwrap_or(1);
+    dtype_of(
+        stash as i32,
+        &format!("node '{}' (RMSNormalization): attr 'stash_type'", c.onnx_name),
+    )?;
+    let a = Attrs::new()
+        .with("axis", c.i("axis").unwrap_or(-1))
+        .with("epsilon", c.f("epsilon").unwrap_or(1e-5));
+    out(imp, c, "rms_norm", a, &ins)
+}
