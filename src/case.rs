@@ -14,12 +14,27 @@ pub struct CasePaths {
     pub graph: PathBuf,
     pub inputs: Option<PathBuf>,
     pub expected: Option<PathBuf>,
+    /// The temporary case an ONNX model was imported into, kept as long as
+    /// these paths are.
+    imported: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 impl CasePaths {
     /// `path` is a case directory or a graph file; a graph file's own
-    /// directory supplies `inputs/` and `expected/` when they exist.
+    /// directory supplies `inputs/` and `expected/` when they exist. An
+    /// ONNX model (a `.onnx` file, or a directory with `model.onnx`) is
+    /// imported on the fly, fed from its first data set
+    /// ([`crate::onnx_suite::import_one`]).
     pub fn resolve(path: &Path) -> Result<CasePaths> {
+        if !path.exists() {
+            bail!("{}: no such file or directory", path.display());
+        }
+        if crate::onnx_suite::is_onnx(path) {
+            let dir = crate::onnx_suite::import_one(path)?;
+            let mut paths = CasePaths::resolve(dir.path())?;
+            paths.imported = Some(std::sync::Arc::new(dir));
+            return Ok(paths);
+        }
         let (graph, dir) = if path.is_dir() {
             (path.join("graph.json"), path.to_path_buf())
         } else {
@@ -36,6 +51,7 @@ impl CasePaths {
             graph,
             inputs: sub("inputs"),
             expected: sub("expected"),
+            imported: None,
         })
     }
 }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use vigil_onnx::{import_for, read_model, write_case, InputSource, Options};
+use vigil_onnx::{write_case, InputSource, Options};
 
 use crate::suite::CaseRef;
 
@@ -28,44 +28,57 @@ pub struct OnnxTest {
 pub struct OnnxCases {
     pub cases: Vec<CaseRef>,
     pub failed: Vec<(CaseRef, String)>,
+    /// Paths of the cases that are models rather than ONNX's own backend
+    /// tests ([`is_backend_test`]).
+    pub models: std::collections::HashSet<String>,
     _dir: Option<tempfile::TempDir>,
 }
 
-fn light_outputs(model: &Path) -> Option<Vec<PathBuf>> {
-    let stem = model.file_stem()?.to_str()?;
-    let dir = model.parent()?;
-    let v: Vec<PathBuf> = (0..)
-        .map(|k| dir.join(format!("{stem}_output_{k}.pb")))
-        .take_while(|p| p.is_file())
-        .collect();
-    (!v.is_empty()).then_some(v)
+/// The tests of one model file: a case per `test_data_set_*/` beside it;
+/// without one, ONNX's dummy input when `light` outputs are beside it, or,
+/// for a model named on the command line (`top`), inputs from seed 0 and no
+/// expected outputs.
+fn model_tests(model: &Path, top: bool, out: &mut Vec<OnnxTest>) {
+    // Data sets beside a model count for `model.onnx` (ONNX's layout) and
+    // for a model named on the command line.
+    let sets = if top || model.file_name().is_some_and(|f| f == "model.onnx") {
+        vigil_onnx::data_sets(&vigil_onnx::model_dir(model))
+    } else {
+        Vec::new()
+    };
+    if !sets.is_empty() {
+        out.extend(sets.into_iter().map(|ds| OnnxTest {
+            path: ds.display().to_string(),
+            model: model.to_path_buf(),
+            source: InputSource::DataSet(ds),
+        }));
+        return;
+    }
+    let source = match vigil_onnx::case::light_outputs(model) {
+        Some(outs) => InputSource::Dummy(outs),
+        None if top => InputSource::Random(0),
+        None => return,
+    };
+    out.push(OnnxTest {
+        path: model.display().to_string(),
+        model: model.to_path_buf(),
+        source,
+    });
 }
 
-fn walk(p: &Path, out: &mut Vec<OnnxTest>) -> Result<()> {
+fn walk(p: &Path, top: bool, out: &mut Vec<OnnxTest>) -> Result<()> {
     if p.is_file() {
         if p.extension().is_some_and(|e| e == "onnx") {
-            if let Some(outs) = light_outputs(p) {
-                out.push(OnnxTest {
-                    path: p.display().to_string(),
-                    model: p.to_path_buf(),
-                    source: InputSource::Dummy(outs),
-                });
-            }
+            model_tests(p, top, out);
         }
         return Ok(());
     }
-    if !p.is_dir() {
+    if !p.is_dir() || p.join("graph.json").is_file() {
         return Ok(());
     }
     let model = p.join("model.onnx");
     if model.is_file() {
-        for ds in vigil_onnx::data_sets(p) {
-            out.push(OnnxTest {
-                path: ds.display().to_string(),
-                model: model.clone(),
-                source: InputSource::DataSet(ds),
-            });
-        }
+        model_tests(&model, top, out);
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
@@ -74,16 +87,65 @@ fn walk(p: &Path, out: &mut Vec<OnnxTest>) -> Result<()> {
         .collect();
     entries.sort();
     for e in entries {
-        walk(&e, out)?;
+        walk(&e, false, out)?;
     }
     Ok(())
+}
+
+/// True for one of ONNX's own backend tests, which keep ONNX's tolerances:
+/// their model's directory is named `test_*` (every test the onnx package
+/// ships or generates is). Other models' outputs are also judged against an
+/// f64 evaluation (docs/onnx.md, "Tolerances").
+pub fn is_backend_test(model: &Path) -> bool {
+    let dir = vigil_onnx::model_dir(model);
+    let dir = dir.canonicalize().unwrap_or(dir);
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("test_"))
+}
+
+/// True for a path that [`find`] reads as ONNX: a `.onnx` file, or a
+/// directory holding `model.onnx` and no `graph.json`.
+pub fn is_onnx(p: &Path) -> bool {
+    (p.is_file() && p.extension().is_some_and(|e| e == "onnx"))
+        || (p.is_dir() && !p.join("graph.json").is_file() && p.join("model.onnx").is_file())
+}
+
+/// `NAME=D0,D1,...` (`--shape`): an input's concrete shape; `NAME=` is a
+/// scalar.
+pub fn parse_shape(s: &str) -> std::result::Result<(String, Vec<usize>), String> {
+    let bad = || format!("'{s}' is not NAME=D0,D1,... (dims are non-negative integers)");
+    let (name, dims) = s.split_once('=').filter(|(n, _)| !n.is_empty()).ok_or_else(bad)?;
+    let dims = match dims.trim() {
+        "" => Vec::new(),
+        d => d
+            .split(',')
+            .map(|x| x.trim().parse::<usize>().map_err(|_| bad()))
+            .collect::<std::result::Result<_, _>>()?,
+    };
+    Ok((name.to_string(), dims))
+}
+
+/// Imports the model a single-case command (`exec`, `explain`, `debug`,
+/// `minimize`) was given, as [`find`] reads it (the first of its tests),
+/// into a temporary case directory that lives as long as the value.
+pub fn import_one(path: &Path) -> Result<tempfile::TempDir> {
+    let test = find(&[path.to_path_buf()])?
+        .into_iter()
+        .next()
+        .with_context(|| format!("{}: no ONNX model found", path.display()))?;
+    let dir = tempfile::tempdir().context("temporary directory for the imported ONNX case")?;
+    vigil_onnx::import_path(&test.model, &Options::default(), &test.source)
+        .and_then(|m| write_case(&m, &test.source, dir.path()))
+        .with_context(|| format!("{}: import", test.model.display()))?;
+    Ok(dir)
 }
 
 /// Every ONNX test under `paths` (directories walked recursively).
 pub fn find(paths: &[PathBuf]) -> Result<Vec<OnnxTest>> {
     let mut out = Vec::new();
     for p in paths {
-        walk(p, &mut out)?;
+        walk(p, true, &mut out)?;
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out.dedup_by(|a, b| a.path == b.path);
@@ -97,11 +159,17 @@ pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
         return Ok(OnnxCases {
             cases: Vec::new(),
             failed: Vec::new(),
+            models: Default::default(),
             _dir: None,
         });
     }
     let dir = tempfile::tempdir().context("temporary directory for imported ONNX cases")?;
     let (mut cases, mut failed) = (Vec::new(), Vec::new());
+    let models = tests
+        .iter()
+        .filter(|t| !is_backend_test(&t.model))
+        .map(|t| t.path.clone())
+        .collect();
     for (k, t) in tests.iter().enumerate() {
         let location = dir.path().join(format!("{k}"));
         let case = CaseRef {
@@ -110,8 +178,7 @@ pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
         };
         // A data set's inputs may stand in for constants (the node
         // tests feed Reshape's shape or ReduceSum's axes as inputs).
-        let done = read_model(&t.model)
-            .and_then(|m| import_for(&m, &Options::default(), &t.source))
+        let done = vigil_onnx::import_path(&t.model, &Options::default(), &t.source)
             .and_then(|m| write_case(&m, &t.source, &location));
         match done {
             Ok(()) => cases.push(case),
@@ -121,6 +188,7 @@ pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
     Ok(OnnxCases {
         cases,
         failed,
+        models,
         _dir: Some(dir),
     })
 }

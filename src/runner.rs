@@ -77,6 +77,10 @@ pub struct RunConfig {
     /// Apply the in-place pass before plain and validate runs (default on;
     /// DebugMode always runs both the in-place and the pure graph).
     pub inplace: bool,
+    /// Judge float outputs that miss the tolerance against an f64
+    /// evaluation of the same graph ([`model_atol`]): what an ONNX model
+    /// (not one of ONNX's node tests) gets, see docs/onnx.md.
+    pub f64_reference: bool,
 }
 
 impl RunConfig {
@@ -86,6 +90,7 @@ impl RunConfig {
             tolerance,
             debug: vigil_debugmode::DebugConfig::default(),
             inplace: true,
+            f64_reference: false,
         }
     }
 }
@@ -247,7 +252,8 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Ca
     out.debug = checked.debug.as_ref().and_then(|s| serde_json::to_value(s).ok());
     if let Some(dir) = &paths.expected {
         let expected = load_expected(dir)?;
-        out = compare_outputs(out, &checked.outputs, &expected, &cfg.tolerance)?;
+        let mut exact = Exact::new(cfg.f64_reference.then_some((&graph, &feeds)));
+        out = compare_outputs(out, &checked.outputs, &expected, &cfg.tolerance, &mut exact)?;
     }
     Ok(out)
 }
@@ -259,6 +265,9 @@ pub struct Suites {
     /// Sorted by path, each once.
     pub cases: Vec<CaseRef>,
     onnx: HashSet<String>,
+    /// ONNX tests of models (not ONNX's own `test_*` backend tests): their
+    /// outputs get the f64 reference ([`RunConfig::f64_reference`]).
+    models: HashSet<String>,
     import_errors: HashMap<String, String>,
     _imported: OnnxCases,
 }
@@ -278,12 +287,14 @@ impl Suites {
             .iter()
             .map(|(c, e)| (c.path.clone(), e.clone()))
             .collect();
+        let models = imported.models.clone();
         cases.extend(imported.cases.iter().cloned());
         cases.extend(imported.failed.iter().map(|(c, _)| c.clone()));
         cases.sort();
         Ok(Suites {
             cases,
             onnx,
+            models,
             import_errors,
             _imported: imported,
         })
@@ -314,6 +325,7 @@ impl Suites {
                 rtol: Some(cfg.tolerance.rtol.unwrap_or(crate::onnx_suite::ONNX_RTOL)),
                 atol: Some(cfg.tolerance.atol.unwrap_or(crate::onnx_suite::ONNX_ATOL)),
             };
+            cfg.f64_reference = self.models.contains(&case.path);
         }
         Ok(cfg)
     }
@@ -344,12 +356,104 @@ pub fn run_suites(paths: &[PathBuf], cfg: &RunConfig, registry: &OpRegistry) -> 
     Ok(Report::new(cfg.mode.name(), cases).with_vigil_version(env!("CARGO_PKG_VERSION")))
 }
 
+/// How many times the reference's own error (against the f64 evaluation)
+/// a model output may differ from the reference by: the same factor
+/// DebugMode's arbitration allows an in-place kernel.
+pub const F64_REFERENCE_FACTOR: f64 = 2.0;
+
+/// How many times the engine's own rounding error (or the dtype's unit
+/// roundoff times the output's scale, if larger) the reference's error may
+/// be and still count as rounding. A larger one is a different result, not
+/// rounding, and loosens nothing.
+pub const ROUNDING_RATIO: f64 = 64.0;
+
+/// The graph's outputs evaluated in f64 (every f32 input, constant and
+/// parameter widened; [`vigil_debugmode::widen`]), computed at most once,
+/// when an output first needs it.
+pub struct Exact<'a> {
+    source: Option<(&'a Graph, &'a HashMap<String, Tensor>)>,
+    outputs: Option<Option<Vec<(String, Tensor)>>>,
+}
+
+impl<'a> Exact<'a> {
+    /// `source` is the graph and feeds to evaluate; `None` turns the f64
+    /// reference off.
+    pub fn new(source: Option<(&'a Graph, &'a HashMap<String, Tensor>)>) -> Exact<'a> {
+        Exact {
+            source,
+            outputs: None,
+        }
+    }
+
+    /// Output `name` in f64, or `None` when off or when the graph does not
+    /// run widened (an op that takes only f32).
+    fn output(&mut self, name: &str) -> Option<&Tensor> {
+        let (g, feeds) = self.source?;
+        let outs = self.outputs.get_or_insert_with(|| {
+            let wide = vigil_debugmode::widen(g).ok()?;
+            let feeds: HashMap<String, Tensor> = feeds
+                .iter()
+                .map(|(k, t)| {
+                    let t = if t.dtype() == DType::F32 {
+                        t.cast(DType::F64)?
+                    } else {
+                        t.deep_copy()?
+                    };
+                    Ok((k.clone(), t))
+                })
+                .collect::<vigil_engine::Result<_>>()
+                .ok()?;
+            let run = Executor::new(&wide).ok()?.run(&feeds).ok()?;
+            Some(run.outputs)
+        });
+        outs.as_ref()?.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+}
+
+/// The absolute tolerance for a model output `got` that missed `atol`,
+/// given the f64 evaluation `exact` of the same graph. With the
+/// reference's own error `e_ref = max |want − exact|` and the engine's
+/// `e_own = max |got − exact|`: when `e_ref` is rounding, at most
+/// [`ROUNDING_RATIO`] times `max(e_own, u·max|exact|)` (`u` the dtype's unit
+/// roundoff), the tolerance is `max(atol, 2·e_ref)`
+/// ([`F64_REFERENCE_FACTOR`]); else `atol` stays. A correct engine is about
+/// as far from the exact value as the reference, so it passes. A wrong one
+/// fails: a wrong op makes the f64 evaluation wrong too, so its difference
+/// from the reference is far past its own rounding and loosens nothing.
+pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Result<f64> {
+    let (g, w, e) = (got.to_f64_vec()?, want.to_f64_vec()?, exact.to_f64_vec()?);
+    let max_diff = |a: &[f64]| {
+        a.iter()
+            .zip(&e)
+            .map(|(p, q)| (p - q).abs())
+            .filter(|d| d.is_finite())
+            .fold(0.0f64, f64::max)
+    };
+    let (e_ref, e_own) = (max_diff(&w), max_diff(&g));
+    let scale = e
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let unit = match got.dtype() {
+        DType::F16 => f64::powi(2.0, -11),
+        DType::F32 => f64::powi(2.0, -24),
+        _ => f64::powi(2.0, -53),
+    };
+    if e_ref > ROUNDING_RATIO * e_own.max(unit * scale) {
+        return Ok(atol);
+    }
+    Ok(atol.max(F64_REFERENCE_FACTOR * e_ref))
+}
+
 /// Compares every expected output; a difference is an `output_mismatch`.
+/// A float output that misses the tolerance is compared again with
+/// [`model_atol`] when `exact` holds the f64 evaluation.
 fn compare_outputs(
     mut out: Case,
     outputs: &[(String, Tensor)],
     expected: &HashMap<String, Tensor>,
     tol: &Tolerance,
+    exact: &mut Exact,
 ) -> Result<Case> {
     let mut names: Vec<&String> = expected.keys().collect();
     names.sort();
@@ -378,8 +482,14 @@ fn compare_outputs(
             );
             continue;
         }
-        let (rtol, atol) = tol.for_dtype(got.dtype());
-        let c = compare(got, want, Within::new(rtol, atol))?;
+        let (rtol, mut atol) = tol.for_dtype(got.dtype());
+        let mut c = compare(got, want, Within::new(rtol, atol))?;
+        if c.mismatched > 0 && got.dtype().is_float() {
+            if let Some(e) = exact.output(name).filter(|e| e.shape() == want.shape()) {
+                atol = model_atol(got, want, e, atol)?;
+                c = compare(got, want, Within::new(rtol, atol))?;
+            }
+        }
         let mut cmp = OutputComparison::new(name.clone(), c.elements as u64);
         cmp.rtol = Some(rtol);
         cmp.atol = Some(atol);

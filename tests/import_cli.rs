@@ -78,3 +78,192 @@ fn import_with_random_inputs_still_needs_the_constant() {
     assert_eq!(e.trim().lines().count(), 1, "{e}");
     assert!(e.contains("'flat'") && e.contains("Reshape"), "{e}");
 }
+
+/// Runs `vigil args...` in `dir`.
+fn vigil_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_vigil"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run vigil")
+}
+
+/// `y = Reshape(x * w, Shape(x)[0] x 3)` where x has a symbolic batch dim,
+/// w is stored in `model.onnx.data` at offset 8 (as torch writes it), and a
+/// data set feeds a batch of 2.
+fn external_symbolic(dir: &Path, location: &str) -> std::path::PathBuf {
+    use onnx_protobuf::tensor_proto::DataLocation;
+    use onnx_protobuf::StringStringEntryProto;
+    let wv = [0.5f32, -2.0, 4.0];
+    let mut bytes = vec![0u8; 8];
+    bytes.extend(wv.iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(dir.join("model.onnx.data"), &bytes).unwrap();
+    let mut w = tensor("w", &f32s(&[3], &wv));
+    w.raw_data.clear();
+    w.data_location = DataLocation::EXTERNAL.into();
+    for (k, v) in [("location", location), ("offset", "8"), ("length", "12")] {
+        let mut e = StringStringEntryProto::new();
+        e.key = k.into();
+        e.value = v.into();
+        w.external_data.push(e);
+    }
+    let three = tensor("three", &Tensor::from_vec(&[1], vec![3i64]).unwrap());
+    let m = model(
+        18,
+        vec![
+            node("Mul", "scale", &["x", "w"], &["xw"], vec![]),
+            node("Shape", "shape", &["x"], &["s"], vec![]),
+            node("Slice", "batch", &["s", "zero", "one"], &["n"], vec![]),
+            node(
+                "Concat",
+                "dims",
+                &["n", "three"],
+                &["dims"],
+                vec![("axis", onnx_support::A::I(0))],
+            ),
+            node("Reshape", "out", &["xw", "dims"], &["y"], vec![]),
+        ],
+        vec![value("x", DType::F32, &[-1, 3])],
+        vec![
+            w,
+            three,
+            tensor("zero", &Tensor::from_vec(&[1], vec![0i64]).unwrap()),
+            tensor("one", &Tensor::from_vec(&[1], vec![1i64]).unwrap()),
+        ],
+        vec![value("y", DType::F32, &[-1, 3])],
+    );
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, m.write_to_bytes().unwrap()).unwrap();
+    let set = dir.join("test_data_set_0");
+    std::fs::create_dir_all(&set).unwrap();
+    let x = [1.0f32, 1.0, 1.0, 2.0, 0.0, -1.0];
+    let y: Vec<f32> = x.iter().enumerate().map(|(i, v)| v * wv[i % 3]).collect();
+    for (file, name, t) in [
+        ("input_0.pb", "x", f32s(&[2, 3], &x)),
+        ("output_0.pb", "y", f32s(&[2, 3], &y)),
+    ] {
+        std::fs::write(set.join(file), tensor(name, &t).write_to_bytes().unwrap()).unwrap();
+    }
+    path
+}
+
+#[test]
+fn a_model_with_external_weights_and_a_symbolic_batch_imports_by_its_bare_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    external_symbolic(tmp.path(), "model.onnx.data");
+    // From the model's own directory: the data set beside a bare file name
+    // is found, the weights are read from model.onnx.data, and Shape of the
+    // symbolic input folds on the data set's batch of 2.
+    let o = vigil_in(tmp.path(), &["import", "model.onnx", "--out", "case"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("case/graph.json")).unwrap()).unwrap();
+    assert_eq!(graph["inputs"][0]["shape"], serde_json::json!([2, 3]), "{graph}");
+    // Shape, Slice and Concat folded: the reshape's shape is an attr.
+    let ops: Vec<&str> = graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["mul", "reshape"], "{graph}");
+    let o = vigil_in(tmp.path(), &["run", "case", "--mode", "validate"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
+    // --shape specializes random inputs; a shape that does not fit is one line.
+    let o = vigil_in(
+        tmp.path(),
+        &[
+            "import",
+            "model.onnx",
+            "--out",
+            "r",
+            "--random-inputs",
+            "3",
+            "--shape",
+            "x=4,3",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let x = Tensor::read_npy(tmp.path().join("r/inputs/x.npy")).unwrap();
+    assert_eq!(x.shape(), &[4, 3]);
+    for bad in ["x=4,2", "nope=1,3", "x=4"] {
+        let o = vigil_in(
+            tmp.path(),
+            &["import", "model.onnx", "--out", "b", "--shape", bad],
+        );
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn external_data_outside_the_model_directory_is_refused_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inner = tmp.path().join("m");
+    std::fs::create_dir(&inner).unwrap();
+    external_symbolic(&inner, "../model.onnx.data");
+    std::fs::copy(inner.join("model.onnx.data"), tmp.path().join("model.onnx.data")).unwrap();
+    let model = inner.join("model.onnx");
+    let out = tmp.path().join("case");
+    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("model.onnx") && e.contains("tensor 'w'") && e.contains("../model.onnx.data"),
+        "{e}"
+    );
+}
+
+#[test]
+fn every_case_command_takes_an_onnx_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = external_symbolic(tmp.path(), "model.onnx.data");
+    let m = model.to_str().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    let out = tmp.path().join("exec_out");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["run", m, "--mode", "validate"],
+        vec!["run", d, "--mode", "debug"],
+        vec!["debug", m],
+        vec!["exec", m, "--out", out.to_str().unwrap()],
+        vec!["explain", d],
+    ];
+    for args in runs {
+        let o = vigil(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(&o)
+        );
+    }
+    assert!(out.join("y.npy").is_file());
+    // From the model's directory, by its bare name.
+    let o = vigil_in(tmp.path(), &["run", "model.onnx", "--mode", "plain"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A missing model says so, in one line.
+    for args in [
+        &["run", "missing.onnx"][..],
+        &["debug", "missing.onnx"],
+        &["exec", "missing.onnx", "--out", "x"],
+        &["explain", "missing.onnx"],
+        &["import", "missing.onnx", "--out", "x"],
+    ] {
+        let cmd = args[0];
+        let o = vigil_in(tmp.path(), args);
+        let e = stderr(&o);
+        assert_ne!(o.status.code(), Some(0), "{cmd}");
+        assert!(
+            e.contains("missing.onnx") && e.to_lowercase().contains("no such"),
+            "{cmd}: {e}"
+        );
+    }
+}

@@ -52,6 +52,7 @@ mod report;
 pub mod selftest;
 mod threads;
 
+pub use arbitrate::widen;
 pub use config::{Check, DebugConfig, GradConfig, GradRules};
 pub use error::DebugError;
 pub use minimize::{minimize, Minimized};

@@ -52,8 +52,64 @@ pub enum InputSource {
     Dummy(Vec<PathBuf>),
 }
 
+/// The directory of the model file `model`: `.` for a bare file name
+/// (whose `Path::parent` is the empty path, which lists nothing).
+pub fn model_dir(model: &Path) -> PathBuf {
+    match model.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Where a case made from the model file `model` takes its inputs:
+/// `--random-inputs SEED` when `random` is given, else data set `N` (or
+/// the first `test_data_set_*/` beside the model), else the onnx package's
+/// `light` outputs beside it; `None` when there is none of these.
+pub fn source_for(model: &Path, data_set: Option<usize>, random: Option<u64>) -> Result<Option<InputSource>> {
+    if !model.is_file() {
+        return Err(ImportError::Io {
+            path: model.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such model file"),
+        });
+    }
+    if let Some(seed) = random {
+        return Ok(Some(InputSource::Random(seed)));
+    }
+    let dir = model_dir(model);
+    if let Some(n) = data_set {
+        let want = dir.join(format!("test_data_set_{n}"));
+        if !want.is_dir() {
+            return Err(ImportError::Io {
+                path: want,
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such data set"),
+            });
+        }
+        return Ok(Some(InputSource::DataSet(want)));
+    }
+    if let Some(first) = data_sets(&dir).into_iter().next() {
+        return Ok(Some(InputSource::DataSet(first)));
+    }
+    Ok(light_outputs(model).map(InputSource::Dummy))
+}
+
+/// The `light_X_output_K.pb` files beside `light_X.onnx`, if any.
+pub fn light_outputs(model: &Path) -> Option<Vec<PathBuf>> {
+    let stem = model.file_stem()?.to_str()?;
+    let dir = model_dir(model);
+    let v: Vec<PathBuf> = (0..)
+        .map(|k| dir.join(format!("{stem}_output_{k}.pb")))
+        .take_while(|p| p.is_file())
+        .collect();
+    (!v.is_empty()).then_some(v)
+}
+
 /// One of ONNX's test-data sets beside a model, in name order.
 pub fn data_sets(model_dir: &Path) -> Vec<PathBuf> {
+    let model_dir = if model_dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        model_dir
+    };
     let mut v: Vec<PathBuf> = std::fs::read_dir(model_dir)
         .into_iter()
         .flatten()

@@ -34,8 +34,28 @@ pub enum ImportError {
     },
     #[error("{what}: unsupported dtype {dtype} (Vigil has {})", vigil_dtypes())]
     UnsupportedDtype { what: String, dtype: String },
-    #[error("tensor '{tensor}': external data is not supported (save the model with its data inline)")]
+    /// An external-data tensor where the model's file (and so its
+    /// directory) is not known: a model decoded from bytes.
+    #[error("tensor '{tensor}': its data is in an external file, and the model's directory is not known (import the model from its file)")]
     ExternalData { tensor: String },
+    /// An external-data tensor that cannot be read as the model says.
+    #[error("{}: tensor '{tensor}': external data: {msg}", model.display())]
+    External {
+        model: PathBuf,
+        tensor: String,
+        msg: String,
+    },
+    /// An external-data location that leads outside the model's directory.
+    #[error("{}: tensor '{tensor}': external data location '{location}' {why}", model.display())]
+    ExternalOutside {
+        model: PathBuf,
+        tensor: String,
+        location: String,
+        why: String,
+    },
+    /// `--shape` or a data set's input does not fit the declared input.
+    #[error("graph input '{input}': {msg}")]
+    BadShape { input: String, msg: String },
     #[error("tensor '{tensor}': {msg}")]
     BadTensor { tensor: String, msg: String },
     #[error("node '{node}' ({op}): attr '{attr}': {msg}")]

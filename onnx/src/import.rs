@@ -10,7 +10,7 @@ use vigil_engine::{Attrs, OpCtx, OpRegistry, Tensor, TypeInfo};
 
 use crate::error::{ImportError, Result};
 use crate::model::default_opset;
-use crate::tensor::{dtype_of, to_tensor};
+use crate::tensor::{dtype_of, to_tensor_from};
 
 /// The attr key that carries a node's ONNX origin (`"Conv 'conv1'"`); the
 /// graph loader ignores it, so findings can point back at the model.
@@ -35,6 +35,13 @@ pub enum Initializers {
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub initializers: Initializers,
+    /// The model file: external data is read relative to its directory
+    /// (see [`crate::external`]). Without it, a model with external data is
+    /// refused.
+    pub model: Option<std::path::PathBuf>,
+    /// Concrete shapes for graph inputs, by ONNX name (`--shape`): the
+    /// model is specialized on them, as on a data set's input shapes.
+    pub shapes: Vec<(String, Vec<usize>)>,
 }
 
 /// An imported model.
@@ -332,18 +339,57 @@ fn value_type(v: &ValueInfoProto) -> Result<TypeInfo> {
 }
 
 /// Imports a decoded model.
-/// The tensors of a data set's `input_K.pb` files, by K: `None` for those
-/// over [`FOLD_LIMIT`] elements (no op needs such a constant) and those that
-/// do not read (writing the case reads them again and reports it).
-fn known_inputs(dir: &std::path::Path) -> Vec<Option<Tensor>> {
+/// A data set's input as the importer uses it: its shape (to specialize
+/// the model on) and, up to [`FOLD_LIMIT`] elements, its value.
+#[derive(Default)]
+struct Known {
+    shape: Option<Vec<usize>>,
+    value: Option<Tensor>,
+}
+
+/// The data set's `input_K.pb` files, by K. One that does not read gives
+/// nothing (writing the case reads it again and reports it).
+fn known_inputs(dir: &std::path::Path) -> Vec<Known> {
     crate::case::numbered(dir, "input")
         .iter()
         .map(|f| {
-            let p = crate::model::read_tensor_file(f).ok()?;
-            let t = crate::tensor::to_tensor(&p, &f.display().to_string()).ok()?;
-            (t.size() <= FOLD_LIMIT).then_some(t)
+            let Ok(p) = crate::model::read_tensor_file(f) else {
+                return Known::default();
+            };
+            let shape = p.dims.iter().map(|&d| usize::try_from(d).ok()).collect();
+            let n: Option<usize> = p
+                .dims
+                .iter()
+                .try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?));
+            let value = n
+                .filter(|&n| n <= FOLD_LIMIT)
+                .and_then(|_| crate::tensor::to_tensor(&p, &f.display().to_string()).ok());
+            Known { shape, value }
         })
         .collect()
+}
+
+/// `ty` with its shape replaced by `want`, which must fit it: the same
+/// rank, and every fixed dim equal. This is how a model with symbolic dims
+/// (a batch, a sequence length) is specialized on one set of inputs, so
+/// that `Shape` and the arithmetic on it fold at import time.
+fn specialize(name: &str, ty: &TypeInfo, want: &[usize]) -> Result<TypeInfo> {
+    if let Some(s) = &ty.shape {
+        let fits = s.len() == want.len() && s.iter().zip(want).all(|(&d, &w)| d < 0 || d as usize == w);
+        if !fits {
+            return Err(ImportError::BadShape {
+                input: name.to_string(),
+                msg: format!(
+                    "shape {want:?} does not fit its declared shape {}",
+                    ty.shape_string()
+                ),
+            });
+        }
+    }
+    Ok(TypeInfo::new(
+        ty.dtype,
+        Some(want.iter().map(|&d| d as i64).collect()),
+    ))
 }
 
 pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
@@ -375,8 +421,9 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
             .chain(g.output.iter().map(|o| o.name.clone()))
             .collect(),
     };
+    let mut external = opts.model.as_deref().map(crate::external::ExternalData::new);
     for t in &g.initializer {
-        let tensor = to_tensor(t, "initializer")?;
+        let tensor = to_tensor_from(t, "initializer", external.as_mut())?;
         let param = opts.initializers == Initializers::Parameters && tensor.dtype().is_float();
         let mut v = imp.constant(&t.name, tensor.clone());
         if param {
@@ -390,7 +437,7 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
     let mut inputs = Vec::new();
     let mut input_decls = Vec::new();
     let mut input_types = Vec::new();
-    let fed = match known {
+    let mut fed = match known {
         Some(dir) => known_inputs(dir),
         None => Vec::new(),
     };
@@ -399,8 +446,23 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
         .iter()
         .filter(|i| !imp.values.contains_key(&i.name)) // initializers listed as inputs (IR < 4)
         .collect::<Vec<_>>();
+    if let Some((n, _)) = opts
+        .shapes
+        .iter()
+        .find(|(n, _)| !graph_inputs.iter().any(|i| &i.name == n))
+    {
+        return Err(ImportError::BadShape {
+            input: n.clone(),
+            msg: "the model has no such input".into(),
+        });
+    }
+    fed.resize_with(graph_inputs.len(), Known::default);
     for (k, i) in graph_inputs.into_iter().enumerate() {
-        let ty = value_type(i)?;
+        let mut ty = value_type(i)?;
+        let given = opts.shapes.iter().find(|(n, _)| n == &i.name).map(|(_, s)| s);
+        if let Some(want) = given.or(fed[k].shape.as_ref()) {
+            ty = specialize(&i.name, &ty, want)?;
+        }
         let var = imp.unique(&i.name);
         input_decls.push(InputDecl {
             name: var.clone(),
@@ -417,7 +479,7 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
                 ty,
                 constant: None,
                 source: true,
-                fed: fed.get(k).cloned().flatten(),
+                fed: fed[k].value.take(),
             },
         );
     }

@@ -7,12 +7,13 @@
 
 pub mod case;
 pub mod error;
+pub mod external;
 pub mod import;
 pub mod model;
 mod ops;
 pub mod tensor;
 
-pub use case::{data_sets, feeds, write_case, InputSource};
+pub use case::{data_sets, feeds, model_dir, source_for, write_case, InputSource};
 pub use error::{ImportError, Result};
 pub use import::{import, import_with, sanitize, Imported, Initializers, Options};
 pub use model::{decode_model, read_model, read_tensor_file};
@@ -37,7 +38,24 @@ pub fn import_for(model: &onnx_protobuf::ModelProto, opts: &Options, src: &Input
     import_with(model, opts, known)
 }
 
-/// Reads and imports the model at `path`.
+/// Reads and imports the model at `path` (external data relative to its
+/// directory).
 pub fn import_file(path: &std::path::Path, opts: &Options) -> Result<Imported> {
-    import(&read_model(path)?, opts)
+    let opts = Options {
+        model: Some(path.to_path_buf()),
+        ..opts.clone()
+    };
+    import(&read_model(path)?, &opts)
+}
+
+/// Reads the model at `path` and imports it for a case fed from `src`
+/// ([`import_for`]), its external data read relative to its directory.
+/// `vigil import`, `vigil run` and the commands that take one case all come
+/// here.
+pub fn import_path(path: &std::path::Path, opts: &Options, src: &InputSource) -> Result<Imported> {
+    let opts = Options {
+        model: Some(path.to_path_buf()),
+        ..opts.clone()
+    };
+    import_for(&read_model(path)?, &opts, src)
 }

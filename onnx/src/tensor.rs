@@ -6,6 +6,7 @@ use protobuf::Enum;
 use vigil_engine::{DType, Tensor};
 
 use crate::error::{ImportError, Result};
+use crate::external::ExternalData;
 
 /// The Vigil dtype of an ONNX element type, or an error naming `what`.
 pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
@@ -139,12 +140,18 @@ fn dtype_name(elem: i32) -> String {
 /// A Vigil tensor with the proto's dtype, shape and data; `what` names it
 /// in errors when the proto has no name.
 pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
+    to_tensor_from(t, what, None)
+}
+
+/// True when the tensor's bytes are in an external file.
+pub fn is_external(t: &TensorProto) -> bool {
+    t.data_location.enum_value() == Ok(DataLocation::EXTERNAL) || !t.external_data.is_empty()
+}
+
+/// [`to_tensor`], reading external data through `external` (the model's
+/// directory); without it an external tensor is an error naming it.
+pub fn to_tensor_from(t: &TensorProto, what: &str, external: Option<&mut ExternalData>) -> Result<Tensor> {
     let name = if t.name.is_empty() { what } else { &t.name };
-    if t.data_location.enum_value() == Ok(DataLocation::EXTERNAL) || !t.external_data.is_empty() {
-        return Err(ImportError::ExternalData {
-            tensor: name.to_string(),
-        });
-    }
     if t.segment.is_some() {
         return Err(bad(t, what, "segmented tensors are not supported".into()));
     }
@@ -158,6 +165,14 @@ pub fn to_tensor(t: &TensorProto, what: &str) -> Result<Tensor> {
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .ok_or_else(|| bad(t, what, format!("dims {:?} overflow", t.dims)))?;
     let dtype = dtype_of(t.data_type, &format!("tensor '{name}'"))?;
+    if is_external(t) {
+        return match external {
+            Some(x) => x.read(t, name, dtype, &shape),
+            None => Err(ImportError::ExternalData {
+                tensor: name.to_string(),
+            }),
+        };
+    }
     let built = match dtype {
         DType::F32 => Tensor::from_vec(
             &shape,

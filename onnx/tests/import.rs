@@ -313,6 +313,7 @@ fn initializers_can_be_parameters_and_aliased_outputs_get_a_copy() {
     );
     let opts = Options {
         initializers: vigil_onnx::Initializers::Parameters,
+        ..Options::default()
     };
     let imported = import(&round_trip(&m), &opts).unwrap();
     assert_eq!(imported.file.parameters.len(), 1);

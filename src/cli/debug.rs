@@ -5,8 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::runner::{run_case, Mode, RunConfig, Tolerance};
-use crate::suite::discover;
+use crate::runner::{Mode, RunConfig, Suites, Tolerance};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use vigil_debugmode::DebugConfig;
@@ -15,10 +14,12 @@ use vigil_reports::{render, write_report, Format, Report};
 
 #[derive(Args)]
 pub struct DebugArgs {
-    /// A suite case directory (graph.json, inputs/, expected/) or a graph.json.
+    /// A suite case directory (graph.json, inputs/, expected/), a graph.json,
+    /// or an ONNX model (a .onnx file or its directory).
     case: PathBuf,
     /// The checks to run, comma-separated (listeners, lockstep, culprit,
-    /// poison, arbitrate, orders, prealloc, gradient, or all; default: all).
+    /// poison, arbitrate, orders, prealloc, gradient, layouts, threads, or
+    /// all; default: all).
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
     /// Report format (table, json, markdown, html, junit). With --report,
@@ -55,12 +56,13 @@ pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
     if let Some(p) = &a.report {
         super::run::check_report_path(p)?;
     }
-    let cases = discover(std::slice::from_ref(&a.case))?;
-    let [case] = cases.as_slice() else {
+    // ONNX models are imported as `vigil run` imports them.
+    let suites = Suites::discover(std::slice::from_ref(&a.case))?;
+    let [case] = suites.cases.as_slice() else {
         bail!(
             "{}: holds {} cases; vigil debug takes one (use vigil run for suites)",
             a.case.display(),
-            cases.len()
+            suites.cases.len()
         );
     };
     let mut cfg = RunConfig::new(
@@ -77,7 +79,7 @@ pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
     if let Some(checks) = &a.checks {
         cfg.debug = super::with_checks(cfg.debug, checks)?;
     }
-    let result = run_case(case, &cfg, registry);
+    let result = suites.run_case(case, &cfg, registry);
     let failed = result.status != vigil_reports::Status::Pass;
     let report = Report::new(Mode::Debug.name(), vec![result])
         .with_vigil_version(env!("CARGO_PKG_VERSION"))

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use vigil_onnx::{data_sets, import_for, read_model, write_case, Initializers, InputSource, Options};
+use vigil_onnx::{import_path, source_for, write_case, Initializers, InputSource, Options};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum InitializersAs {
@@ -28,43 +28,24 @@ pub struct ImportArgs {
     /// Generate inputs from SEED instead (no expected outputs).
     #[arg(long, value_name = "SEED")]
     random_inputs: Option<u64>,
+    /// Specialize the model on this shape of input NAME (repeatable), as
+    /// on a data set's input shapes: symbolic dims become fixed, and the
+    /// shape arithmetic on them folds.
+    #[arg(long = "shape", value_name = "NAME=D0,D1,...", value_parser = crate::onnx_suite::parse_shape)]
+    shapes: Vec<(String, Vec<usize>)>,
     /// Whether float initializers become constants or parameters.
     #[arg(long, value_enum, default_value = "constants")]
     initializers_as: InitializersAs,
 }
 
 fn source(a: &ImportArgs) -> Result<InputSource> {
-    if let Some(seed) = a.random_inputs {
-        return Ok(InputSource::Random(seed));
+    match source_for(&a.model, a.data_set, a.random_inputs)? {
+        Some(src) => Ok(src),
+        None => bail!(
+            "{}: no test_data_set_N/ beside the model; give --random-inputs SEED",
+            a.model.display()
+        ),
     }
-    let dir = a.model.parent().map(PathBuf::from).unwrap_or_default();
-    let sets = data_sets(&dir);
-    if let Some(n) = a.data_set {
-        let want = dir.join(format!("test_data_set_{n}"));
-        if !want.is_dir() {
-            bail!("{}: no such data set", want.display());
-        }
-        return Ok(InputSource::DataSet(want));
-    }
-    if let Some(first) = sets.into_iter().next() {
-        return Ok(InputSource::DataSet(first));
-    }
-    let stem = a
-        .model
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let outs: Vec<PathBuf> = (0..)
-        .map(|k| dir.join(format!("{stem}_output_{k}.pb")))
-        .take_while(|p| p.is_file())
-        .collect();
-    if !outs.is_empty() {
-        return Ok(InputSource::Dummy(outs));
-    }
-    bail!(
-        "{}: no test_data_set_N/ beside the model; give --random-inputs SEED",
-        a.model.display()
-    )
 }
 
 pub fn run(a: ImportArgs) -> Result<ExitCode> {
@@ -74,10 +55,12 @@ pub fn run(a: ImportArgs) -> Result<ExitCode> {
             InitializersAs::Constants => Initializers::Constants,
             InitializersAs::Parameters => Initializers::Parameters,
         },
+        shapes: a.shapes.clone(),
+        ..Options::default()
     };
     // A data set's inputs stand in where an op needs an import-time
     // constant, as under `vigil run`.
-    let model = import_for(&read_model(&a.model)?, &opts, &src)?;
+    let model = import_path(&a.model, &opts, &src)?;
     write_case(&model, &src, &a.out)?;
     super::emit(&format!(
         "{}: {}, {}, {} -> {}\n",

@@ -37,8 +37,9 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "debug")]
     mode: Mode,
     /// With --mode debug: the checks to run, comma-separated (listeners,
-    /// lockstep, culprit, poison, arbitrate, orders, prealloc, gradient, or
-    /// all; default listeners,lockstep,culprit,poison,arbitrate).
+    /// lockstep, culprit, poison, arbitrate, orders, prealloc, gradient,
+    /// layouts, threads, or all; default listeners,lockstep,culprit,poison,
+    /// arbitrate).
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
     /// Report format (table, json, markdown, html, junit). With --report,

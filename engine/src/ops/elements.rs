@@ -55,7 +55,7 @@ impl Reduction {
         }
     }
 
-    fn apply<T: Num>(self, old: T, new: T) -> T {
+    pub(crate) fn apply<T: Num>(self, old: T, new: T) -> T {
         match self {
             Reduction::None => new,
             Reduction::Add => T::add_w(old, new),

@@ -56,6 +56,9 @@ impl OpRegistry {
                 super::layer_norm::register(&mut r);
                 super::einsum::register(&mut r);
                 super::resize::register(&mut r);
+                super::gather_nd::register(&mut r);
+                super::scatter_nd::register(&mut r);
+                super::instance_norm::register(&mut r);
                 r
             })
             .clone()

@@ -312,6 +312,21 @@ impl Tensor {
         Ok(f(s))
     }
 
+    /// `f` over the elements in C order, whatever the layout: in place when
+    /// contiguous, else on a C-order copy written back through the layout.
+    /// For kernels that fill a flat slice but may be handed a caller's
+    /// output buffer of another layout.
+    pub fn write_c_order<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        if self.layout.is_contiguous() {
+            return self.write_contiguous(f);
+        }
+        let tmp = self.deep_copy()?;
+        let r = tmp.write_contiguous(f)?;
+        let src = tmp.to_array::<T>()?;
+        self.write(|mut o: ArrayViewMutD<'_, T>| o.assign(&src))?;
+        Ok(r)
+    }
+
     fn contiguous_range(&self) -> Result<std::ops::Range<usize>> {
         if !self.layout.is_contiguous() {
             return layout_err(format!(

@@ -18,6 +18,7 @@ mod linalg;
 mod logic;
 mod losses;
 mod math;
+mod nd;
 mod nn;
 mod norm;
 mod reduce;
@@ -76,6 +77,7 @@ const FAMILIES: &[&[Op]] = &[
     index::OPS,
     layout::OPS,
     losses::OPS,
+    nd::OPS,
 ];
 
 /// Every registered op.

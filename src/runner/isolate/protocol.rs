@@ -27,6 +27,9 @@ pub struct Job {
     /// `--checks`, as given.
     pub checks: Option<String>,
     pub inplace: bool,
+    /// [`RunConfig::f64_reference`].
+    #[serde(default)]
+    pub f64_reference: bool,
 }
 
 impl Job {
@@ -42,6 +45,7 @@ impl Job {
             atol: cfg.tolerance.atol,
             checks: checks.map(str::to_string),
             inplace: cfg.inplace,
+            f64_reference: cfg.f64_reference,
         }
     }
 
@@ -62,6 +66,7 @@ impl Job {
             },
         );
         cfg.inplace = self.inplace;
+        cfg.f64_reference = self.f64_reference;
         if let Some(checks) = &self.checks {
             cfg.debug = cfg.debug.with_checks(checks)?;
         }
