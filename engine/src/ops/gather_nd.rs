@@ -220,7 +220,10 @@ mod tests {
             .unwrap()
             .remove(0);
         assert!(out.same_buffer(&garbage));
-        assert_eq!(out.to_array::<i32>().unwrap().iter().copied().collect::<Vec<_>>(), [2, 3, 0, 1]);
+        assert_eq!(
+            out.to_array::<i32>().unwrap().iter().copied().collect::<Vec<_>>(),
+            [2, 3, 0, 1]
+        );
     }
 
     #[test]

@@ -211,7 +211,10 @@ mod tests {
             .unwrap()
             .remove(0);
         assert!(out.same_buffer(&garbage));
-        assert_eq!(out.to_array::<f32>().unwrap().iter().copied().collect::<Vec<_>>(), [1.0, 2.0, 7.0, 8.0]);
+        assert_eq!(
+            out.to_array::<f32>().unwrap().iter().copied().collect::<Vec<_>>(),
+            [1.0, 2.0, 7.0, 8.0]
+        );
     }
 
     #[test]
