@@ -39,15 +39,7 @@ pub fn relaid(t: &Tensor, layout: &str) -> vigil_engine::Result<Tensor> {
     let n: usize = shape.iter().product();
     let c = Layout::contiguous(&shape);
     let (len, l) = match layout {
-        "f_contiguous" => {
-            let mut strides = vec![0isize; shape.len()];
-            let mut s = 1isize;
-            for (d, &len) in shape.iter().enumerate() {
-                strides[d] = s;
-                s *= len.max(1) as isize;
-            }
-            (n, Layout::new(shape.clone(), strides, 0))
-        }
+        "f_contiguous" => (n, Layout::f_contiguous(&shape)),
         "reversed" => {
             let strides: Vec<isize> = c.strides().iter().map(|s| -s).collect();
             (n, Layout::new(shape.clone(), strides, n.saturating_sub(1)))

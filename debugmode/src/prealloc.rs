@@ -33,15 +33,7 @@ fn make(dtype: DType, shape: &[usize], layout: &str) -> vigil_engine::Result<Ten
     let n: usize = shape.iter().product();
     let c = Layout::contiguous(shape);
     let (len, l) = match layout {
-        "f_contiguous" => {
-            let mut strides = vec![0isize; shape.len()];
-            let mut s = 1isize;
-            for (d, &len) in shape.iter().enumerate() {
-                strides[d] = s;
-                s *= len.max(1) as isize;
-            }
-            (n, Layout::new(shape.to_vec(), strides, 0))
-        }
+        "f_contiguous" => (n, Layout::f_contiguous(shape)),
         "strided" => {
             let strides: Vec<isize> = c.strides().iter().map(|s| s * 2).collect();
             (2 * n.max(1), Layout::new(shape.to_vec(), strides, 0))

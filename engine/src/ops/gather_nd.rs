@@ -134,7 +134,7 @@ fn position(shape: &[usize], mut flat: usize) -> Vec<usize> {
 }
 
 fn gather_kernel<T: Element>(x: &Tensor, offsets: &[usize], inner: usize, out: &Tensor) -> Result<()> {
-    let xa = x.to_contiguous()?.to_array::<T>()?;
+    let xa = x.to_array::<T>()?;
     let xs = xa.as_slice().unwrap_or_default();
     out.write_c_order(|o: &mut [T]| {
         for (dst, &off) in o.chunks_exact_mut(inner.max(1)).zip(offsets) {

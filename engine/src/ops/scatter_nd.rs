@@ -65,7 +65,7 @@ fn scatter_kernel<T: Element>(
     out: &Tensor,
     f: impl Fn(T, T) -> T,
 ) -> Result<()> {
-    let u = upd.to_contiguous()?.to_array::<T>()?;
+    let u = upd.to_array::<T>()?;
     let us = u.as_slice().unwrap_or_default();
     out.write_c_order(|o: &mut [T]| {
         for (src, &off) in us.chunks_exact(inner.max(1)).zip(offsets) {

@@ -64,6 +64,19 @@ impl Layout {
         }
     }
 
+    /// A Fortran-order (first axis fastest) layout at offset 0: the
+    /// column-major twin of [`Layout::contiguous`], for re-laying values
+    /// out to check that a kernel honours strides.
+    pub fn f_contiguous(shape: &[usize]) -> Layout {
+        let mut strides = Vec::with_capacity(shape.len());
+        let mut s = 1isize;
+        for &len in shape {
+            strides.push(s);
+            s *= len.max(1) as isize;
+        }
+        Layout::new(shape.to_vec(), strides, 0)
+    }
+
     /// A layout from raw parts. The caller checks that it fits its buffer.
     pub fn new(shape: impl Into<Dims>, strides: impl Into<Strides>, offset: usize) -> Layout {
         let (shape, strides) = (shape.into(), strides.into());
