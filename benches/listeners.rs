@@ -9,7 +9,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use vigil::engine::exec::NoListener;
 use vigil::engine::{inplace, Attrs, DType, Executor, Graph, GraphBuilder, RunOptions, Tensor};
 use vigil_listeners::hash::view_hash;
-use vigil_listeners::noninplace::Mode;
+use vigil_listeners::noninplace::Remember;
 use vigil_listeners::{Health, NonInplaceValidationListener};
 
 fn hashing(c: &mut Criterion) {
@@ -116,7 +116,7 @@ fn overhead(c: &mut Criterion) {
             b.iter(|| black_box(exec.run_with(&feeds, &mut l, &opts).unwrap()))
         });
         g.bench_function("copy", |b| {
-            let mut l = NonInplaceValidationListener::new().mode(Mode::Copy);
+            let mut l = NonInplaceValidationListener::new().mode(Remember::Copy);
             b.iter(|| black_box(exec.run_with(&feeds, &mut l, &opts).unwrap()))
         });
         g.finish();

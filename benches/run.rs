@@ -5,7 +5,7 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use rayon::prelude::*;
-use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
+use vigil::runner::{run_case, Mode, RunConfig, ToleranceOverrides};
 use vigil::suite::discover;
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -39,7 +39,7 @@ fn run_1000(c: &mut Criterion) {
     let mut group = c.benchmark_group("run");
     group.sample_size(10);
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
-        let cfg = RunConfig::new(mode, Tolerance::default());
+        let cfg = RunConfig::new(mode, ToleranceOverrides::default());
         group.bench_function(format!("1000_cases_{}", mode.name()), |b| {
             b.iter(|| {
                 let r: Vec<_> = cases.par_iter().map(|c| run_case(c, &cfg, &registry)).collect();

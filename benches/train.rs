@@ -19,7 +19,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use vigil::debugmode::{DebugConfig, DebugMode};
 use vigil::engine::exec::{Listener, NoListener};
 use vigil::engine::{inplace, Executor, Graph, RunOptions};
-use vigil::listeners::{Mode, NonInplaceConfig, NonInplaceValidationListener};
+use vigil::listeners::{NonInplaceConfig, NonInplaceValidationListener, Remember};
 
 #[path = "common/workloads.rs"]
 mod workloads;
@@ -45,7 +45,7 @@ fn run(graph: &Graph, exec: &Executor, feeds: &Feeds, side: Side) {
         }
         Side::Hash => {
             let mut l = NonInplaceValidationListener::with_config(NonInplaceConfig {
-                mode: Mode::Hash,
+                mode: Remember::Hash,
                 ..NonInplaceConfig::default()
             });
             black_box(

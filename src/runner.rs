@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde_json::json;
-use vigil_engine::compare::{compare, Tolerance as Within};
+use vigil_engine::compare::{compare, Tolerance};
 use vigil_engine::graph::Graph;
 use vigil_engine::{inplace, DType, Executor, OpRegistry, RunOptions, Tensor};
 use vigil_listeners::profile::ProfilingListener;
@@ -49,12 +49,12 @@ impl Mode {
 
 /// Comparison tolerances; `None` takes the dtype's default.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Tolerance {
+pub struct ToleranceOverrides {
     pub rtol: Option<f64>,
     pub atol: Option<f64>,
 }
 
-impl Tolerance {
+impl ToleranceOverrides {
     /// `(rtol, atol)` for `dtype`: the engine's default for it
     /// ([`vigil_engine::compare::Tolerance::default_for`]: f16 1e-3/1e-5,
     /// f32 1e-5/1e-6, f64 1e-12/1e-12), exact for integers and bools
@@ -71,7 +71,7 @@ impl Tolerance {
 #[derive(Clone, Debug)]
 pub struct RunConfig {
     pub mode: Mode,
-    pub tolerance: Tolerance,
+    pub tolerance: ToleranceOverrides,
     /// What `--mode debug` checks.
     pub debug: vigil_debugmode::DebugConfig,
     /// Apply the in-place pass before plain and validate runs (default on;
@@ -84,7 +84,7 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    pub fn new(mode: Mode, tolerance: Tolerance) -> RunConfig {
+    pub fn new(mode: Mode, tolerance: ToleranceOverrides) -> RunConfig {
         RunConfig {
             mode,
             tolerance,
@@ -321,7 +321,7 @@ impl Suites {
         }
         let mut cfg = cfg.clone();
         if self.onnx.contains(&case.path) {
-            cfg.tolerance = Tolerance {
+            cfg.tolerance = ToleranceOverrides {
                 rtol: Some(cfg.tolerance.rtol.unwrap_or(crate::onnx_suite::ONNX_RTOL)),
                 atol: Some(cfg.tolerance.atol.unwrap_or(crate::onnx_suite::ONNX_ATOL)),
             };
@@ -338,10 +338,10 @@ impl Suites {
 /// exit code on top.
 ///
 /// ```no_run
-/// use vigil::runner::{run_suites, Mode, RunConfig, Tolerance};
+/// use vigil::runner::{run_suites, Mode, RunConfig, ToleranceOverrides};
 /// let mut registry = vigil::default_registry();
 /// // my_ops::register(&mut registry);
-/// let cfg = RunConfig::new(Mode::Validate, Tolerance::default());
+/// let cfg = RunConfig::new(Mode::Validate, ToleranceOverrides::default());
 /// let report = run_suites(&["suites".into()], &cfg, &registry)?;
 /// assert!(report.summary().ok(), "{}", report.summary().line());
 /// # Ok::<(), anyhow::Error>(())
@@ -452,7 +452,7 @@ fn compare_outputs(
     mut out: Case,
     outputs: &[(String, Tensor)],
     expected: &HashMap<String, Tensor>,
-    tol: &Tolerance,
+    tol: &ToleranceOverrides,
     exact: &mut Exact,
 ) -> Result<Case> {
     let mut names: Vec<&String> = expected.keys().collect();
@@ -483,11 +483,11 @@ fn compare_outputs(
             continue;
         }
         let (rtol, mut atol) = tol.for_dtype(got.dtype());
-        let mut c = compare(got, want, Within::new(rtol, atol))?;
+        let mut c = compare(got, want, Tolerance::new(rtol, atol))?;
         if c.mismatched > 0 && got.dtype().is_float() {
             if let Some(e) = exact.output(name).filter(|e| e.shape() == want.shape()) {
                 atol = model_atol(got, want, e, atol)?;
-                c = compare(got, want, Within::new(rtol, atol))?;
+                c = compare(got, want, Tolerance::new(rtol, atol))?;
             }
         }
         let mut cmp = OutputComparison::new(name.clone(), c.elements as u64);

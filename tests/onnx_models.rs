@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use vigil::runner::{Mode, RunConfig, Suites, Tolerance};
+use vigil::runner::{Mode, RunConfig, Suites, ToleranceOverrides};
 use vigil_reports::Status;
 
 fn fixtures() -> Option<PathBuf> {
@@ -28,7 +28,7 @@ fn exported_models_pass_in_every_mode() {
     let registry = vigil::default_registry();
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
         for c in &suites.cases {
-            let r = suites.run_case(c, &RunConfig::new(mode, Tolerance::default()), &registry);
+            let r = suites.run_case(c, &RunConfig::new(mode, ToleranceOverrides::default()), &registry);
             assert_eq!(
                 (r.status, r.findings.len()),
                 (Status::Pass, 0),

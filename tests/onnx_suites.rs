@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use vigil::onnx_suite::{import_all, ONNX_ATOL, ONNX_RTOL};
-use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
+use vigil::runner::{run_case, Mode, RunConfig, ToleranceOverrides};
 use vigil::suite::CaseRef;
 use vigil_reports::Status;
 
@@ -80,7 +80,7 @@ fn assert_all_pass_in_plain_mode(cases: &[CaseRef]) {
 fn cfg(mode: Mode) -> RunConfig {
     RunConfig::new(
         mode,
-        Tolerance {
+        ToleranceOverrides {
             rtol: Some(ONNX_RTOL),
             atol: Some(ONNX_ATOL),
         },

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use vigil::runner::{run_case, Mode, RunConfig, Tolerance};
+use vigil::runner::{run_case, Mode, RunConfig, ToleranceOverrides};
 use vigil::suite::CaseRef;
 use vigil_reports::Status;
 
@@ -82,7 +82,7 @@ fn run(dir: &Path, f64_reference: bool) -> vigil_reports::Case {
     };
     let mut cfg = RunConfig::new(
         Mode::Plain,
-        Tolerance {
+        ToleranceOverrides {
             rtol: Some(vigil::onnx_suite::ONNX_RTOL),
             atol: Some(vigil::onnx_suite::ONNX_ATOL),
         },

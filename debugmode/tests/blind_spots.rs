@@ -16,7 +16,7 @@ fn registry() -> OpRegistry {
     r
 }
 
-type Feeds = HashMap<String, Tensor>;
+use vigil_engine::Feeds;
 
 fn f32s(shape: &[usize], v: Vec<f32>) -> Tensor {
     Tensor::from_vec(shape, v).unwrap()

@@ -36,7 +36,7 @@ pub mod trace;
 
 pub use finding::{at_op, Finding, Kind, Severity, Validator};
 pub use history::{HistoryListener, ScoreListener};
-pub use noninplace::{Mode, NonInplaceConfig, NonInplaceStats, NonInplaceValidationListener};
+pub use noninplace::{NonInplaceConfig, NonInplaceStats, NonInplaceValidationListener, Remember};
 pub use numerics::{Health, NodeHealth, NumericsListener};
 pub use profile::ProfilingListener;
 pub use record::RecordingListener;

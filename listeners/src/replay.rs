@@ -13,7 +13,7 @@ use vigil_engine::graph::Graph;
 use vigil_engine::Tensor;
 
 use crate::finding::Finding;
-use crate::noninplace::{Mode, NonInplaceConfig, NonInplaceValidationListener};
+use crate::noninplace::{NonInplaceConfig, NonInplaceValidationListener, Remember};
 use crate::Validator;
 
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +43,7 @@ pub fn replay_in_copy_mode(
         });
     };
     let mut config = config.clone();
-    config.mode = Mode::Copy;
+    config.mode = Remember::Copy;
     let mut l = NonInplaceValidationListener::with_config(config);
     exec.run_with(
         snap.feeds(),

@@ -131,7 +131,7 @@ fn destroyed_column_view_is_reported_with_flat_indices_in_copy_mode() {
     let y = col.op("broken_accumulate", &[&b], Default::default()).unwrap();
     let graph = g.build(&[&y]).unwrap();
     let fd = feeds(&[("x", ramp(&[4, 4])), ("b", f32s(&[4], &[0.0, 0.0, 1.0, 0.0]))]);
-    let mut l = NonInplaceValidationListener::new().mode(vigil_listeners::Mode::Copy);
+    let mut l = NonInplaceValidationListener::new().mode(vigil_listeners::Remember::Copy);
     let found = run_with(&graph, &fd, &mut l);
     assert_eq!(kinds(&found), vec![Kind::DESTROYED_INPUT]);
     let view = &found[0].details["view"];

@@ -12,7 +12,7 @@ use vigil_engine::graph::Graph;
 use vigil_engine::ops::{Arity, Op, OpCtx, TypeInfo};
 use vigil_engine::{DType, Element, IndexSpec, Result, Tensor};
 use vigil_listeners::{
-    replay_in_copy_mode, Kind, Mode, NonInplaceConfig, NonInplaceValidationListener, Snapshot,
+    replay_in_copy_mode, Kind, NonInplaceConfig, NonInplaceValidationListener, Remember, Snapshot,
 };
 
 /// `broken_increment` on `x[2:4]` of a buffer of `n` elements: it writes
@@ -420,7 +420,7 @@ fn exempt_ops_and_declared_destroyers_are_not_blamed() {
 fn copy_mode_reports_the_out_of_view_write_by_buffer_offset() {
     let (g, f) = increment_on_slice(8);
     let mut l = NonInplaceValidationListener::with_config(NonInplaceConfig {
-        mode: Mode::Copy,
+        mode: Remember::Copy,
         ..Default::default()
     });
     let found = run_with(&g, &f, &mut l);
@@ -534,7 +534,7 @@ fn a_destroyed_input_says_how_many_elements_changed_and_the_first() {
     let graph = g.build(&[&y]).unwrap();
     let f = feeds(&[("a", ramp(&[2, 2])), ("b", ramp(&[2, 2]))]);
     // Copy mode directly, and Hash mode through its replay.
-    let mut copy = NonInplaceValidationListener::new().mode(vigil_listeners::Mode::Copy);
+    let mut copy = NonInplaceValidationListener::new().mode(vigil_listeners::Remember::Copy);
     let mut hash = NonInplaceValidationListener::new();
     hash.replay_from(&graph, &f).unwrap();
     for l in [&mut copy, &mut hash] {

@@ -16,7 +16,7 @@ use vigil_listeners::ListenerSet;
 use vigil_reports::Status;
 
 use super::run::EXIT_NO_CASES;
-use crate::runner::{check, load_case, LoadedCase, Mode, RunConfig, Suites, Tolerance};
+use crate::runner::{check, load_case, LoadedCase, Mode, RunConfig, Suites, ToleranceOverrides};
 use crate::suite::CaseRef;
 
 /// The JSON schema name of the output.
@@ -110,7 +110,7 @@ pub fn run(a: BenchArgs, registry: &OpRegistry) -> Result<ExitCode> {
         .modes
         .iter()
         .map(|&m| {
-            let mut cfg = RunConfig::new(m, Tolerance::default());
+            let mut cfg = RunConfig::new(m, ToleranceOverrides::default());
             if let (Mode::Debug, Some(list)) = (m, &a.checks) {
                 cfg.debug = cfg.debug.with_checks(list).context("--checks")?;
             }

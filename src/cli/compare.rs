@@ -101,7 +101,7 @@ fn table(c: &Comparison) -> String {
 }
 
 pub fn run(a: CompareArgs) -> Result<ExitCode> {
-    let tol = crate::runner::Tolerance {
+    let tol = crate::runner::ToleranceOverrides {
         rtol: a.rtol,
         atol: a.atol,
     };

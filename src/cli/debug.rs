@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::runner::{Mode, RunConfig, Suites, Tolerance};
+use crate::runner::{Mode, RunConfig, Suites, ToleranceOverrides};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use vigil_debugmode::DebugConfig;
@@ -67,7 +67,7 @@ pub fn debug(a: DebugArgs, registry: &OpRegistry) -> Result<ExitCode> {
     };
     let mut cfg = RunConfig::new(
         Mode::Debug,
-        Tolerance {
+        ToleranceOverrides {
             rtol: a.rtol,
             atol: a.atol,
         },

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::io::IsTerminal;
 
 use crate::case::{load_feeds, load_graph, CasePaths, FeedSource};
-use crate::runner::{check, Mode, RunConfig, Tolerance};
+use crate::runner::{check, Mode, RunConfig, ToleranceOverrides};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
@@ -109,7 +109,7 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
     } else if a.checks.is_some() {
         bail!("--checks works with --mode debug");
     }
-    let mut cfg = RunConfig::new(a.mode, Tolerance::default());
+    let mut cfg = RunConfig::new(a.mode, ToleranceOverrides::default());
     cfg.inplace = !a.no_inplace;
     if let Some(checks) = &a.checks {
         cfg.debug = super::with_checks(cfg.debug, checks)?;

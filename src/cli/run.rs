@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::runner::isolate::{protocol::Job, Outcome, Pool, PoolConfig};
-use crate::runner::{Mode, RunConfig, Suites, Tolerance};
+use crate::runner::isolate::{protocol::Job, Outcome, WorkerPool, WorkerPoolConfig};
+use crate::runner::{Mode, RunConfig, Suites, ToleranceOverrides};
 use crate::suite::{CaseRef, Partition};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -154,7 +154,7 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
     }
     let mut cfg = RunConfig::new(
         a.mode,
-        Tolerance {
+        ToleranceOverrides {
             rtol: a.rtol,
             atol: a.atol,
         },
@@ -182,7 +182,7 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
         .build()?;
     let timeout = a.timeout.map(std::time::Duration::from_secs_f64);
     let workers = match a.isolate {
-        true => Some(Pool::new(PoolConfig {
+        true => Some(WorkerPool::new(WorkerPoolConfig {
             max_alloc: vigil_engine::tensor::limit::alloc_limit(),
             worker_mem: a.worker_mem,
             timeout,

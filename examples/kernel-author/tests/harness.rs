@@ -119,10 +119,10 @@ fn an_unregistered_op_is_one_line_naming_the_node() {
 
 #[test]
 fn the_library_runs_the_suite_with_the_same_registry() {
-    use vigil::runner::{run_suites, Mode, RunConfig, Tolerance};
+    use vigil::runner::{run_suites, Mode, RunConfig, ToleranceOverrides};
     let mut registry = vigil::default_registry();
     kernel_author::register(&mut registry);
-    let cfg = RunConfig::new(Mode::Validate, Tolerance::default());
+    let cfg = RunConfig::new(Mode::Validate, ToleranceOverrides::default());
     let report = run_suites(&[suite()], &cfg, &registry).unwrap();
     let summary = report.summary();
     assert_eq!((summary.passed, summary.failed), (1, 1), "{}", summary.line());

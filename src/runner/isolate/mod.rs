@@ -8,10 +8,10 @@
 //! and talks to each over its stdin and stdout in JSON lines
 //! ([`protocol`]).
 
-mod pool;
 pub mod protocol;
 mod status;
 mod worker;
+mod workers;
 
-pub use pool::{Outcome, Pool, PoolConfig};
 pub use worker::{serve, WorkerArgs, WORKER_COMMAND};
+pub use workers::{Outcome, WorkerPool, WorkerPoolConfig};

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use vigil_reports::Case;
 
-use crate::runner::{Mode, RunConfig, Tolerance};
+use crate::runner::{Mode, RunConfig, ToleranceOverrides};
 use crate::suite::CaseRef;
 
 /// Starts every reply line.
@@ -60,7 +60,7 @@ impl Job {
     pub fn config(&self) -> anyhow::Result<RunConfig> {
         let mut cfg = RunConfig::new(
             self.mode,
-            Tolerance {
+            ToleranceOverrides {
                 rtol: self.rtol,
                 atol: self.atol,
             },

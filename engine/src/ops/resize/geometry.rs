@@ -5,7 +5,7 @@
 use crate::error::{attr_err, op_err, Result};
 
 use super::kernel::normalize;
-use super::{Mode, Nearest, Resize, Transform};
+use super::{Interpolation, Nearest, Resize, Transform};
 
 /// One axis's geometry.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -153,7 +153,7 @@ impl Resize {
     pub(super) fn kernel(&self, d: f64) -> f64 {
         let d = d.abs();
         match self.mode {
-            Mode::Cubic => {
+            Interpolation::Cubic => {
                 let a = self.cubic_coeff_a;
                 if d <= 1.0 {
                     ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0
@@ -175,7 +175,11 @@ impl Resize {
     /// `min(scale, 1)` with antialiasing, else 1, and
     /// `start = ⌊−support/s⌋ + 1` (support 1 for linear, 2 for cubic).
     pub(super) fn taps(&self, a: &Axis) -> Taps {
-        let support = if self.mode == Mode::Cubic { 2.0 } else { 1.0 };
+        let support = if self.mode == Interpolation::Cubic {
+            2.0
+        } else {
+            1.0
+        };
         let s = if self.antialias { a.scale.min(1.0) } else { 1.0 };
         let start = (-support / s).floor() as i64 + 1;
         let n = (2 - 2 * start) as usize;

@@ -57,7 +57,7 @@ use kernel::{run_nearest, saturate};
 
 /// How output values are made from input values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub enum Interpolation {
     Nearest,
     Linear,
     Cubic,
@@ -84,10 +84,10 @@ pub enum Nearest {
     Ceil,
 }
 
-const MODES: [(&str, Mode); 3] = [
-    ("nearest", Mode::Nearest),
-    ("linear", Mode::Linear),
-    ("cubic", Mode::Cubic),
+const INTERPOLATIONS: [(&str, Interpolation); 3] = [
+    ("nearest", Interpolation::Nearest),
+    ("linear", Interpolation::Linear),
+    ("cubic", Interpolation::Cubic),
 ];
 
 const TRANSFORMS: [(&str, Transform); 7] = [
@@ -174,7 +174,7 @@ pub struct Resize {
     pub scales: Option<Vec<f64>>,
     /// `[b₀ … bᵣ₋₁, e₀ … eᵣ₋₁]` for `tf_crop_and_resize`.
     pub roi: Option<Vec<f64>>,
-    pub mode: Mode,
+    pub mode: Interpolation,
     pub transform: Transform,
     pub nearest: Nearest,
     pub cubic_coeff_a: f64,
@@ -226,7 +226,7 @@ impl Resize {
             sizes,
             scales,
             roi,
-            mode: choice(a, "mode", &MODES, Mode::Nearest)?,
+            mode: choice(a, "mode", &INTERPOLATIONS, Interpolation::Nearest)?,
             transform: choice(
                 a,
                 "coordinate_transformation_mode",
@@ -239,7 +239,7 @@ impl Resize {
             extrapolation_value: number("extrapolation_value", 0.0)?,
             antialias: named(a.bool("antialias"))?.unwrap_or(false),
         };
-        if op.antialias && op.mode == Mode::Nearest {
+        if op.antialias && op.mode == Interpolation::Nearest {
             return attr_err("op 'resize': attr 'antialias' needs mode 'linear' or 'cubic'");
         }
         Ok(op)
@@ -253,10 +253,10 @@ impl Resize {
     }
 
     fn check_input(&self, dtype: DType, rank: Option<usize>) -> Result<()> {
-        if self.mode != Mode::Nearest && !dtype.is_float() {
+        if self.mode != Interpolation::Nearest && !dtype.is_float() {
             return dtype_err(format!(
                 "op 'resize': mode '{}' takes float inputs (f32, f16, f64), got {dtype}",
-                name_of(&MODES, self.mode)
+                name_of(&INTERPOLATIONS, self.mode)
             ));
         }
         match rank {
@@ -306,7 +306,7 @@ impl Op for Resize {
             return Ok(vec![out]);
         }
         let e = self.extrapolation_value;
-        if self.mode == Mode::Nearest {
+        if self.mode == Interpolation::Nearest {
             let mut stride = 1;
             let mut maps = vec![Vec::new(); axes.len()];
             for (d, a) in axes.iter().enumerate().rev() {
@@ -317,7 +317,7 @@ impl Op for Resize {
                 run_nearest::<bool>(x, &out, &maps, &shape, e != 0.0)?);
         } else {
             crate::dispatch_float!(dtype, T => self.interpolate_as::<T>(x, &axes, &out)?,
-                return dtype_err(format!("op 'resize' takes float inputs in mode '{}'", name_of(&MODES, self.mode))));
+                return dtype_err(format!("op 'resize' takes float inputs in mode '{}'", name_of(&INTERPOLATIONS, self.mode))));
         }
         Ok(vec![out])
     }
@@ -332,11 +332,11 @@ impl Op for Resize {
         if let Some(r) = &self.roi {
             a = a.with("roi", r.clone());
         }
-        a = a.with("mode", name_of(&MODES, self.mode)).with(
+        a = a.with("mode", name_of(&INTERPOLATIONS, self.mode)).with(
             "coordinate_transformation_mode",
             name_of(&TRANSFORMS, self.transform),
         );
-        if self.mode == Mode::Nearest {
+        if self.mode == Interpolation::Nearest {
             a = a.with("nearest_mode", name_of(&NEAREST, self.nearest));
         }
         if self.cubic_coeff_a != DEFAULT_A {

@@ -20,7 +20,7 @@ use super::worker::WORKER_COMMAND;
 
 /// How workers are started and how long a case may take.
 #[derive(Clone, Debug)]
-pub struct PoolConfig {
+pub struct WorkerPoolConfig {
     /// The workers' `--max-alloc` (the parent's own limit).
     pub max_alloc: u64,
     /// Each worker's address-space limit in bytes (`--worker-mem`).
@@ -40,17 +40,17 @@ pub enum Outcome {
 }
 
 /// Workers waiting for a case; at most as many exist as cases run at once.
-pub struct Pool {
+pub struct WorkerPool {
     exe: PathBuf,
-    cfg: PoolConfig,
+    cfg: WorkerPoolConfig,
     idle: Mutex<Vec<Worker>>,
 }
 
-impl Pool {
+impl WorkerPool {
     /// A pool of workers running this very executable.
-    pub fn new(cfg: PoolConfig) -> Result<Pool> {
+    pub fn new(cfg: WorkerPoolConfig) -> Result<WorkerPool> {
         let exe = std::env::current_exe().context("--isolate: cannot find the running executable")?;
-        Ok(Pool {
+        Ok(WorkerPool {
             exe,
             cfg,
             idle: Mutex::new(Vec::new()),
@@ -135,7 +135,7 @@ struct Worker {
 }
 
 impl Worker {
-    fn spawn(exe: &std::path::Path, cfg: &PoolConfig) -> Result<Worker> {
+    fn spawn(exe: &std::path::Path, cfg: &WorkerPoolConfig) -> Result<Worker> {
         let mut cmd = Command::new(exe);
         cmd.arg("--max-alloc")
             .arg(cfg.max_alloc.to_string())
