@@ -11,9 +11,7 @@ fn defects(f: Vec<Finding>) -> Vec<Finding> {
     f.into_iter().filter(|f| f.kind != Kind::NON_FINITE).collect()
 }
 
-#[path = "../../engine/tests/support/random_graph.rs"]
-mod random_graph;
-use random_graph::{build, feeds, step};
+use vigil_testkit::random_graph::{build, feeds, step};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]

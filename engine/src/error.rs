@@ -16,6 +16,10 @@ pub enum Error {
     /// op written outside the engine returns it with [`Error::op`].
     #[error("{0}")]
     Op(String),
+    /// An index value outside its axis: a gather index, a view's point, a
+    /// class label.
+    #[error("{0}")]
+    Index(String),
     /// An input's dtype is not one the op takes.
     #[error("{0}")]
     DType(String),
@@ -164,6 +168,7 @@ impl Error {
     pub fn at_node(self, node: &str) -> Error {
         match self {
             Error::Op(_)
+            | Error::Index(_)
             | Error::DType(_)
             | Error::Shape(_)
             | Error::Rank(_)
@@ -236,6 +241,11 @@ pub fn op_err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::Op(msg.into()))
 }
 
+/// Shorthand for an [`Error::Index`] result.
+pub fn index_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::Index(msg.into()))
+}
+
 /// Shorthand for an [`Error::DType`] result.
 pub fn dtype_err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::DType(msg.into()))
@@ -269,4 +279,27 @@ pub fn layout_err<T>(msg: impl Into<String>) -> Result<T> {
 /// Shorthand for an [`Error::Unsupported`] result.
 pub fn unsupported_err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::Unsupported(msg.into()))
+}
+
+/// Asserts that an error's cause (under any [`Error::Node`] wrappers) is
+/// the variant named, and that its message names each item given: what a
+/// test of an op's refusal checks, without depending on the wording.
+///
+/// ```
+/// use vigil_engine::{assert_cause, Error};
+/// let e = Error::node("n1", Error::Attr("attr 'axis' is 5, out of range".into()));
+/// assert_cause!(e, Attr, "'axis'", "5");
+/// ```
+#[macro_export]
+macro_rules! assert_cause {
+    ($e:expr, $variant:ident $(, $name:expr)* $(,)?) => {{
+        let e: &$crate::Error = &$e;
+        assert!(
+            matches!(e.cause(), $crate::Error::$variant(..)),
+            "expected Error::{}: {e:?}",
+            stringify!($variant)
+        );
+        let _message = e.to_string();
+        $(assert!(_message.contains($name), "the message does not name {:?}: {_message}", $name);)*
+    }};
 }

@@ -6,9 +6,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use vigil_engine::{inplace, DType, DestroyHandler, Executor, GraphBuilder, Tensor};
 
-#[path = "support/random_graph.rs"]
-mod random_graph;
-use random_graph::{build, feeds, step};
+use vigil_testkit::random_graph::{build, feeds, step};
 
 fn bits(t: &Tensor) -> Vec<u64> {
     t.to_f64_vec().unwrap().into_iter().map(f64::to_bits).collect()

@@ -113,7 +113,7 @@ impl Graph {
             }
             if let Some(shape) = &s.ty.static_shape() {
                 crate::tensor::limit::numel(shape).map_err(|_| {
-                    Error::Graph(format!(
+                    Error::Shape(format!(
                         "variable '{}': shape {shape:?} has too many elements",
                         s.name
                     ))

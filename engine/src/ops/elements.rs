@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element, Num};
-use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
+use crate::error::{attr_err, dtype_err, index_err, rank_err, shape_err, Result};
 use crate::ops::copy::axis_of;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::layout::c_strides;
@@ -112,7 +112,7 @@ fn targets(op: &str, x_shape: &[usize], ind: &Tensor, ax: usize) -> Result<Vec<u
     for &i in vals.iter() {
         let j = if i < 0 { i + n } else { i };
         if !(0..n).contains(&j) {
-            return op_err(format!(
+            return index_err(format!(
                 "op '{op}': index {i} at indices{pos:?} is out of range for axis {ax} of length {n}"
             ));
         }
@@ -302,6 +302,7 @@ pub fn register(r: &mut OpRegistry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assert_cause;
     use crate::ops::testutil::{op, run_vec, t};
 
     fn gather(axis: i64) -> Arc<dyn Op> {
@@ -343,17 +344,13 @@ mod tests {
     #[test]
     fn gather_errors_name_the_index_and_empty_indices_give_empty_output() {
         let e = run_vec::<f32>(&*gather(0), &[x(), t(&[1, 2], vec![0i64, 3])]).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("index 3 at indices[0, 1] is out of range for axis 0 of length 3"),
-            "{e}"
-        );
+        assert_cause!(e, Index, "index 3", "[0, 1]", "axis 0", "length 3");
         let e = run_vec::<f32>(&*gather(1), &[x(), t(&[1, 1], vec![-4i64])]).unwrap_err();
-        assert!(e.to_string().contains("index -4"), "{e}");
+        assert_cause!(e, Index, "index -4");
         let e = run_vec::<f32>(&*gather(0), &[x(), t(&[1, 4], vec![0i64; 4])]).unwrap_err();
-        assert!(e.to_string().contains("does not fit"), "{e}");
+        assert_cause!(e, Shape);
         let e = run_vec::<f32>(&*gather(0), &[x(), t(&[3], vec![0i64; 3])]).unwrap_err();
-        assert!(e.to_string().contains("must match"), "{e}");
+        assert_cause!(e, Rank);
         let (s, v) = run_vec::<f32>(&*gather(0), &[x(), t::<i64>(&[0, 3], vec![])]).unwrap();
         assert_eq!((s, v.len()), (vec![0, 3], 0));
         // Any index into an empty axis is out of range.
@@ -391,17 +388,17 @@ mod tests {
             &*scatter(0, "add"),
             &[d.clone(), t(&[1], vec![2i64]), t(&[1], vec![1.0f32])],
         );
-        assert!(e.unwrap_err().to_string().contains("index 2"));
+        assert_cause!(e.unwrap_err(), Index, "index 2");
         let e = run_vec::<f32>(
             &*scatter(0, "add"),
             &[d.clone(), t(&[1], vec![0i64]), t(&[2], vec![1.0f32, 2.0])],
         );
-        assert!(e.unwrap_err().to_string().contains("shape of indices"));
+        assert_cause!(e.unwrap_err(), Shape);
         let e = run_vec::<f32>(
             &*scatter(0, "add"),
             &[d, t(&[1], vec![0i64]), t(&[1], vec![1.0f64])],
         );
-        assert!(e.unwrap_err().to_string().contains("insert a cast"));
+        assert_cause!(e.unwrap_err(), DType);
         let b = t(&[2], vec![false, false]);
         let e = run_vec::<bool>(
             &*scatter(0, "add"),
@@ -418,6 +415,6 @@ mod tests {
             .make("scatter_elements", &Attrs::new().with("reduction", "sum"))
             .err()
             .unwrap();
-        assert!(e.to_string().contains("'reduction'"), "{e}");
+        assert_cause!(e, Attr, "'reduction'");
     }
 }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element};
-use crate::error::{op_err, Result};
+use crate::error::{index_err, op_err, Result};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
@@ -110,7 +110,7 @@ pub(crate) fn slice_offsets(
             let i = vals[t * k + j];
             let v = if i < 0 { i + n } else { i };
             if !(0..n).contains(&v) {
-                return op_err(format!(
+                return index_err(format!(
                     "op '{op}': index {i} at indices{:?} is out of range for axis {} of length {n}",
                     position(ind.shape(), t * k + j),
                     b + j

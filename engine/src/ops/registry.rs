@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use crate::error::{op_err, Result};
+use crate::error::{Error, Result};
 use crate::ops::{Attrs, Op};
 
 /// Makes an op from a node's attrs.
@@ -95,7 +95,7 @@ impl OpRegistry {
     pub fn make(&self, name: &str, attrs: &Attrs) -> Result<Arc<dyn Op>> {
         match self.map.get(name) {
             Some(f) => f(attrs),
-            None => op_err(format!("unknown op '{name}'")),
+            None => Err(Error::Unsupported(format!("unknown op '{name}'"))),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! strides, dilations, pads and `auto_pad`, with ONNX's rules for the output
 //! size (floor, or ceil with `ceil_mode`).
 
-use crate::error::{attr_err, op_err, rank_err, Result};
+use crate::error::{attr_err, op_err, rank_err, shape_err, Result};
 use crate::ops::Attrs;
 
 /// How missing pads are chosen (ONNX `auto_pad`).
@@ -220,7 +220,7 @@ impl Window {
             };
             let padded = input[i] + pb + pe;
             if padded < span {
-                return op_err(format!(
+                return shape_err(format!(
                     "op '{op}': spatial axis {i}: the window spans {span} but the padded input has {padded}"
                 ));
             }
@@ -353,6 +353,7 @@ pub(crate) fn odometer(idx: &mut [usize], dims: impl DoubleEndedIterator<Item = 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assert_cause;
 
     fn w(a: Attrs) -> Window {
         Window::from_attrs(&a).unwrap()
@@ -454,10 +455,10 @@ mod tests {
         let e = w(Attrs::new().with("strides", vec![1, 1]))
             .resolve("conv", &[5], &[3])
             .unwrap_err();
-        assert!(e.to_string().contains("'strides'"), "{e}");
+        assert_cause!(e, Attr, "'strides'");
         let e = Window::from_attrs(&Attrs::new().with("auto_pad", "SAME")).unwrap_err();
-        assert!(e.to_string().contains("auto_pad"), "{e}");
+        assert_cause!(e, Attr, "auto_pad");
         let e = w(Attrs::new()).resolve("pool", &[2], &[3]).unwrap_err();
-        assert!(e.to_string().contains("spans 3"), "{e}");
+        assert_cause!(e, Shape, "3");
     }
 }

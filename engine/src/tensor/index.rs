@@ -12,7 +12,7 @@
 //! Negative values are resolved when the view is made, against the actual
 //! shape (dynamic indexing), and the result equals numpy's basic indexing.
 
-use crate::error::{layout_err, op_err, rank_err, Result};
+use crate::error::{index_err, layout_err, op_err, rank_err, Result};
 use crate::tensor::layout::Layout;
 
 pub const POINT: i64 = 0;
@@ -214,7 +214,7 @@ pub fn resolve_interval(d: i64, start: i64, end: i64, stride: i64, inclusive: bo
 pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
     let consumed = indices.iter().filter(|i| **i != IndexSpec::NewAxis).count();
     if consumed > l.ndim() {
-        return op_err(format!(
+        return rank_err(format!(
             "{consumed} indices for an array of {} dimensions",
             l.ndim()
         ));
@@ -238,7 +238,7 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
                 let d = l.shape()[axis] as i64;
                 let q = if p < 0 { p + d } else { p };
                 if q < 0 || q >= d {
-                    return op_err(format!(
+                    return index_err(format!(
                         "index {pos}: point {p} is out of range for axis {axis} of length {d}"
                     ));
                 }

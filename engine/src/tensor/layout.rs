@@ -192,7 +192,7 @@ impl Layout {
         let mut off = self.offset as isize;
         for (axis, ((&i, &d), &s)) in index.iter().zip(&self.shape).zip(&self.strides).enumerate() {
             if i >= d {
-                return Err(Error::Op(format!(
+                return Err(Error::Index(format!(
                     "index {i} is out of range for axis {axis} of length {d}"
                 )));
             }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Slice, Zip};
 
 use crate::dtype::{DType, Element};
-use crate::error::{dtype_err, op_err, rank_err, shape_err, Error, Result};
+use crate::error::{dtype_err, index_err, rank_err, shape_err, Error, Result};
 use crate::ops::view::{decode_indices, infer_indexed};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::layout::resolve_axis;
@@ -153,12 +153,6 @@ fn gather_kernel<T: Element>(x: &Tensor, idx: &[usize], ax: usize, dst: &Tensor)
     Ok(())
 }
 
-impl Gather {
-    fn err<T>(&self, msg: impl std::fmt::Display) -> Result<T> {
-        op_err(format!("op 'gather': {msg}"))
-    }
-}
-
 impl Op for Gather {
     fn name(&self) -> &str {
         "gather"
@@ -170,13 +164,16 @@ impl Op for Gather {
         check_arity(self, inputs.len())?;
         let (x, ind) = (&inputs[0], &inputs[1]);
         if ind.dtype != DType::I64 {
-            return self.err(format_args!("indices (input 1) must be i64, got {}", ind.dtype));
+            return dtype_err(format!(
+                "op 'gather': indices (input 1) must be i64, got {}",
+                ind.dtype
+            ));
         }
         let shape = match &x.shape {
             None => None,
             Some(xs) if xs.is_empty() => {
-                return self.err(format_args!(
-                    "input 0 is 0-d; there is no axis {} to take along",
+                return rank_err(format!(
+                    "op 'gather': input 0 is 0-d; there is no axis {} to take along",
                     self.axis
                 ))
             }
@@ -196,11 +193,14 @@ impl Op for Gather {
         check_arity(self, inputs.len())?;
         let (x, ind) = (&inputs[0], &inputs[1]);
         if ind.dtype() != DType::I64 {
-            return self.err(format_args!("indices (input 1) must be i64, got {}", ind.dtype()));
+            return dtype_err(format!(
+                "op 'gather': indices (input 1) must be i64, got {}",
+                ind.dtype()
+            ));
         }
         if x.ndim() == 0 {
-            return self.err(format_args!(
-                "input 0 is 0-d; there is no axis {} to take along",
+            return rank_err(format!(
+                "op 'gather': input 0 is 0-d; there is no axis {} to take along",
                 self.axis
             ));
         }
@@ -209,8 +209,8 @@ impl Op for Gather {
         let resolve = |i: i64| -> Result<usize> {
             let j = if i < 0 { i + n as i64 } else { i };
             if j < 0 || j >= n as i64 {
-                return self.err(format_args!(
-                    "index {i} is out of range for axis {ax} of length {n}"
+                return index_err(format!(
+                    "op 'gather': index {i} is out of range for axis {ax} of length {n}"
                 ));
             }
             Ok(j as usize)

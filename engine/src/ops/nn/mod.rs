@@ -19,7 +19,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Ix1, Ix2, Zip};
 
 use crate::dtype::{DType, Float};
-use crate::error::{dtype_err, op_err, shape_err, Error, Result};
+use crate::error::{dtype_err, index_err, shape_err, Error, Result};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -214,7 +214,7 @@ fn cross_entropy_kernel<T: Float>(logits: &ArrayViewD<'_, T>, labels: &ArrayView
     for (i, (row, &label)) in l.rows().into_iter().zip(y.iter()).enumerate() {
         let picked = usize::try_from(label).ok().and_then(|j| row.get(j).copied());
         let Some(picked) = picked else {
-            return op_err(format!(
+            return index_err(format!(
                 "op 'cross_entropy': label {label} in row {i} is out of range for {c} classes"
             ));
         };

@@ -25,13 +25,13 @@ pub fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-pub struct Case {
+pub struct RandomGraph {
     pub graph: vigil_engine::Graph,
     /// Name, data and whether the input is mutable.
     pub inputs: Vec<(String, Vec<f64>, bool)>,
 }
 
-pub fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -> Case {
+pub fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u64) -> RandomGraph {
     let g = GraphBuilder::new("random");
     let mut vars: Vec<Sym> = Vec::new();
     let mut inputs = Vec::new();
@@ -118,13 +118,13 @@ pub fn build(mutable: &[bool], steps: &[Step], extra_outputs: &[usize], seed: u6
             outs.push(v);
         }
     }
-    Case {
+    RandomGraph {
         graph: g.build(&outs).expect("graph"),
         inputs,
     }
 }
 
-pub fn feeds(c: &Case) -> HashMap<String, Tensor> {
+pub fn feeds(c: &RandomGraph) -> HashMap<String, Tensor> {
     c.inputs
         .iter()
         .map(|(n, d, _)| (n.clone(), Tensor::from_vec(&[4, 4], d.clone()).unwrap()))
