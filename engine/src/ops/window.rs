@@ -2,7 +2,7 @@
 //! strides, dilations, pads and `auto_pad`, with ONNX's rules for the output
 //! size (floor, or ceil with `ceil_mode`).
 
-use crate::error::{attr_err, op_err, rank_err, Result};
+use crate::error::{attr_err, op_err, rank_err, shape_err, Result};
 use crate::ops::Attrs;
 
 /// How missing pads are chosen (ONNX `auto_pad`).
@@ -196,6 +196,13 @@ impl Window {
             return rank_err(format!(
                 "op '{op}': kernel has {} spatial axes, the input {n}",
                 kernel.len()
+            ));
+        }
+        if let Some(i) = kernel.iter().position(|&k| k == 0) {
+            // A window of no taps has no output size (ONNX leaves it
+            // undefined); conv's kernel comes from the weight's shape.
+            return shape_err(format!(
+                "op '{op}': spatial axis {i}: the kernel has extent 0, kernel shape {kernel:?}"
             ));
         }
         let strides = list("strides", &self.strides, n, 1)?;
