@@ -262,7 +262,8 @@ fn with_layout_file(t: Tensor, npy: &Path) -> Result<Tensor> {
         return Ok(t);
     }
     let text = std::fs::read_to_string(&file).with_context(|| file.display().to_string())?;
-    let v: ViewFile = serde_json::from_str(&text).with_context(|| format!("{}: not a view layout", file.display()))?;
+    let v: ViewFile =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a view layout", file.display()))?;
     if t.ndim() != 1 {
         bail!(
             "{}: with a layout file the .npy must hold the whole buffer as one dimension, it has shape {:?}",
@@ -279,5 +280,11 @@ fn with_layout_file(t: Tensor, npy: &Path) -> Result<Tensor> {
         );
     }
     t.with_layout(vigil_engine::Layout::new(v.shape, v.strides, v.offset))
-        .with_context(|| format!("{}: the view does not fit the buffer of {}", file.display(), npy.display()))
+        .with_context(|| {
+            format!(
+                "{}: the view does not fit the buffer of {}",
+                file.display(),
+                npy.display()
+            )
+        })
 }

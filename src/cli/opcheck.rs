@@ -60,7 +60,10 @@ pub fn run(a: OpcheckArgs, registry: &OpRegistry) -> Result<ExitCode> {
         } else {
             failed += 1;
             let sample = r.failing.as_ref().map(|s| s.describe()).unwrap_or_default();
-            lines.push_str(&format!("{op}: FAIL after {} samples, shrunk to {sample}\n", r.ran));
+            lines.push_str(&format!(
+                "{op}: FAIL after {} samples, shrunk to {sample}\n",
+                r.ran
+            ));
             for f in &r.findings {
                 lines.push_str(&format!("  {} at {} ({}): {}\n", f.kind, f.node, f.op, f.message));
             }

@@ -23,17 +23,35 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         "full" => (shape_list(false), dtype(), -2i64..=2)
             .prop_map(|(s, d, v)| Attrs::new().with("shape", s).with("dtype", d).with("value", v))
             .boxed(),
-        "random_uniform" | "random_normal" => (shape_list(false), prop::sample::select(vec!["f32", "f64"]), 0i64..4)
+        "random_uniform" | "random_normal" => (
+            shape_list(false),
+            prop::sample::select(vec!["f32", "f64"]),
+            0i64..4,
+        )
             .prop_map(|(s, d, seed)| Attrs::new().with("shape", s).with("dtype", d).with("seed", seed))
             .boxed(),
         "einsum" => prop::sample::select(vec![
-            "i->i", "ij->ji", "ij->", "ii->i", "ij,jk->ik", "i,i->", "i,j->ij", "bij,bjk->bik", "...i,...i->...",
+            "i->i",
+            "ij->ji",
+            "ij->",
+            "ii->i",
+            "ij,jk->ik",
+            "i,i->",
+            "i,j->ij",
+            "bij,bjk->bik",
+            "...i,...i->...",
             "ij,ij->ij",
         ])
         .prop_map(|e| one("equation", json!(e)))
         .boxed(),
-        "tile" => prop::collection::vec(0i64..=3, 0..=4).prop_map(|r| one("repeats", json!(r))).boxed(),
-        "top_k" => (0i64..=3, prop::option::of(-4i64..=3), prop::option::of(any::<bool>()))
+        "tile" => prop::collection::vec(0i64..=3, 0..=4)
+            .prop_map(|r| one("repeats", json!(r)))
+            .boxed(),
+        "top_k" => (
+            0i64..=3,
+            prop::option::of(-4i64..=3),
+            prop::option::of(any::<bool>()),
+        )
             .prop_map(|(k, axis, largest)| {
                 let mut a = one("k", json!(k));
                 if let Some(x) = axis {
@@ -45,7 +63,10 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
                 a
             })
             .boxed(),
-        "lrn" => (prop::sample::select(vec![1i64, 3, 5]), prop::option::of(0.5f64..2.0))
+        "lrn" => (
+            prop::sample::select(vec![1i64, 3, 5]),
+            prop::option::of(0.5f64..2.0),
+        )
             .prop_map(|(size, beta)| {
                 let a = one("size", json!(size));
                 match beta {
@@ -63,7 +84,12 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         "resize" => (
             prop::collection::vec(0usize..=4, 0..=4),
             prop::sample::select(vec!["nearest", "linear", "cubic"]),
-            prop::sample::select(vec!["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"]),
+            prop::sample::select(vec![
+                "half_pixel",
+                "align_corners",
+                "asymmetric",
+                "pytorch_half_pixel",
+            ]),
         )
             .prop_map(|(sizes, mode, ctm)| {
                 Attrs::new()
@@ -76,8 +102,13 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         // Optional attributes.
         "conv" | "conv_transpose" => prop_oneof![2 => none(), 3 => window(false)]
             .prop_flat_map(|w| {
-                (Just(w), prop::sample::select(vec![1i64, 1, 2]))
-                    .prop_map(|(w, g)| if g == 1 { w } else { w.with("group", g) })
+                (Just(w), prop::sample::select(vec![1i64, 1, 2])).prop_map(|(w, g)| {
+                    if g == 1 {
+                        w
+                    } else {
+                        w.with("group", g)
+                    }
+                })
             })
             .boxed(),
         "sum" | "prod" | "mean" | "max" | "min" => prop_oneof![
@@ -88,8 +119,10 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         .boxed(),
         "argmax" | "argmin" => prop_oneof![
             none(),
-            (-4i64..=3, any::<bool>(), any::<bool>())
-                .prop_map(|(a, k, l)| Attrs::new().with("axis", a).with("keepdims", k).with("select_last", l))
+            (-4i64..=3, any::<bool>(), any::<bool>()).prop_map(|(a, k, l)| Attrs::new()
+                .with("axis", a)
+                .with("keepdims", k)
+                .with("select_last", l))
         ]
         .boxed(),
         "softmax" | "log_softmax" | "hardmax" | "gather" | "concat" | "stack" | "gather_elements" => {
@@ -97,8 +130,10 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         }
         "cumsum" | "cumprod" => prop_oneof![
             none(),
-            (-4i64..=3, any::<bool>(), any::<bool>())
-                .prop_map(|(a, e, r)| Attrs::new().with("axis", a).with("exclusive", e).with("reverse", r))
+            (-4i64..=3, any::<bool>(), any::<bool>()).prop_map(|(a, e, r)| Attrs::new()
+                .with("axis", a)
+                .with("exclusive", e)
+                .with("reverse", r))
         ]
         .boxed(),
         "transpose" => prop_oneof![
@@ -121,11 +156,16 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         "mod" => prop_oneof![none(), Just(one("fmod", json!(true)))].boxed(),
         "scatter_elements" => prop_oneof![
             none(),
-            (-4i64..=3, prop::sample::select(vec!["none", "add", "mul", "max", "min"]))
+            (
+                -4i64..=3,
+                prop::sample::select(vec!["none", "add", "mul", "max", "min"])
+            )
                 .prop_map(|(a, r)| Attrs::new().with("axis", a).with("reduction", r))
         ]
         .boxed(),
-        "layer_norm" | "rms_norm" => prop_oneof![none(), (-4i64..=3).prop_map(|a| one("axis", json!(a)))].boxed(),
+        "layer_norm" | "rms_norm" => {
+            prop_oneof![none(), (-4i64..=3).prop_map(|a| one("axis", json!(a)))].boxed()
+        }
         _ => none(),
     }
 }

@@ -21,6 +21,7 @@ pub mod sample;
 use std::cell::RefCell;
 use std::path::PathBuf;
 
+use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use vigil_engine::ops::OpRegistry;
 use vigil_findings::{Finding, Kind};
@@ -46,6 +47,11 @@ pub struct OpcheckConfig {
     pub out: Option<PathBuf>,
     /// Shrinking steps at most (each one a DebugMode run).
     pub max_shrink_iters: u32,
+    /// Attribute sets to make the op with (one per sample, shrinking
+    /// toward the first); empty: the built-in table's strategy for the
+    /// op's name ([`attrs::strategy`]), no attributes for an op it does
+    /// not name.
+    pub attrs: Vec<vigil_engine::ops::Attrs>,
 }
 
 impl Default for OpcheckConfig {
@@ -59,6 +65,7 @@ impl Default for OpcheckConfig {
             gradient_samples: 3,
             out: None,
             max_shrink_iters: 256,
+            attrs: Vec::new(),
         }
     }
 }
@@ -159,7 +166,11 @@ pub fn opcheck_with(registry: &OpRegistry, op: &str, cfg: &OpcheckConfig) -> Res
         ..Config::default()
     };
     let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
-    let attrs = attrs::strategy(op);
+    let attrs = if cfg.attrs.is_empty() {
+        attrs::strategy(op)
+    } else {
+        proptest::sample::select(cfg.attrs.clone()).boxed()
+    };
     let signatures = sample::signatures(registry, op, &attrs, &mut runner);
     if signatures.is_empty() {
         let why = match registry.make(op, &vigil_engine::ops::Attrs::new()) {
@@ -266,7 +277,10 @@ fn judge(registry: &OpRegistry, op: &str, s: &Sample, cfg: &OpcheckConfig, gradi
             return Outcome::Judged {
                 failures: vec![Finding::new(
                     Kind::OP_PANIC,
-                    format!("the op's factory or infer panicked on sample {}: {p}", s.describe()),
+                    format!(
+                        "the op's factory or infer panicked on sample {}: {p}",
+                        s.describe()
+                    ),
                 )
                 .at("op", op)],
                 gradient: None,
@@ -307,7 +321,10 @@ fn judge(registry: &OpRegistry, op: &str, s: &Sample, cfg: &OpcheckConfig, gradi
             };
             (failures(r.findings), Some(gradient))
         }
-        Ok(Err(e)) => (Vec::new(), Some(Err(format!("the gradient graph did not run: {e}")))),
+        Ok(Err(e)) => (
+            Vec::new(),
+            Some(Err(format!("the gradient graph did not run: {e}"))),
+        ),
         Err(p) => (Vec::new(), Some(Err(format!("the gradient check panicked: {p}")))),
     };
     Outcome::Judged { failures, gradient }

@@ -84,7 +84,7 @@ impl Sample {
                 .base
                 .iter()
                 .enumerate()
-                .map(|(i, &d)| if bits >> i & 1 == 1 { 1 } else { d })
+                .map(|(i, &d)| if (bits >> i) & 1 == 1 { 1 } else { d })
                 .collect(),
             ShapeOf::DropLeading(n) => self.base[(*n).min(self.base.len())..].to_vec(),
             ShapeOf::Axis(i) => vec![self.base.get(*i).copied().unwrap_or(1)],
@@ -200,7 +200,12 @@ pub fn samples(signatures: Vec<Vec<DType>>, attrs: BoxedStrategy<Attrs>) -> Boxe
 /// input count the arity allows, kept when `infer` takes it for inputs
 /// of unknown shape or of shape `[2, 3]` with any of `attrs`. All
 /// uniform candidates when `infer` takes none (it may want other shapes).
-pub fn signatures(registry: &OpRegistry, op: &str, attrs: &BoxedStrategy<Attrs>, runner: &mut TestRunner) -> Vec<Vec<DType>> {
+pub fn signatures(
+    registry: &OpRegistry,
+    op: &str,
+    attrs: &BoxedStrategy<Attrs>,
+    runner: &mut TestRunner,
+) -> Vec<Vec<DType>> {
     let mut made: Vec<std::sync::Arc<dyn Op>> = Vec::new();
     for _ in 0..8 {
         if let Ok(tree) = attrs.new_tree(runner) {
@@ -261,7 +266,12 @@ pub struct InferPanic(pub String);
 /// refuses the attributes or the inputs' types. With `grad`, float
 /// inputs are parameters and the graph's output is the loss
 /// `sum(output 0 * weights)` for the gradient check.
-pub fn build(registry: &OpRegistry, op: &str, sample: &Sample, grad: bool) -> Result<Option<Case>, InferPanic> {
+pub fn build(
+    registry: &OpRegistry,
+    op: &str,
+    sample: &Sample,
+    grad: bool,
+) -> Result<Option<Case>, InferPanic> {
     let made = match crate::guard::catch(|| registry.make(op, &sample.attrs)) {
         Ok(Ok(m)) => m,
         Ok(Err(_)) => return Ok(None),
@@ -319,6 +329,11 @@ pub fn build(registry: &OpRegistry, op: &str, sample: &Sample, grad: bool) -> Re
             return None;
         }
         let n: usize = shape.iter().product();
+        // An empty output or input: the loss is a sum or mean of nothing,
+        // no function of the inputs to differentiate.
+        if n == 0 || (0..sample.inputs.len()).any(|k| sample.shape(k).contains(&0)) {
+            return None;
+        }
         let w: Vec<f64> = (0..n).map(|i| 0.5 + ((i * 7 + 3) % 11) as f64 / 10.0).collect();
         let w = b.constant("weights", Tensor::from_vec(&shape, w).ok()?.cast(ty.dtype).ok()?);
         let loss = out.mul(&w).ok()?.sum(None).ok()?;
@@ -334,7 +349,13 @@ pub fn build(registry: &OpRegistry, op: &str, sample: &Sample, grad: bool) -> Re
 /// Random values of `shape` laid out as `view` says: small multiples of
 /// 0.01 for floats (in [0.5, 2] for a gradient check, away from kinks and
 /// outside no op's domain), -5..=5 for integers.
-fn tensor(dtype: DType, shape: &[usize], view: View, grad: bool, rng: &mut ChaCha8Rng) -> vigil_engine::Result<Tensor> {
+fn tensor(
+    dtype: DType,
+    shape: &[usize],
+    view: View,
+    grad: bool,
+    rng: &mut ChaCha8Rng,
+) -> vigil_engine::Result<Tensor> {
     let mut values = |shape: &[usize]| -> vigil_engine::Result<Tensor> {
         let n: usize = shape.iter().product();
         let v: Vec<f64> = (0..n)
