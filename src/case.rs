@@ -132,7 +132,7 @@ pub fn load_feeds(
 /// Reads one input file and checks it against the input's declared dtype
 /// and shape.
 fn read_feed(graph: &Graph, name: &str, path: &Path) -> Result<Tensor> {
-    let t = Tensor::read_npy(path)?;
+    let t = with_layout_file(Tensor::read_npy(path)?, path)?;
     if let Some(v) = graph.var_id(name) {
         let ty = &graph.var(v).ty;
         if t.dtype() != ty.dtype || !ty.admits(t.shape()) {
@@ -243,4 +243,48 @@ pub fn load_expected(dir: &Path) -> Result<HashMap<String, Tensor>> {
         }
     }
     Ok(out)
+}
+
+/// The view `NAME.layout.json` beside `NAME.npy` describes, when there is
+/// one: the `.npy` holds the whole buffer (1-D) and the layout file the
+/// view's `shape`, `strides` (in elements, negative or zero too) and
+/// `offset` (see docs/graph-format.md). `vigil opcheck` writes these.
+fn with_layout_file(t: Tensor, npy: &Path) -> Result<Tensor> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct ViewFile {
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        offset: usize,
+    }
+    let file = npy.with_extension("layout.json");
+    if !file.is_file() {
+        return Ok(t);
+    }
+    let text = std::fs::read_to_string(&file).with_context(|| file.display().to_string())?;
+    let v: ViewFile =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a view layout", file.display()))?;
+    if t.ndim() != 1 {
+        bail!(
+            "{}: with a layout file the .npy must hold the whole buffer as one dimension, it has shape {:?}",
+            npy.display(),
+            t.shape()
+        );
+    }
+    if v.shape.len() != v.strides.len() {
+        bail!(
+            "{}: shape has {} dimensions and strides {}",
+            file.display(),
+            v.shape.len(),
+            v.strides.len()
+        );
+    }
+    t.with_layout(vigil_engine::Layout::new(v.shape, v.strides, v.offset))
+        .with_context(|| {
+            format!(
+                "{}: the view does not fit the buffer of {}",
+                file.display(),
+                npy.display()
+            )
+        })
 }

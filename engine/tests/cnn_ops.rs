@@ -209,3 +209,28 @@ fn bad_shapes_and_attrs_are_refused_with_the_field() {
     let got = maxp.compute(&[i], &mut OpCtx::new("m")).unwrap().remove(0);
     assert_eq!(got.shape(), &[1, 3, 3, 3]);
 }
+
+/// batch_norm's `infer` refuses parameters that are not `[C]` with a shape
+/// error, as its kernel does at run time, so a graph that would fail in
+/// the run fails when it is built.
+#[test]
+fn batch_norm_infer_refuses_parameters_that_are_not_per_channel() {
+    use vigil_engine::TypeInfo;
+    let reg = OpRegistry::builtin();
+    let t = |s: &[usize]| TypeInfo::known(DType::F32, s);
+    for name in ["batch_norm", "batch_norm_inplace"] {
+        let op = reg.make(name, &Attrs::new()).unwrap();
+        let ok = [t(&[2, 3, 4]), t(&[3]), t(&[3]), t(&[3]), t(&[3])];
+        assert_eq!(op.infer(&ok).unwrap()[0], t(&[2, 3, 4]));
+        for bad in [vec![2, 1, 1, 1], vec![4], vec![]] {
+            let mut inputs = ok.clone();
+            inputs[1] = t(&bad);
+            let e = op.infer(&inputs).unwrap_err();
+            assert!(matches!(e, vigil_engine::Error::Shape(_)), "{name} {bad:?}: {e}");
+        }
+        // An unknown channel count is checked at run time.
+        let mut dynamic = ok.clone();
+        dynamic[0] = TypeInfo::new(DType::F32, Some(vec![2, -1, 4]));
+        assert!(op.infer(&dynamic).is_ok());
+    }
+}

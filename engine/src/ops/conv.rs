@@ -453,6 +453,28 @@ mod tests {
         }
     }
 
+    /// A weight with a zero-size kernel axis is a shape error in `infer`
+    /// and `compute`, not an overflow.
+    #[test]
+    fn a_zero_size_kernel_is_a_shape_error() {
+        let conv = Conv {
+            window: Window::default(),
+            group: 1,
+        };
+        for (x, w) in [
+            (vec![3, 1, 0], vec![3, 1, 0]),
+            (vec![1, 1, 4, 4], vec![2, 1, 2, 0]),
+        ] {
+            let t = |s: &[usize]| TypeInfo::known(crate::dtype::DType::F32, s);
+            let e = conv.infer(&[t(&x), t(&w)]).unwrap_err();
+            assert!(matches!(e, crate::error::Error::Shape(_)), "{e}");
+            let xt = Tensor::zeros(crate::dtype::DType::F32, &x).unwrap();
+            let wt = Tensor::zeros(crate::dtype::DType::F32, &w).unwrap();
+            let e = conv.compute(&[xt, wt], &mut OpCtx::new("n")).unwrap_err();
+            assert!(matches!(e, crate::error::Error::Shape(_)), "{e}");
+        }
+    }
+
     /// The 1×1 stride-1 unpadded window is read in place; a stride or a pad
     /// leaves it.
     #[test]

@@ -139,6 +139,11 @@ impl ConvTranspose {
         let dilations = list("dilations", &w.dilations, n, 1)?;
         let pads = list("pads", &w.pads, 2 * n, 0)?;
         let extra = list("output_padding", &self.output_padding, n, 0)?;
+        if let Some(i) = kernel.iter().position(|&k| k == 0) {
+            return shape_err(format!(
+                "op 'conv_transpose': spatial axis {i}: the kernel has extent 0, weight kernel shape {kernel:?}"
+            ));
+        }
         // `output_shape` may also hold N and C first.
         let shape = match self.output_shape.len() {
             0 => None,
@@ -448,6 +453,25 @@ mod tests {
 
     /// An `output_shape` past the window's reach pads negatively at both
     /// ends: the taps land shifted, the rest is the bias.
+    /// A weight with a zero-size kernel axis is a shape error in `infer`
+    /// and `compute`, not an overflow.
+    #[test]
+    fn a_zero_size_kernel_is_a_shape_error() {
+        let t = op(Attrs::new());
+        for (x, w) in [
+            (vec![1, 1, 0, 1], vec![1, 1, 0, 1]),
+            (vec![1, 2, 3], vec![2, 1, 0]),
+        ] {
+            let ty = |s: &[usize]| TypeInfo::known(crate::dtype::DType::F64, s);
+            let e = t.infer(&[ty(&x), ty(&w)]).unwrap_err();
+            assert!(matches!(e, crate::error::Error::Shape(_)), "{e}");
+            let xt = Tensor::zeros(crate::dtype::DType::F64, &x).unwrap();
+            let wt = Tensor::zeros(crate::dtype::DType::F64, &w).unwrap();
+            let e = t.compute(&[xt, wt], &mut OpCtx::new("n")).unwrap_err();
+            assert!(matches!(e, crate::error::Error::Shape(_)), "{e}");
+        }
+    }
+
     #[test]
     fn a_negative_pad_shifts_the_output() {
         let t = op(Attrs::new()

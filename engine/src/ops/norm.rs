@@ -124,6 +124,24 @@ impl Op for BatchNorm {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         check_inputs(self.op_name(), inputs)?;
+        // The parameters are per channel, as `affine` checks at run time.
+        let c = inputs[0].shape.as_ref().and_then(|s| s.get(1).copied());
+        for (t, what) in inputs[1..].iter().zip(["scale", "bias", "mean", "var"]) {
+            let Some(s) = &t.shape else { continue };
+            let fits = match (s.as_slice(), c) {
+                ([d], Some(c)) => *d < 0 || c < 0 || *d == c,
+                ([_], None) => true,
+                _ => false,
+            };
+            if !fits {
+                return shape_err(format!(
+                    "op '{}': {what} must be [C] with C = {} (x's dimension 1), got {}",
+                    self.op_name(),
+                    c.map_or("?".to_string(), |c| c.to_string()),
+                    t.shape_string()
+                ));
+            }
+        }
         Ok(vec![inputs[0].clone()])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {

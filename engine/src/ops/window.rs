@@ -198,6 +198,13 @@ impl Window {
                 kernel.len()
             ));
         }
+        if let Some(i) = kernel.iter().position(|&k| k == 0) {
+            // A window of no taps has no output size (ONNX leaves it
+            // undefined); conv's kernel comes from the weight's shape.
+            return shape_err(format!(
+                "op '{op}': spatial axis {i}: the kernel has extent 0, kernel shape {kernel:?}"
+            ));
+        }
         let strides = list("strides", &self.strides, n, 1)?;
         let dilations = list("dilations", &self.dilations, n, 1)?;
         let pads = list("pads", &self.pads, 2 * n, 0)?;

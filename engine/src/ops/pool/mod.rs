@@ -74,6 +74,31 @@ impl Pool {
         Ok(())
     }
 
+    /// A global pool over a zero-size spatial axis: the mean of nothing
+    /// is NaN (as `reduce_mean`'s), the max of nothing has no value (as
+    /// `reduce_max` refuses it).
+    fn check_spatial_nonempty<D: std::fmt::Debug>(&self, shape: &[D]) -> Result<()> {
+        if self.kind == PoolKind::Max {
+            return shape_err(format!(
+                "op '{}': a zero-size spatial axis in input shape {shape:?} has no maximum",
+                self.op_name()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The output of a global pool whose window holds no element: `[N, C,
+    /// 1…]` of NaN for the average; an error for the max.
+    fn global_over_nothing(&self, x: &Tensor, ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        self.check_spatial_nonempty(x.shape())?;
+        let mut shape = x.shape()[..2].to_vec();
+        shape.extend(std::iter::repeat_n(1, x.shape().len() - 2));
+        let out = ctx.output(0, x.dtype(), &shape)?;
+        let n: usize = shape.iter().product();
+        out.assign(&Tensor::from_vec(&shape, vec![f64::NAN; n])?.cast(x.dtype())?)?;
+        Ok(vec![out])
+    }
+
     fn axes(&self, shape: &[usize]) -> Result<Vec<Axis1>> {
         if shape.len() < 3 {
             return shape_err(format!(
@@ -148,6 +173,9 @@ impl Op for Pool {
             ));
         }
         if self.global {
+            if s[2..].contains(&0) {
+                self.check_spatial_nonempty(s)?;
+            }
             let mut out = s[..2].to_vec();
             out.extend(std::iter::repeat_n(1, s.len() - 2));
             return Ok(vec![TypeInfo::new(x.dtype, Some(out))]);
@@ -165,6 +193,9 @@ impl Op for Pool {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
         self.check_dtype(x.dtype())?;
+        if self.global && x.shape().len() >= 3 && x.shape()[2..].contains(&0) {
+            return self.global_over_nothing(x, ctx);
+        }
         let axes = self.axes(x.shape())?;
         let mut shape = x.shape()[..2].to_vec();
         shape.extend(axes.iter().map(|a| a.output));

@@ -368,3 +368,44 @@ fn wide_planes_match_the_gather_table() {
         paths_agree(&xd, &axes, true).unwrap();
     }
 }
+
+/// A global pool over a zero-size spatial axis: the average is NaN (the
+/// mean of nothing, as `reduce_mean`), the max a shape error in `infer`
+/// and `compute` (as `reduce_max`); neither overflows.
+#[test]
+fn global_pools_over_a_zero_size_spatial_axis() {
+    let global = |kind| Pool {
+        kind,
+        window: Window::default(),
+        global: true,
+    };
+    let avg = global(PoolKind::Average {
+        count_include_pad: false,
+    });
+    let max = global(PoolKind::Max);
+    for shape in [vec![1, 1, 0], vec![2, 3, 4, 0]] {
+        let ty = TypeInfo::known(DType::F32, &shape);
+        let mut want = shape[..2].to_vec();
+        want.extend(std::iter::repeat_n(1, shape.len() - 2));
+        assert_eq!(
+            avg.infer(std::slice::from_ref(&ty)).unwrap()[0],
+            TypeInfo::known(DType::F32, &want)
+        );
+        let x = Tensor::zeros(DType::F32, &shape).unwrap();
+        let y = avg
+            .compute(std::slice::from_ref(&x), &mut OpCtx::new("n"))
+            .unwrap();
+        assert_eq!(y[0].shape(), &want[..]);
+        assert!(y[0].to_f64_vec().unwrap().iter().all(|v| v.is_nan()));
+        let e = max.infer(&[ty]).unwrap_err();
+        assert!(matches!(e, crate::error::Error::Shape(_)), "{e}");
+        let e = max.compute(&[x], &mut OpCtx::new("n")).unwrap_err();
+        assert!(matches!(e, crate::error::Error::Shape(_)), "{e}");
+    }
+    // Zero-size batch or channels with a non-empty window give an empty output.
+    let x = Tensor::zeros(DType::F32, &[0, 2, 3]).unwrap();
+    assert_eq!(
+        max.compute(&[x], &mut OpCtx::new("n")).unwrap()[0].shape(),
+        &[0, 2, 1]
+    );
+}

@@ -1,0 +1,44 @@
+//! `opcheck` over every built-in op: zero findings, and every op checked
+//! on samples it takes (a built-in op that turns out wrong is fixed, or
+//! listed below with the reason).
+
+use vigil_debugmode::{opcheck_with, OpcheckConfig};
+use vigil_engine::OpRegistry;
+
+/// Built-in ops `opcheck` cannot give a sample they take, with the reason.
+const NO_SAMPLES: &[(&str, &str)] = &[];
+
+#[test]
+fn every_builtin_op_passes_opcheck() {
+    let registry = OpRegistry::builtin();
+    let cfg = OpcheckConfig {
+        cases: 12,
+        gradient_samples: 2,
+        ..OpcheckConfig::default()
+    };
+    let mut failed = Vec::new();
+    let mut names: Vec<&str> = registry.names().collect();
+    names.sort();
+    assert!(names.len() > 150, "{}", names.len());
+    for op in names {
+        let r = opcheck_with(&registry, op, &cfg).unwrap();
+        if let Some(why) = &r.not_checked {
+            failed.push(format!("{op}: not checked: {why}"));
+        } else if !r.findings.is_empty() {
+            let sample = r.failing.as_ref().map(|s| s.describe()).unwrap_or_default();
+            let f = &r.findings[0];
+            failed.push(format!("{op}: {} on {sample}: {}", f.kind, f.message));
+        } else if r.ran == r.errors && !NO_SAMPLES.iter().any(|(o, _)| *o == op) {
+            failed.push(format!(
+                "{op}: no sample ran ({} refused, {} failed: {:?})",
+                r.rejected, r.errors, r.first_error
+            ));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} ops fail opcheck:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
