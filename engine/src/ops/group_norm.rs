@@ -327,7 +327,7 @@ mod tests {
     fn lp_norm_divides_by_the_norm_along_the_axis() {
         let x = t(&[2, 2], vec![3.0f32, 4.0, 0.0, 0.0]);
         let l2 = op("lp_norm", Attrs::new());
-        let (_, y) = run_vec::<f32>(&*l2, &[x.clone()]).unwrap();
+        let (_, y) = run_vec::<f32>(&*l2, std::slice::from_ref(&x)).unwrap();
         assert_eq!(y, [0.6, 0.8, 0.0, 0.0]);
         let l1 = op("lp_norm", Attrs::new().with("axis", 0).with("p", 1));
         let (_, y) = run_vec::<f32>(&*l1, &[t(&[2], vec![-1.0f32, 3.0])]).unwrap();
