@@ -102,6 +102,30 @@ def wav2vec2():
     return Enc().eval(), (torch.randn(1, 1600),), ["input_values"], False
 
 
+def vit():
+    from transformers import ViTConfig, ViTModel
+
+    cfg = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+    )
+
+    class Enc(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = ViTModel(cfg, add_pooling_layer=False).eval()
+
+        def forward(self, pixel_values):
+            return self.m(pixel_values=pixel_values).last_hidden_state
+
+    return Enc().eval(), (torch.randn(1, 3, 32, 32),), ["pixel_values"], False
+
+
 def vision(name, **kw):
     def make():
         import torchvision
@@ -122,10 +146,16 @@ MODELS = {
     "swin_t": vision("swin_t"),
     # Small enough to commit: half the channels, 10 classes.
     "mobilenet_v3_small_half": vision("mobilenet_v3_small", width_mult=0.5, num_classes=10),
+    "vit": vit,
 }
 
+# Exported as the model named, then quantized by onnxruntime.quantization:
+# weights to int8 and activations quantized at run time (quantize_dynamic:
+# DynamicQuantizeLinear, MatMulInteger), as users shrink a transformer.
+QUANTIZED = {"bert_dynamic_int8": "bert"}
+
 # What tests/fixtures/onnx-models/ holds (at most 10 MB in all).
-FIXTURES = ["bert", "gpt2", "wav2vec2", "mobilenet_v3_small_half"]
+FIXTURES = ["bert", "gpt2", "wav2vec2", "mobilenet_v3_small_half", "vit", "bert_dynamic_int8"]
 
 
 def save(t, path):
@@ -134,6 +164,8 @@ def save(t, path):
 
 
 def export(name, out_dir):
+    if name in QUANTIZED:
+        return export_quantized(name, QUANTIZED[name], out_dir)
     model, args, names, dynamic = MODELS[name]()
     d = os.path.join(out_dir, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
@@ -161,6 +193,37 @@ def export(name, out_dir):
     size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if os.path.isfile(os.path.join(d, f)))
     print(f"{name}: opset {m.opset_import[0].version}, {len(m.graph.node)} nodes, {size / 1e6:.1f} MB, "
           f"torch vs onnxruntime max abs err {torch_err:.2e}; ops {' '.join(ops)}")
+
+
+def export_quantized(name, base, out_dir):
+    """`base` exported as above into a scratch directory, then quantized
+    into OUT_DIR/<name>/model.onnx (one file), fed the same inputs, with
+    onnxruntime's outputs of the quantized model as the expected ones."""
+    import tempfile
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    d = os.path.join(out_dir, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        export(base, tmp)
+        src = os.path.join(tmp, base)
+        path = os.path.join(d, "model.onnx")
+        quantize_dynamic(os.path.join(src, "model.onnx"), path, weight_type=QuantType.QInt8)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = {}
+        for k, i in enumerate(sess.get_inputs()):
+            t = onnx.TensorProto()
+            with open(os.path.join(src, "test_data_set_0", f"input_{k}.pb"), "rb") as f:
+                t.ParseFromString(f.read())
+            feeds[i.name] = numpy_helper.to_array(t)
+            save(feeds[i.name], os.path.join(d, "test_data_set_0", f"input_{k}.pb"))
+        got = sess.run(None, feeds)
+        for k, g in enumerate(got):
+            save(g, os.path.join(d, "test_data_set_0", f"output_{k}.pb"))
+    m = onnx.load(path)
+    ops = sorted({n.op_type for n in m.graph.node})
+    print(f"{name}: quantized {base}, {len(m.graph.node)} nodes, {os.path.getsize(path) / 1e6:.1f} MB; ops {' '.join(ops)}")
 
 
 def main():

@@ -11,7 +11,7 @@ Run: python3 scripts/onnx_node_table.py [VIGIL [NODE_DATA]]
 (needs the onnx package; builds nothing itself: VIGIL defaults to
 target/release/vigil; NODE_DATA is the OUT_DIR of onnx_node_data.py,
 default .ci/onnx-node, generated there when missing)."""
-import collections, json, os, subprocess, sys, tempfile
+import collections, json, os, re, subprocess, sys, tempfile
 
 import onnx
 
@@ -93,6 +93,29 @@ out = ["# ONNX backend node tests", "",
 for op in sorted(per_op):
     n = per_op[op]
     out.append(f"| {op} | {n['passed']} | {n['failed']} | {n['skipped']} |")
+
+
+def skip_kind(why):
+    """The reason a skipped test is skipped, as a category."""
+    if "sequence, map or optional" in why:
+        return "sequence, map or optional values (no tensor data set)"
+    if "unsupported dtype string" in why:
+        return "string tensors (not a Vigil dtype)"
+    m = re.search(r"unsupported dtype (\S+)", why)
+    if m:
+        return "dtypes Vigil lacks (bfloat16, float8, float4, int4, int2)"
+    if "preview.training" in why or "training mode" in why or "training_mode" in why:
+        return "training-only ops and modes"
+    m = re.search(r"\((\w+)\): unsupported op", why)
+    if m:
+        return f"op {m.group(1)} not implemented"
+    return "other: " + why
+
+
+skips = collections.Counter(skip_kind(why) for group in rows.values() for _, result, why in group if result == "skipped")
+out += ["", "## Skips by reason", "", "Every skipped test above, by why it is skipped.", "", "| reason | tests |", "|---|---|"]
+for kind, n in sorted(skips.items(), key=lambda kv: (-kv[1], kv[0])):
+    out.append(f"| {kind.replace('|', chr(92) + '|')} | {n} |")
 out += ["", "## Per test", "", "| ops in the model | test | result | reason |", "|---|---|---|---|"]
 for ops in sorted(rows):
     for name, result, why in sorted(rows[ops]):

@@ -24,6 +24,19 @@ pub struct OnnxTest {
     pub source: InputSource,
 }
 
+/// How `vigil run` imports the models it finds (`--shape`,
+/// `--random-inputs`); the default imports each as it is.
+#[derive(Clone, Debug, Default)]
+pub struct ImportSettings {
+    /// Concrete shapes for graph inputs, by ONNX name: every model is
+    /// specialized on them (a model without such an input is an errored
+    /// case, as `vigil import` refuses it).
+    pub shapes: Vec<(String, Vec<usize>)>,
+    /// Feed every model inputs generated from this seed, one case per
+    /// model with no expected outputs, instead of its data sets.
+    pub random_inputs: Option<u64>,
+}
+
 /// The imported cases, and the tests whose import failed (with the one-line reason).
 pub struct OnnxCases {
     pub cases: Vec<CaseRef>,
@@ -154,7 +167,26 @@ pub fn find(paths: &[PathBuf]) -> Result<Vec<OnnxTest>> {
 
 /// Imports every test under `paths` into a temporary directory.
 pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
-    let tests = find(paths)?;
+    import_all_with(paths, &ImportSettings::default())
+}
+
+/// [`find`], with every model fed from `seed` (one test per model, named
+/// after the model file) when given.
+fn find_with(paths: &[PathBuf], seed: Option<u64>) -> Result<Vec<OnnxTest>> {
+    let mut tests = find(paths)?;
+    if let Some(seed) = seed {
+        tests.dedup_by(|a, b| a.model == b.model);
+        for t in &mut tests {
+            t.path = t.model.display().to_string();
+            t.source = InputSource::Random(seed);
+        }
+    }
+    Ok(tests)
+}
+
+/// [`import_all`] with `settings` (`vigil run --shape`, `--random-inputs`).
+pub fn import_all_with(paths: &[PathBuf], settings: &ImportSettings) -> Result<OnnxCases> {
+    let tests = find_with(paths, settings.random_inputs)?;
     if tests.is_empty() {
         return Ok(OnnxCases {
             cases: Vec::new(),
@@ -164,6 +196,10 @@ pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
         });
     }
     let dir = tempfile::tempdir().context("temporary directory for imported ONNX cases")?;
+    let opts = Options {
+        shapes: settings.shapes.clone(),
+        ..Options::default()
+    };
     let (mut cases, mut failed) = (Vec::new(), Vec::new());
     let models = tests
         .iter()
@@ -178,7 +214,7 @@ pub fn import_all(paths: &[PathBuf]) -> Result<OnnxCases> {
         };
         // A data set's inputs may stand in for constants (the node
         // tests feed Reshape's shape or ReduceSum's axes as inputs).
-        let done = vigil_onnx::import_path(&t.model, &Options::default(), &t.source)
+        let done = vigil_onnx::import_path(&t.model, &opts, &t.source)
             .and_then(|m| write_case(&m, &t.source, &location));
         match done {
             Ok(()) => cases.push(case),

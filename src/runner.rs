@@ -274,8 +274,13 @@ pub struct Suites {
 
 impl Suites {
     pub fn discover(paths: &[PathBuf]) -> Result<Suites> {
+        Suites::discover_with(paths, &crate::onnx_suite::ImportSettings::default())
+    }
+
+    /// [`Suites::discover`], importing ONNX models with `settings`.
+    pub fn discover_with(paths: &[PathBuf], settings: &crate::onnx_suite::ImportSettings) -> Result<Suites> {
         let mut cases = discover(paths)?;
-        let imported = crate::onnx_suite::import_all(paths)?;
+        let imported = crate::onnx_suite::import_all_with(paths, settings)?;
         let onnx = imported
             .cases
             .iter()

@@ -151,13 +151,14 @@ fn every_supported_generated_node_test_passes() {
 
 /// The node tests of IsNaN, IsInf, Range, CumSum, CumProd, Trilu, GatherElements,
 /// ScatterElements (and Scatter), ReduceProd, Hardmax, LayerNormalization,
-/// RMSNormalization, Einsum, TopK, NegativeLogLikelihoodLoss and
-/// SoftmaxCrossEntropyLoss pass under validate and debug too, with no finding:
+/// RMSNormalization, Einsum, TopK, NegativeLogLikelihoodLoss,
+/// SoftmaxCrossEntropyLoss, the quantized ops, GroupNormalization,
+/// LpNormalization, OneHot and Compress pass under validate and debug too, with no finding:
 /// their kernels keep their declarations and write every output element.
 #[test]
 fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
     let Some(dir) = node_data() else { return };
-    const PREFIXES: [&str; 19] = [
+    const PREFIXES: [&str; 31] = [
         "test_isnan",
         "test_isinf",
         "test_range_",
@@ -177,6 +178,18 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
         "test_nllloss",
         "test_sce",
         "test_top_k",
+        "test_quantizelinear",
+        "test_dequantizelinear",
+        "test_dynamicquantizelinear",
+        "test_matmulinteger",
+        "test_convinteger",
+        "test_qlinear",
+        "test_group_normalization",
+        "test_l1normalization",
+        "test_l2normalization",
+        "test_lpnormalization",
+        "test_onehot",
+        "test_compress",
     ];
     let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -187,7 +200,7 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
         })
         .collect();
     let cases = import_all(&dirs).unwrap();
-    assert!(cases.cases.len() >= 249, "only {} imported", cases.cases.len());
+    assert!(cases.cases.len() >= 297, "only {} imported", cases.cases.len());
     use rayon::prelude::*;
     let registry = vigil::default_registry();
     for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {

@@ -92,6 +92,16 @@ pub struct RunArgs {
     /// dtype: f16 1e-5, f32 1e-6, f64 1e-12).
     #[arg(long, value_parser = super::parse_tolerance, allow_hyphen_values = true)]
     atol: Option<f64>,
+    /// ONNX models: specialize on this shape of input NAME (repeatable),
+    /// as `vigil import --shape` does: symbolic dims become fixed, and the
+    /// shape arithmetic on them folds.
+    #[arg(long = "shape", value_name = "NAME=D0,D1,...", value_parser = crate::onnx_suite::parse_shape)]
+    shapes: Vec<(String, Vec<usize>)>,
+    /// ONNX models: feed inputs generated from SEED (of --shape's shapes;
+    /// an unknown dim is 1) instead of the data sets, one case per model
+    /// with no expected outputs.
+    #[arg(long, value_name = "SEED")]
+    random_inputs: Option<u64>,
 }
 
 pub(crate) fn format_for(path: &std::path::Path) -> Option<Format> {
@@ -122,7 +132,11 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
     }
     // ONNX test directories and light models are imported into temporary
     // cases that live as long as `suites`; failed imports become errored cases.
-    let suites = Suites::discover(&a.paths)?;
+    let settings = crate::onnx_suite::ImportSettings {
+        shapes: a.shapes.clone(),
+        random_inputs: a.random_inputs,
+    };
+    let suites = Suites::discover_with(&a.paths, &settings)?;
     let mut cases: Vec<CaseRef> = suites.cases.clone();
     let found = cases.len();
     if let Some(f) = &a.filter {

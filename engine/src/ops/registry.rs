@@ -59,6 +59,9 @@ impl OpRegistry {
                 super::gather_nd::register(&mut r);
                 super::scatter_nd::register(&mut r);
                 super::instance_norm::register(&mut r);
+                super::quant::register(&mut r);
+                super::group_norm::register(&mut r);
+                super::selection::register(&mut r);
                 r
             })
             .clone()

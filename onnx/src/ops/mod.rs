@@ -21,8 +21,10 @@ mod math;
 mod nd;
 mod nn;
 mod norm;
+mod quant;
 mod reduce;
 mod resize;
+mod select;
 mod shape;
 mod softmax;
 
@@ -78,6 +80,8 @@ const FAMILIES: &[&[Op]] = &[
     layout::OPS,
     losses::OPS,
     nd::OPS,
+    quant::OPS,
+    select::OPS,
 ];
 
 /// Every registered op.

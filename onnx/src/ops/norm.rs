@@ -1,5 +1,6 @@
 //! Normalizations: BatchNormalization (inference), LRN,
-//! LayerNormalization and RMSNormalization.
+//! LayerNormalization, RMSNormalization, GroupNormalization and
+//! LpNormalization.
 
 use vigil_engine::Attrs;
 
@@ -16,7 +17,40 @@ pub(super) const OPS: &[Op] = &[
     Op::new("LRN", 1, lrn),
     Op::new("LayerNormalization", 17, layer_norm),
     Op::new("RMSNormalization", 23, rms_norm),
+    Op::new("GroupNormalization", 18, group_norm),
+    Op::new("LpNormalization", 1, lp_norm),
 ];
+
+/// `group_norm`: `num_groups` and `epsilon` kept; scale and bias are per
+/// group (opset 18) or per channel (21), which the engine op tells apart
+/// by their length. `stash_type` is checked, and the statistics are
+/// accumulated in f64 whatever it names.
+fn group_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = (0..3).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+    let stash = c.i("stash_type").unwrap_or(1);
+    dtype_of(
+        stash as i32,
+        &format!("node '{}' (GroupNormalization): attr 'stash_type'", c.onnx_name),
+    )?;
+    let g = c
+        .i("num_groups")
+        .ok_or_else(|| c.bad_attr("num_groups", "is required"))?;
+    let a = Attrs::new()
+        .with("num_groups", g)
+        .with("epsilon", c.f("epsilon").unwrap_or(1e-5));
+    out(imp, c, "group_norm", a, &ins)
+}
+
+/// `lp_norm`: `axis` (default -1) and `p` (default 2; 1 or 2) kept.
+fn lp_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let p = c.i("p").unwrap_or(2);
+    if p != 1 && p != 2 {
+        return Err(c.bad_attr("p", format!("must be 1 or 2, got {p}")));
+    }
+    let a = Attrs::new().with("axis", c.i("axis").unwrap_or(-1)).with("p", p);
+    out(imp, c, "lp_norm", a, &[x])
+}
 
 fn batch_norm(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if c.i("training_mode").unwrap_or(0) != 0 {
