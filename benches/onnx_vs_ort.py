@@ -1,12 +1,23 @@
-"""Vigil's plain run of the onnx package's light models against
-onnxruntime, both on one thread, same input, alternating rep by rep.
+"""Vigil's plain run of the onnx package's light models, of exported real
+models, or of single pools against onnxruntime, same input, alternating
+rep by rep.
 
     /tmp/venv/bin/pip install onnx onnxruntime numpy
     cargo build --release
     /tmp/venv/bin/python benches/onnx_vs_ort.py [--vigil target/release/vigil] [--reps 7] [MODEL...]
+    /tmp/venv/bin/python benches/onnx_vs_ort.py --real [--threads 1,2] [--reps 5] DIR...
     /tmp/venv/bin/python benches/onnx_vs_ort.py --pools [--batch 1] [--reps 101]
 
 MODEL is a light model's short name (resnet50, vgg19, ...; default all nine).
+`--real` times exported models instead: each DIR holds `model.onnx` (with
+its external data) and `test_data_set_0/` (scripts/export_models.py writes
+them), fed that data set's inputs on both sides, at each thread count of
+`--threads` (Vigil's rayon pool via RAYON_NUM_THREADS, onnxruntime's
+intra-op threads). After the timing, one `vigil exec --profile` run per
+model and thread count gives the per-op breakdown (time per Vigil op name)
+and the GFLOP/s of the matmuls (MatMul, Gemm) and convs (Conv): their
+multiply-adds, counted from ONNX shape inference on the data set's input
+shapes, times two, over the time of Vigil's `matmul` and `conv` nodes.
 `--pools` times single-op models instead, `--inner` warm runs a side per
 round (Vigil's in one `vigil bench` process): the CNN pools (max and average,
 3x3 stride 2 pad 1, 2x2 stride 2, 3x3 stride 1 pad 1) on a [N, 64, 112, 112]
@@ -59,9 +70,9 @@ def dummy_feeds(model):
     return feeds
 
 
-def ort_session(path):
+def ort_session(path, threads=1):
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -108,10 +119,10 @@ def pool_case(root, op, k, s, p, batch):
     return case, sess, feeds
 
 
-def vigil_reps(vigil, path, inner):
+def vigil_reps(vigil, path, inner, threads=1):
     """`inner` timed plain reps of Vigil on `path`, in ms, after its own
     warm-up run in the same process."""
-    env = dict(os.environ, RAYON_NUM_THREADS="1")
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     r = subprocess.run(
         [vigil, "bench", path, "--modes", "plain", "--reps", str(inner), "--format", "json"],
         capture_output=True,
@@ -138,14 +149,19 @@ def main():
     ap.add_argument("--vigil", default="target/release/vigil")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--pools", action="store_true", help="time the CNN pools instead of the light models")
+    ap.add_argument("--real", action="store_true", help="time exported models (directories) instead")
+    ap.add_argument("--threads", default="1,2", help="thread counts (with --real)")
     ap.add_argument("--batch", type=int, default=1, help="the pools' batch (with --pools)")
     ap.add_argument("--inner", type=int, default=5, help="timed runs per side per round (with --pools)")
+    ap.add_argument("--inner-real", type=int, default=3, help="timed runs per side per round (with --real)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     if not os.path.exists(a.vigil):
         raise SystemExit(f"no vigil binary at {a.vigil} (cargo build --release)")
     if a.pools:
         return pools(a)
+    if a.real:
+        return real(a)
     names = a.models or sorted(f[6:-5] for f in os.listdir(LIGHT) if f.startswith("light_") and f.endswith(".onnx"))
     def cases():
         for name in names:
@@ -175,7 +191,7 @@ def compare(a, cases, inner, what, digits, how):
     )
 
 
-def alternate(vigil, path, sess, feeds, reps, inner):
+def alternate(vigil, path, sess, feeds, reps, inner, threads=1):
     """Medians in ms of `reps` rounds, each `inner` Vigil reps (after a
     warm-up in its process) then `inner` onnxruntime runs (after a warm-up
     run too, when `inner` > 1: Vigil's process start evicts the caches,
@@ -183,7 +199,7 @@ def alternate(vigil, path, sess, feeds, reps, inner):
     sess.run(None, feeds)  # warm-up
     vt, ot = [], []
     for _ in range(reps):
-        vt.extend(vigil_reps(vigil, path, inner))
+        vt.extend(vigil_reps(vigil, path, inner, threads))
         if inner > 1:
             sess.run(None, feeds)
         for _ in range(inner):
@@ -203,6 +219,124 @@ def pools(a):
 
         what = f"pool, [{a.batch}, 64, 112, 112] f32"
         compare(a, cases(), a.inner, what, 3, f"{a.reps} rounds of {a.inner} warm runs each")
+
+
+def data_set_feeds(model_dir, model):
+    """The inputs of `test_data_set_0/`, by the graph's input names."""
+    from onnx import numpy_helper
+
+    inits = {i.name for i in model.graph.initializer}
+    names = [x.name for x in model.graph.input if x.name not in inits]
+    feeds = {}
+    for k, name in enumerate(names):
+        t = onnx.load_tensor(os.path.join(model_dir, "test_data_set_0", f"input_{k}.pb"))
+        feeds[name] = numpy_helper.to_array(t)
+    return feeds
+
+
+def macs(model, feeds):
+    """Multiply-adds of the model's MatMul/Gemm and Conv nodes, from ONNX
+    shape inference with the inputs' shapes ({"matmul": n, "conv": n});
+    a node whose shapes stay unknown is left out (counted in "unknown")."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for x in m.graph.input:
+        if x.name in feeds:
+            for d, n in zip(x.type.tensor_type.shape.dim, feeds[x.name].shape):
+                d.Clear()
+                d.dim_value = n
+    m = onnx.shape_inference.infer_shapes(m, data_prop=True)
+    shapes = {}
+    for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
+        shapes[v.name] = None if None in dims else dims
+    for i in m.graph.initializer:
+        shapes[i.name] = list(i.dims)
+    out = {"matmul": 0, "conv": 0, "unknown": 0}
+    for n in m.graph.node:
+        if n.op_type not in ("MatMul", "Gemm", "Conv"):
+            continue
+        a, w, y = shapes.get(n.input[0]), shapes.get(n.input[1]), shapes.get(n.output[0])
+        if a is None or w is None or y is None:
+            out["unknown"] += 1
+            continue
+        if n.op_type == "Conv":
+            # Each output element sums C_in / group * prod(kernel) products.
+            out["conv"] += int(np.prod(y)) * int(np.prod(w[1:]))
+        else:
+            # Each output element sums K products (K: a's last axis, or its
+            # first when Gemm transposes it).
+            trans_a = any(at.name == "transA" and at.i for at in n.attribute)
+            k = a[0] if n.op_type == "Gemm" and trans_a else a[-1]
+            out["matmul"] += int(np.prod(y)) * k
+    return out
+
+
+def profile(vigil, model_path, work, threads):
+    """One `vigil exec --profile` run of the imported case: {op name:
+    (total ms, count)}."""
+    case = os.path.join(work, "case")
+    if not os.path.exists(case):
+        subprocess.run([vigil, "import", model_path, "--out", case], check=True, capture_output=True)
+    out = tempfile.mkdtemp(dir=work)
+    trace = os.path.join(out, "trace.json")
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    subprocess.run(
+        [vigil, "exec", case, "--out", os.path.join(out, "o"), "--profile", trace],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    by = {}
+    with open(trace) as f:
+        for e in json.load(f)["traceEvents"]:
+            t, c = by.get(e["name"], (0.0, 0))
+            by[e["name"]] = (t + e["dur"] / 1e3, c + 1)
+    return by
+
+
+def real(a):
+    threads = [int(t) for t in a.threads.split(",")]
+    before = load()
+    rows, notes = [], []
+    with tempfile.TemporaryDirectory() as root:
+        for d in a.models:
+            name = os.path.basename(os.path.normpath(d))
+            path = os.path.join(d, "model.onnx")
+            if not os.path.exists(path):
+                raise SystemExit(f"no model.onnx in {d}")
+            model = onnx.load(path, load_external_data=False)
+            feeds = data_set_feeds(d, model)
+            work = os.path.join(root, name)
+            os.makedirs(work)
+            count = macs(model, feeds)
+            for t in threads:
+                sess = ort_session(path, t)
+                v, o = alternate(a.vigil, path, sess, feeds, a.reps, a.inner_real, t)
+                rows.append((name, t, v, o))
+                print(f"{name}, {t} thread(s): vigil {v:.2f} ms, ort {o:.2f} ms, {v / o:.2f}x", file=sys.stderr, flush=True)
+                by = profile(a.vigil, path, work, t)
+                total = sum(ms for ms, _ in by.values())
+                top = sorted(by.items(), key=lambda kv: -kv[1][0])[:6]
+                mm = sum(ms for op, (ms, _) in by.items() if op.startswith(("matmul", "gemm")))
+                cv = sum(ms for op, (ms, _) in by.items() if op.startswith("conv"))
+                rate = lambda n, ms: f"{2 * n / ms / 1e6:.1f}" if ms > 0 and n else "-"
+                notes.append(
+                    f"{name}, {t} thread(s): profiled {total:.1f} ms: "
+                    + ", ".join(f"{op} {ms:.1f} ({c})" for op, (ms, c) in top)
+                    + f"; matmul {rate(count['matmul'], mm)} GFLOP/s, conv {rate(count['conv'], cv)} GFLOP/s"
+                    + (f" ({count['unknown']} nodes of unknown shape left out)" if count["unknown"] else "")
+                )
+    print("| model | threads | Vigil plain ms | onnxruntime ms | Vigil / ort |\n|---|---|---|---|---|")
+    for name, t, v, o in rows:
+        print(f"| {name} | {t} | {v:.2f} | {o:.2f} | {v / o:.2f}x |")
+    print()
+    for n in notes:
+        print(f"- {n}")
+    print(
+        f"\n{a.reps} rounds of {a.inner_real} run(s) each, alternating, medians; ort {ort.__version__}, "
+        f"intra-op threads = Vigil's RAYON_NUM_THREADS; load average {before:.2f} -> {load():.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ configs (nothing is downloaded), into OUT_DIR/<name>/model.onnx with a
 `test_data_set_0/` whose expected outputs are onnxruntime's:
 
     python3 -m venv venv && venv/bin/pip install torch torchvision transformers onnx onnxruntime onnxscript
-    venv/bin/python scripts/export_models.py OUT_DIR [NAME ... | fixtures]
+    venv/bin/python scripts/export_models.py [--size N] OUT_DIR [NAME ... | fixtures]
     vigil run OUT_DIR --mode validate
 
 Never a dependency of `cargo test`: the fixtures it wrote and that pass are
@@ -126,13 +126,17 @@ def vit():
     return Enc().eval(), (torch.randn(1, 3, 32, 32),), ["pixel_values"], False
 
 
-def vision(name, **kw):
+# `--size N` exports every vision model at N x N (the benchmark's 224).
+SIZE = None
+
+
+def vision(name, size=64, **kw):
     def make():
         import torchvision
 
         m = getattr(torchvision.models, name)(weights=None, **kw).eval()
-        size = 224 if name == "swin_t" else 64
-        return m, (torch.randn(1, 3, size, size),), ["x"], False
+        n = SIZE or size
+        return m, (torch.randn(1, 3, n, n),), ["x"], False
 
     return make
 
@@ -143,7 +147,10 @@ MODELS = {
     "wav2vec2": wav2vec2,
     "resnet18": vision("resnet18"),
     "mobilenet_v3_small": vision("mobilenet_v3_small"),
-    "swin_t": vision("swin_t"),
+    "swin_t": vision("swin_t", 224),
+    "efficientnet_b0": vision("efficientnet_b0", 224),
+    "convnext_tiny": vision("convnext_tiny", 224),
+    "vit_b_16": vision("vit_b_16", 224),
     # Small enough to commit: half the channels, 10 classes.
     "mobilenet_v3_small_half": vision("mobilenet_v3_small", width_mult=0.5, num_classes=10),
     "vit": vit,
@@ -227,9 +234,13 @@ def export_quantized(name, base, out_dir):
 
 
 def main():
-    if len(sys.argv) < 2:
+    global SIZE
+    args = sys.argv[1:]
+    if len(args) >= 2 and args[0] == "--size":
+        SIZE, args = int(args[1]), args[2:]
+    if not args:
         sys.exit(__doc__)
-    out_dir, names = sys.argv[1], sys.argv[2:] or list(MODELS)
+    out_dir, names = args[0], args[1:] or list(MODELS)
     if names == ["fixtures"]:
         names = FIXTURES
     failed = 0

@@ -9,7 +9,7 @@ use vigil_engine::kernels::{MathFn, VMath};
 use vigil_engine::ops::elementwise::{UnKind, Unary};
 use vigil_engine::{Op, OpCtx, Tensor};
 
-const ALL: [MathFn; 16] = MathFn::ALL;
+const ALL: [MathFn; 17] = MathFn::ALL;
 
 /// The f64 reference, rounded to f32 once.
 fn reference(f: MathFn, x: f32) -> f32 {
@@ -31,6 +31,7 @@ fn reference(f: MathFn, x: f32) -> f32 {
         MathFn::Expm1 => x.exp_m1(),
         MathFn::Log1p => x.ln_1p(),
         MathFn::Erf => libm::erf(x),
+        MathFn::Gelu => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
     };
     y as f32
 }

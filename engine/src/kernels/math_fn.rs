@@ -20,10 +20,12 @@ pub enum MathFn {
     Expm1,
     Log1p,
     Erf,
+    /// `x · Φ(x) = x/2 · (1 + erf(x/√2))`, the exact (erf) GELU.
+    Gelu,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 16] = [
+    pub const ALL: [MathFn; 17] = [
         MathFn::Exp,
         MathFn::Log,
         MathFn::Sqrt,
@@ -40,5 +42,6 @@ impl MathFn {
         MathFn::Expm1,
         MathFn::Log1p,
         MathFn::Erf,
+        MathFn::Gelu,
     ];
 }

@@ -8,14 +8,22 @@
 //!   slices ([`MathFn`]);
 //! - [`pointwise`]: the elementwise function kinds, applied to a tile of a
 //!   buffer ([`pointwise::apply_tile`]) or, through a target, to tensors;
+//! - [`depthwise`]: depthwise 2-D convolution, tap by tap;
+//! - [`norm`] and [`softmax`]: layer/RMS normalization and softmax over
+//!   contiguous rows;
+//! - [`pow`]: powers by small integers and halves as multiplies;
 //! - [`compare`] and [`summary`]: tolerance comparison and one-pass
 //!   statistics over element runs, for the listeners.
 
 pub mod compare;
+pub mod depthwise;
 mod erf;
 pub(crate) mod fastmath;
 pub mod math_fn;
+pub mod norm;
 pub mod pointwise;
+pub mod pow;
+pub mod softmax;
 pub mod summary;
 pub mod vmath;
 

@@ -7,6 +7,7 @@
 use crate::dtype::{DType, Float, Num};
 use crate::error::{dtype_err, op_err, Result};
 use crate::kernels::math_fn::MathFn;
+use crate::kernels::pow::SmallPow;
 use crate::kernels::vmath::VMath;
 
 /// Binary arithmetic.
@@ -164,6 +165,8 @@ impl UnKind {
 pub(crate) trait BinaryTarget<T> {
     type Out;
     fn zip(self, f: impl Fn(T, T) -> T) -> Self::Out;
+    /// The second operand's value when it is one element, broadcast.
+    fn scalar(&self) -> Option<T>;
 }
 
 /// The second operand of a binary step in a fused run.
@@ -196,6 +199,12 @@ impl<T: Copy> BinaryTarget<T> for OnBinaryTile<'_, '_, T> {
             Operand::Itself => self.tile.iter_mut().for_each(|a| *a = f(*a, *a)),
         }
     }
+    fn scalar(&self) -> Option<T> {
+        match self.y {
+            Operand::Scalar(b) => Some(b),
+            _ => None,
+        }
+    }
 }
 
 /// Every in-place binary kind on any numeric dtype.
@@ -210,10 +219,20 @@ pub(crate) fn binary_inplace<T: Num, A: BinaryTarget<T>>(kind: BinKind, a: A) ->
             return dtype_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
         }
         BinKind::Div => a.zip(|a: T, b: T| a / b),
-        BinKind::Pow => a.zip(T::pow),
+        BinKind::Pow => match a.scalar().and_then(small_pow::<T>) {
+            Some(p) => a.zip(move |x: T, _| p(x)),
+            None => a.zip(T::pow),
+        },
         BinKind::Maximum => a.zip(T::maximum),
         BinKind::Minimum => a.zip(T::minimum),
     })
+}
+
+/// `x ** e` by multiplies or a square root ([`SmallPow`]) when `T` is a
+/// float and `e` has such a form; `None` leaves it to `T::pow`.
+pub(crate) fn small_pow<T: Num>(e: T) -> Option<impl Fn(T) -> T + Copy> {
+    let p = SmallPow::of(e)?;
+    Some(move |x: T| p.apply(x))
 }
 
 /// What an in-place elementwise op does to each element of the input it
@@ -266,15 +285,9 @@ pub(crate) fn sign<T: Num>(x: T) -> T {
     }
 }
 
-/// Functions computed in f64 and rounded once (exact for f32 inputs
-/// before the rounding): erf and gelu, which the standard library lacks
-/// (`libm`'s), and round-half-to-even.
+/// A function computed in f64 and rounded once: round-half-to-even.
 fn via_f64<T: Float>(x: T, f: fn(f64) -> f64) -> T {
     <T as crate::dtype::Element>::from_f64(f(crate::dtype::Element::to_f64(x)))
-}
-
-fn gelu(x: f64) -> f64 {
-    0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
 }
 
 /// `log(1 + exp(x))` without overflow: `max(x, 0) + log1p(exp(-|x|))`.
@@ -332,7 +345,7 @@ pub(crate) fn unary_float<T: Float + VMath, A: UnaryTarget<T>>(kind: UnKind, a: 
         UnKind::Expm1 => a.math(MathFn::Expm1),
         UnKind::Softplus => a.map(softplus::<T>),
         UnKind::Erf => a.math(MathFn::Erf),
-        UnKind::Gelu => a.map(|x: T| via_f64(x, gelu)),
+        UnKind::Gelu => a.math(MathFn::Gelu),
         UnKind::Round => a.map(|x: T| via_f64(x, f64::round_ties_even)),
         UnKind::Neg => a.map(T::neg_w),
         UnKind::Abs => a.map(<T as Num>::abs),

@@ -33,6 +33,10 @@
 //!   `ops/erf.rs` (two Chebyshev fits made from `libm` at first use,
 //!   evaluated in `f64x4`).
 //!
+//! - `gelu` (`x/2 · (1 + erf(x/√2))`): the same erf fit in f64 lanes for
+//!   x ≥ -3; below, where `1 + erf` cancels, lanes take the scalar f64
+//!   definition.
+//!
 //! - `exp`, `sigmoid` and `tanh`: on CPUs with AVX2 and FMA (or AVX-512), the
 //!   kernels of `kernels/fastmath.rs`, chosen at run time, about 4x faster
 //!   than `wide`'s SSE2 code; elsewhere `wide`'s.
@@ -222,7 +226,45 @@ fn apply8(f: MathFn, v: f32x8) -> f32x8 {
         MathFn::Expm1 => via_f64x4(v, |d| d.exp_m1()),
         MathFn::Log1p => v.ln_1p(),
         MathFn::Erf => via_f64x4(v, |d| crate::kernels::erf::erf4(crate::kernels::erf::fit(), d)),
+        MathFn::Gelu => gelu8(v),
     }
+}
+
+/// Below this, `1 + erf(x/√2)` cancels past what the erf fit's absolute
+/// error (7e-11) leaves within an f32 ULP, so those lanes take the
+/// scalar f64 function.
+const GELU_SIMD_FLOOR: f32 = -3.0;
+
+/// `x/2 · (1 + erf(x/√2))` in f64 lanes (the erf fit of `erf.rs`), rounded
+/// once: within 1 ULP for x ≥ -3; lanes below (and NaN) take [`gelu_f64`].
+fn gelu8(v: f32x8) -> f32x8 {
+    let low = !v.simd_ge(f32x8::splat(GELU_SIMD_FLOOR)).to_bitmask() & 0xff;
+    let scalar = |x: f32| gelu_f64(x as f64) as f32;
+    if low == 0xff {
+        return f32x8::new(v.to_array().map(scalar));
+    }
+    let r = via_f64x4(v, |d| {
+        let e = crate::kernels::erf::erf4(
+            crate::kernels::erf::fit(),
+            d * f64x4::splat(std::f64::consts::FRAC_1_SQRT_2),
+        );
+        f64x4::splat(0.5) * d * (f64x4::splat(1.0) + e)
+    });
+    if low == 0 {
+        return r;
+    }
+    let (mut out, xs) = (r.to_array(), v.to_array());
+    for (i, (o, &x)) in out.iter_mut().zip(&xs).enumerate() {
+        if low >> i & 1 == 1 {
+            *o = scalar(x);
+        }
+    }
+    f32x8::new(out)
+}
+
+/// The GELU's definition in f64 (`libm`'s erf).
+pub(crate) fn gelu_f64(x: f64) -> f64 {
+    0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
 }
 
 #[inline(always)]
@@ -276,7 +318,10 @@ impl VMath for f32 {
                 }
             };
         }
-        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf)
+        each!(
+            Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf,
+            Gelu
+        )
     }
 
     fn map_inplace(f: MathFn, buf: &mut [f32]) {
@@ -290,7 +335,10 @@ impl VMath for f32 {
                 }
             };
         }
-        each!(Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf)
+        each!(
+            Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf,
+            Gelu
+        )
     }
 
     fn one(f: MathFn, x: f32) -> f32 {
@@ -319,6 +367,7 @@ fn f64_fn(f: MathFn) -> fn(f64) -> f64 {
         MathFn::Expm1 => f64::exp_m1,
         MathFn::Log1p => f64::ln_1p,
         MathFn::Erf => libm::erf,
+        MathFn::Gelu => gelu_f64,
         MathFn::Sigmoid => |x: f64| {
             let e = (-x.abs()).exp();
             if x < 0.0 {

@@ -5,7 +5,9 @@
 //! (`strides`, `dilations`, `pads`, `auto_pad`; `kernel_shape`, when given,
 //! must match `w`).
 //!
-//! Each (image, group) is one GEMM on the project's matmul path (faer):
+//! A depthwise conv (groups of one input channel, 1-D or 2-D) goes through
+//! the direct kernel of `kernels/depthwise.rs`. Otherwise each (image,
+//! group) is one GEMM on the project's matmul path (faer):
 //! `out[Mg, O] = w[Mg, Cg·K] · col[Cg·K, O]`, where `col` is the im2col
 //! matrix. A 1×1 kernel with stride 1 and no padding reads the input plane
 //! directly as `col`, without copying; 1-D and 2-D windows copy whole runs of
@@ -18,6 +20,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
 
 use crate::dtype::{DType, Float};
 use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
+use crate::kernels::depthwise::{depthwise_2d, AxisTaps};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
@@ -176,6 +179,17 @@ fn conv_kernel<T: Float + MatMulElem>(
     let k: usize = d.axes.iter().map(|a| a.kernel).product();
     let o: usize = d.axes.iter().map(|a| a.output).product();
     let (cg, mg) = (d.c / group, d.m / group);
+    if let (1, true, Some((ha, wa))) = (cg, group > 1, planar(&d.axes)) {
+        // Depthwise: one input channel per group, its own kernel.
+        let (ha, wa) = (axis_taps(&ha), axis_taps(&wa));
+        for n in 0..d.n {
+            let xs = &x[n * d.c * plane..(n + 1) * d.c * plane];
+            let os = &mut out[n * d.m * o..(n + 1) * d.m * o];
+            depthwise_2d(xs, w, mg, &ha, &wa, os);
+            add_bias(b, d.m, o, os);
+        }
+        return Ok(());
+    }
     let im2col = Im2col::new(&d.axes)?;
     let mut col = Vec::new();
     let shape_err = |e: ndarray::ShapeError| crate::error::Error::Op(format!("internal: conv block: {e}"));
@@ -199,16 +213,31 @@ fn conv_kernel<T: Float + MatMulElem>(
             let mut cm = ArrayViewMut2::from_shape((mg, o), dst).map_err(shape_err)?;
             T::gemm(&a, &bm, &mut cm);
         }
-        if let Some(b) = b {
-            for (m, row) in out[n * d.m * o..(n + 1) * d.m * o]
-                .chunks_exact_mut(o)
-                .enumerate()
-            {
-                row.iter_mut().for_each(|v| *v += b[m]);
-            }
-        }
+        add_bias(b, d.m, o, &mut out[n * d.m * o..(n + 1) * d.m * o]);
     }
     Ok(())
+}
+
+/// `out[m, :] += b[m]` over one image's `m` output planes of `o` elements.
+fn add_bias<T: Float>(b: Option<&[T]>, m: usize, o: usize, out: &mut [T]) {
+    if let Some(b) = b {
+        for (row, &bm) in out.chunks_exact_mut(o.max(1)).zip(&b[..m]) {
+            row.iter_mut().for_each(|v| *v += bm);
+        }
+    }
+}
+
+/// The taps of one planar axis as the depthwise kernel walks them.
+fn axis_taps(a: &Axis1) -> AxisTaps {
+    AxisTaps {
+        input: a.input,
+        output: a.output,
+        stride: a.stride,
+        inside: (0..a.kernel).map(|k| a.outputs_inside(k)).collect(),
+        first: (0..a.kernel)
+            .map(|k| a.start(0) + (k * a.dilation) as i64)
+            .collect(),
+    }
 }
 
 /// Runs `kernel(x, w, b, out)` on `x`, `w` and the optional bias

@@ -9,7 +9,9 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
 use crate::dtype::{DType, Element, Float, Num};
 use crate::error::{dtype_err, shape_err, Result};
 use crate::kernels::pointwise::Pointwise;
-use crate::kernels::pointwise::{binary_inplace, relu, sign, unary_float, BinaryTarget, UnaryTarget};
+use crate::kernels::pointwise::{
+    binary_inplace, relu, sign, small_pow, unary_float, BinaryTarget, UnaryTarget,
+};
 pub use crate::kernels::pointwise::{BinKind, UnKind};
 use crate::kernels::vmath::{par_map, par_map_inplace, VMath};
 use crate::kernels::MathFn;
@@ -197,7 +199,10 @@ fn run_binary<T: Num>(kind: BinKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Re
                 zip2(a, b, out, |x: T, y: T| x.to_f64() / y.to_f64())
             }
         }
-        BinKind::Pow => zip2(a, b, out, T::pow),
+        BinKind::Pow => match one_element::<T>(b).and_then(small_pow::<T>) {
+            Some(p) if a.shape() == out.shape() => map1(a, out, p),
+            _ => zip2(a, b, out, T::pow),
+        },
         BinKind::Maximum => zip2(a, b, out, T::maximum),
         BinKind::Minimum => zip2(a, b, out, T::minimum),
     }
@@ -214,6 +219,16 @@ impl<T: Element> BinaryTarget<T> for InPlace<'_> {
     fn zip(self, f: impl Fn(T, T) -> T) -> Result<()> {
         zip_inplace(self.x, self.y, f)
     }
+    fn scalar(&self) -> Option<T> {
+        one_element(self.y)
+    }
+}
+
+/// `t`'s value when it has one element (a broadcast exponent, say).
+fn one_element<T: Element>(t: &Tensor) -> Option<T> {
+    (t.size() == 1 && t.dtype() == T::DTYPE)
+        .then(|| t.at(&vec![0; t.ndim()]).ok().map(T::from_scalar))
+        .flatten()
 }
 
 fn run_binary_inplace<T: Num>(kind: BinKind, x: &Tensor, y: &Tensor) -> Result<()> {

@@ -21,6 +21,7 @@ use ndarray::ArrayViewMutD;
 
 use crate::dtype::{DType, Element, Float};
 use crate::error::{dtype_err, rank_err, Result};
+use crate::kernels::norm::{normalize_rows, NormSpec};
 use crate::ops::copy::axis_of;
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -81,45 +82,48 @@ fn flat_param<T: Element>(
 
 /// Normalizes each block of axes `ax..` of `inputs[0]` (x, scale, and
 /// bias unless `rms`) into `outs`: y, then (not `rms`) the means and
-/// inverse deviations.
+/// inverse deviations; the rows go through [`normalize_rows`].
 fn norm_kernel<T: Float>(p: &LayerNorm, inputs: &[Tensor], ax: usize, outs: &[Tensor]) -> Result<()> {
-    let (op, epsilon, rms) = (p.name(), p.epsilon, p.rms);
+    let op = p.name();
     let x = &inputs[0];
     let inner_shape = &x.shape()[ax..];
     let scale = flat_param::<T>(op, inputs.get(1), 1, inner_shape, 1.0)?;
     let bias = flat_param::<T>(op, inputs.get(2), 2, inner_shape, 0.0)?;
-    let xa = x.to_array::<T>()?;
-    let xs = xa.as_slice().unwrap_or_default();
-    let inner = scale.len();
+    let spec = NormSpec {
+        inner: scale.len(),
+        scale: &scale,
+        bias: &bias,
+        epsilon: p.epsilon,
+        rms: p.rms,
+    };
     let outer: usize = x.shape()[..ax].iter().product();
-    let mut y = Vec::with_capacity(xs.len());
-    let (mut means, mut invs) = (Vec::with_capacity(outer), Vec::with_capacity(outer));
-    for o in 0..outer {
-        let block = &xs[o * inner..(o + 1) * inner];
-        let n = inner as f64;
-        let mean = if rms {
-            0.0
-        } else {
-            block.iter().map(|&v| Element::to_f64(v)).sum::<f64>() / n
-        };
-        let var = block
-            .iter()
-            .map(|&v| (Element::to_f64(v) - mean).powi(2))
-            .sum::<f64>()
-            / n;
-        let inv = 1.0 / (var + epsilon).sqrt();
-        for (k, &v) in block.iter().enumerate() {
-            y.push(<T as Element>::from_f64(
-                (Element::to_f64(v) - mean) * inv * scale[k] + bias[k],
-            ));
+    let run = |xs: &[T]| -> Result<()> {
+        if outs.iter().all(Tensor::is_contiguous) {
+            return outs[0].write_contiguous(|y: &mut [T]| match &outs[1..] {
+                [m, i] => m.write_contiguous(|m: &mut [T]| {
+                    i.write_contiguous(|i: &mut [T]| normalize_rows(&spec, xs, y, Some((m, i))))
+                })?,
+                _ => {
+                    normalize_rows(&spec, xs, y, None);
+                    Ok(())
+                }
+            })?;
         }
-        means.push(<T as Element>::from_f64(mean));
-        invs.push(<T as Element>::from_f64(inv));
+        // Outputs of another layout: normalize into owned rows, then copy.
+        let mut y = vec![T::zero(); xs.len()];
+        let (mut m, mut i) = (vec![T::zero(); outer], vec![T::zero(); outer]);
+        normalize_rows(&spec, xs, &mut y, Some((&mut m, &mut i)));
+        for (out, vals) in outs.iter().zip([y, m, i]) {
+            out.write(|mut o: ArrayViewMutD<'_, T>| o.iter_mut().zip(vals).for_each(|(o, v)| *o = v))?;
+        }
+        Ok(())
+    };
+    if x.is_contiguous() {
+        x.read_contiguous(|xs: &[T]| run(xs))?
+    } else {
+        let xa = x.to_array::<T>()?;
+        run(xa.as_slice().unwrap_or_default())
     }
-    for (out, vals) in outs.iter().zip([y, means, invs]) {
-        out.write(|mut o: ArrayViewMutD<'_, T>| o.iter_mut().zip(vals).for_each(|(o, v)| *o = v))?;
-    }
-    Ok(())
 }
 
 impl Op for LayerNorm {

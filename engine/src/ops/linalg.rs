@@ -333,15 +333,40 @@ impl Op for MatMul {
         check_dtypes(dtype, b.dtype())?;
         let p = plan(a.shape(), b.shape())?;
         let (a_1d, b_1d) = (a.ndim() == 1, b.ndim() == 1);
+        let out = ctx.output(0, dtype, &p.out)?;
+        if stack_times_matrix(a, b, &out)? {
+            return Ok(vec![out]);
+        }
         // Promote 1-D operands and broadcast the batch axes, all as views.
         let a = if a_1d { a.expand_dims(0)? } else { a.clone() };
         let b = if b_1d { b.expand_dims(1)? } else { b.clone() };
         let (a, b) = (a.broadcast_to(&p.a)?, b.broadcast_to(&p.b)?);
-        let out = ctx.output(0, dtype, &p.out)?;
         crate::dispatch_num!(dtype, T => run_matmul::<T>(&a, &b, a_1d, b_1d, &out)?,
             return dtype_err("op 'matmul' does not take bool inputs"));
         Ok(vec![out])
     }
+}
+
+/// A stack of matrices times one matrix, `[..., n, k] · [k, m]` (numpy
+/// broadcasts the 2-D `b` over the stack), as the single product `[rows, k]
+/// · [k, m]` when `a`'s leading axes and the output's merge into rows
+/// without a copy (`Layout::reshape`): one GEMM at its full size instead of
+/// one per batch index, which for a `[197, 1, 768]` stack would be 197
+/// one-row products each reading all of `b`. False (nothing written) when
+/// the layouts do not merge; the caller then walks the batch.
+fn stack_times_matrix(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<bool> {
+    if a.ndim() <= 2 || b.ndim() != 2 {
+        return Ok(false);
+    }
+    let (k, m) = (a.shape()[a.ndim() - 1], b.shape()[1]);
+    let rows: usize = a.shape()[..a.ndim() - 1].iter().product();
+    let (Some(la), Some(lo)) = (a.layout().reshape(&[rows, k]), out.layout().reshape(&[rows, m])) else {
+        return Ok(false);
+    };
+    let (a2, o2) = (a.with_layout(la)?, out.with_layout(lo)?);
+    crate::dispatch_num!(a.dtype(), T => run_matmul::<T>(&a2, b, false, false, &o2)?,
+        return dtype_err("op 'matmul' does not take bool inputs"));
+    Ok(true)
 }
 
 pub fn register(r: &mut OpRegistry) {
@@ -662,6 +687,38 @@ mod tests {
             assert_eq!(shape, vec![n, m]);
             for (g, w) in got.iter().zip(&want) {
                 assert!((*g as f64 - w).abs() <= 1e-3 * w.abs().max(1.0), "{g} vs {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn stacks_times_a_matrix_match_each_block_merged_or_not() {
+        // [3, 2, 4] · [4, 5] as one [6, 4] product (contiguous, and the
+        // [2, 3, 4] -> [3, 2, 4] transposed view whose rows do not merge),
+        // the attention-style [4, 1, 3] transpose of [1, 4, 3] (rows merge
+        // with stride 3), and a gapped stack; each against its blocks.
+        let gen = |len: usize, s: usize| (0..len).map(|i| ((i * s) % 13) as f32 * 0.5 - 3.0).collect();
+        let b = t(&[4, 5], gen(20, 3));
+        let plain = t(&[3, 2, 4], gen(24, 7));
+        let swapped = t(&[2, 3, 4], gen(24, 5)).transpose(Some(&[1, 0, 2])).unwrap();
+        let rows = t(&[1, 4, 3], gen(12, 11)).transpose(Some(&[1, 0, 2])).unwrap();
+        let b3 = t(&[3, 5], gen(15, 2));
+        let wide = t(&[3, 2, 8], gen(48, 5));
+        let gapped = wide
+            .slice(&[IndexSpec::All, IndexSpec::All, IndexSpec::range(0, 8, 2)])
+            .unwrap();
+        for (a, b) in [(&plain, &b), (&swapped, &b), (&rows, &b3), (&gapped, &b)] {
+            let got = mm(a, b).unwrap();
+            let (n, m) = (a.shape()[1], b.shape()[1]);
+            assert_eq!(got.shape(), &[a.shape()[0], n, m]);
+            let got = got.to_array::<f32>().unwrap();
+            for i in 0..a.shape()[0] {
+                let ai = a.slice(&[IndexSpec::Point(i as i64)]).unwrap();
+                let want = naive(&ai, b);
+                let gi: Vec<f64> = got.index_axis(Axis(0), i).iter().map(|&v| v as f64).collect();
+                for (g, w) in gi.iter().zip(&want) {
+                    assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} vs {w}");
+                }
             }
         }
     }

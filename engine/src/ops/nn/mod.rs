@@ -20,6 +20,8 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Ix1, Ix2, Zip};
 
 use crate::dtype::{DType, Float};
 use crate::error::{dtype_err, index_err, shape_err, Error, Result};
+use crate::kernels::softmax::softmax_rows;
+use crate::kernels::VMath;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -63,7 +65,15 @@ fn softmax_kernel<T: Float>(x: &ArrayViewD<'_, T>, o: &mut ArrayViewMutD<'_, T>,
         });
 }
 
-fn run_softmax<T: Float>(x: &Tensor, out: &Tensor, ax: usize, log: bool) -> Result<()> {
+fn run_softmax<T: Float + VMath>(x: &Tensor, out: &Tensor, ax: usize, log: bool) -> Result<()> {
+    // The last axis of contiguous f32/f64 views: the row kernel (f16 keeps
+    // the lane walk, whose sum accumulates in f32 as numpy's does).
+    if ax + 1 == x.ndim() && x.is_contiguous() && out.is_contiguous() && T::DTYPE != DType::F16 {
+        let inner = x.shape()[ax];
+        return x.read_contiguous(|xs: &[T]| {
+            out.write_contiguous(|o: &mut [T]| softmax_rows(xs, o, inner, log))
+        })?;
+    }
     x.read(|xv: ArrayViewD<'_, T>| {
         out.write(|mut ov: ArrayViewMutD<'_, T>| softmax_kernel(&xv, &mut ov, ax, log))
     })??;

@@ -1,0 +1,85 @@
+//! Depthwise 2-D convolution (each output channel reads one input channel:
+//! MobileNet's and EfficientNet's 3×3 and 5×5, ConvNeXt's 7×7), computed
+//! directly instead of as one tiny GEMM per channel over an im2col copy:
+//! for each kernel tap, the run of outputs whose input is inside the plane
+//! gets `w[tap] · input` added, a contiguous multiply-add over a row when
+//! the stride is 1. Channels split across the rayon pool when the work is
+//! large enough. Each output is the sum of its taps in tap order (the
+//! GEMM's sum, in another order of roundings).
+
+use rayon::prelude::*;
+
+use crate::dtype::Float;
+use crate::parallel::intra_op;
+
+/// Multiply-adds from which the channels split across the pool: a
+/// depthwise plane is cheap, so a quarter of a millisecond of work is
+/// already worth a fork-join.
+const PARALLEL_TAPS: usize = 1 << 18;
+
+/// One spatial axis of the window, as the kernel walks it.
+#[derive(Clone, Debug)]
+pub struct AxisTaps {
+    /// Input and output lengths.
+    pub input: usize,
+    pub output: usize,
+    pub stride: usize,
+    /// Per kernel tap: the outputs `lo..hi` whose input is inside the
+    /// axis, and the input coordinate output 0 would read (negative in
+    /// the padding).
+    pub inside: Vec<(usize, usize)>,
+    pub first: Vec<i64>,
+}
+
+/// One output plane: `out = Σ_taps w[tap] · x shifted`, over one input
+/// plane `x` (`h.input` rows of `w.input`) and the taps `wt` (row-major).
+fn plane<T: Float>(x: &[T], wt: &[T], h: &AxisTaps, w: &AxisTaps, out: &mut [T]) {
+    out.fill(T::zero());
+    let kw_n = w.inside.len();
+    for (kh, &(oh_lo, oh_hi)) in h.inside.iter().enumerate() {
+        for (kw, &(ow_lo, ow_hi)) in w.inside.iter().enumerate() {
+            let c = wt[kh * kw_n + kw];
+            if ow_hi <= ow_lo {
+                continue;
+            }
+            let run = ow_hi - ow_lo;
+            for oh in oh_lo..oh_hi {
+                let ih = (oh * h.stride) as i64 + h.first[kh];
+                let iw = (ow_lo * w.stride) as i64 + w.first[kw];
+                let src = &x[ih as usize * w.input + iw as usize..(ih as usize + 1) * w.input];
+                let dst = &mut out[oh * w.output + ow_lo..oh * w.output + ow_hi];
+                if w.stride == 1 {
+                    for (o, &v) in dst.iter_mut().zip(&src[..run]) {
+                        *o = *o + c * v;
+                    }
+                } else {
+                    for (j, o) in dst.iter_mut().enumerate() {
+                        *o = *o + c * src[j * w.stride];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Depthwise convolution of one image: `x` holds its `C` input planes,
+/// `wts` the `[M, kh·kw]` taps, `out` its `M` output planes; output
+/// channel `m` reads input channel `m / per` (`per = M / C`, the channel
+/// multiplier).
+pub fn depthwise_2d<T: Float>(x: &[T], wts: &[T], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [T]) {
+    let (ip, op) = (h.input * w.input, h.output * w.output);
+    let k = h.inside.len() * w.inside.len();
+    if op == 0 || k == 0 {
+        out.fill(T::zero());
+        return;
+    }
+    let one = |(m, o): (usize, &mut [T])| {
+        let c = m / per;
+        plane(&x[c * ip..(c + 1) * ip], &wts[m * k..(m + 1) * k], h, w, o);
+    };
+    if out.len() * k >= PARALLEL_TAPS && intra_op() {
+        out.par_chunks_mut(op).enumerate().for_each(one);
+    } else {
+        out.chunks_mut(op).enumerate().for_each(one);
+    }
+}
