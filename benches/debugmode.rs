@@ -17,6 +17,8 @@
 //! time, for ratios that hold still on a loaded machine (see
 //! `common/clock.rs`).
 //!
+//! `VIGIL_SIDES=debug,debug_sweeps` compares the lockstep stepping node
+//! by node with its twin sweeps of fused chains (`DebugConfig::sweeps`).
 //! `VIGIL_SIDES=debug,orders` and `VIGIL_WORKLOADS=mlp_step,chain16_8m,mlp_grads,minimize`
 //! narrow the paired run (the plain side always runs: it is the baseline);
 //! a side `checks=lockstep+poison` runs just the checks named, to see what
@@ -53,6 +55,15 @@ fn sides() -> Vec<(&'static str, Option<DebugConfig>)> {
     let all = vec![
         ("plain", None),
         ("debug", Some(DebugConfig::default())),
+        // The default checks with the lockstep sweeping fused chains as
+        // twins (`DebugConfig::sweeps`).
+        (
+            "debug_sweeps",
+            Some(DebugConfig {
+                sweeps: true,
+                ..DebugConfig::default()
+            }),
+        ),
         ("orders", Some(checks("orders"))),
         ("prealloc", Some(checks("prealloc"))),
         ("layouts", Some(checks("layouts"))),
@@ -129,13 +140,13 @@ fn paired(
     }
     let meds: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
     for (i, (name, _)) in sides.iter().enumerate() {
-        let peak = if *name == "debug" {
-            format!("  peak {:.2}x", peaks[1] as f64 / peaks[0] as f64)
+        let peak = if name.starts_with("debug") {
+            format!("  peak {:.2}x", peaks[i] as f64 / peaks[0] as f64)
         } else {
             String::new()
         };
         println!(
-            "{title:<16} {name:<9} {:9.2} ms {}  {:5.2}x  pool misses {:.1}/run{peak}",
+            "{title:<16} {name:<18} {:9.2} ms {}  {:5.2}x  pool misses {:.1}/run{peak}",
             meds[i],
             clock::name(),
             meds[i] / meds[0],

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use vigil_engine::exec::{At, Listener, OpEvent};
+use vigil_engine::exec::{At, Listener, OpEvent, SweepEvent};
 use vigil_engine::graph::{Graph, NodeId, VarId};
 use vigil_engine::tensor::storage::BufferId;
 use vigil_engine::Tensor;
@@ -51,6 +51,13 @@ impl Capture {
                 self.held.insert(t.buffer_id());
             }
         }
+    }
+
+    /// Records a value a twin sweep produced (the lockstep's reference
+    /// side has no hooks of its own there).
+    pub fn born_now(&mut self, v: VarId, t: &Tensor) {
+        self.born.insert(v, (t.buffer_id(), t.version()));
+        self.held.insert(t.buffer_id());
     }
 }
 
@@ -100,6 +107,27 @@ impl Listener for Capture {
             }
             self.born.insert(v, (t.buffer_id(), t.version()));
             self.produced.push((v, t.clone()));
+        }
+    }
+    /// A sweep of the lockstep's twin sweeps (`Cursor::step_twin`): every
+    /// node overwrote the swept buffer, declared, as node-by-node steps
+    /// record it; `produced` stays empty (the lockstep counts what the
+    /// sweep compared).
+    fn post_sweep(&mut self, _: &At, ev: &SweepEvent) {
+        let (id, version) = (ev.value.buffer_id(), ev.value.version());
+        if let Some(&last) = ev.nodes.last() {
+            self.writers.insert(
+                id,
+                Writer {
+                    node: last,
+                    declared: true,
+                },
+            );
+        }
+        for &n in ev.nodes {
+            for &v in &ev.graph.node(n).outputs {
+                self.born.insert(v, (id, version));
+            }
         }
     }
     fn value_released(&mut self, _: &At, _: &Graph, var: VarId, value: &Tensor, freed: bool) {

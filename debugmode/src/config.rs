@@ -110,6 +110,13 @@ pub struct DebugConfig {
     /// Threads of the several-thread pool of the `threads` check (at least
     /// 2, even on one core).
     pub threads: usize,
+    /// The lockstep runs a fused elementwise chain of the in-place run
+    /// and the same nodes of the reference as twin sweeps, tile by tile,
+    /// comparing each node's tile in L1 (`vigil_engine::exec::Cursor::step_twin`),
+    /// and steps node by node only where a tile differs. Off (the default
+    /// until the debugmode tests and selftest are run with it on): node by
+    /// node throughout.
+    pub sweeps: bool,
 }
 
 impl Default for DebugConfig {
@@ -135,6 +142,7 @@ impl Default for DebugConfig {
             autodiff: GradRules::default(),
             arbitration_multiplier: 2.0,
             threads: 2,
+            sweeps: false,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Value};
 use vigil_engine::compare::{compare, Comparison, Tolerance};
 use vigil_engine::exec::{
-    copy_destroyed, copy_values, destroyed_sources, Copier, Cursor, RunOptions, Snapshot,
+    copy_destroyed, copy_values, destroyed_sources, Copier, Cursor, RunOptions, Snapshot, TwinStep,
 };
 use vigil_engine::graph::{Graph, NodeId, VarId, VarKind};
 use vigil_engine::ops::OpCtx;
@@ -189,8 +189,45 @@ pub fn run(
     let mut peak_both = 0;
     // A panic in either run ends it at that node, as a finding.
     let mut failure: Option<Finding> = None;
+    // Positions before this one step node by node: a twin sweep over them
+    // differed.
+    let mut no_sweep_until = 0;
     let ran = (|| -> Result<()> {
         while let Some(n) = ic.next_node() {
+            if let (Some(rc), true) = (&mut rc, cfg.sweeps && ic.position() >= no_sweep_until) {
+                let pos = ic.position();
+                let span = ic.twin_span(rc);
+                // Only nodes whose inputs are as produced and agree so far:
+                // the node-by-node steps would compare nothing else first.
+                let cap = set.get::<Capture>();
+                let ok = ie.order()[pos..pos + span]
+                    .iter()
+                    .take_while(|&&m| {
+                        let (inputs, rinputs) = (&ig.node(m).inputs, &rg.node(m).inputs);
+                        !inputs.iter().any(|v| st.diverged.contains_key(v))
+                            && !cap.is_some_and(|c| changed_after_production(inputs, &ic, c))
+                            && !changed_after_production(rinputs, rc, &rcap)
+                    })
+                    .count();
+                if ok >= 2 {
+                    match ic.step_twin(rc, ok, &mut set, &mut rcap, opts.listeners)? {
+                        TwinStep::Ran { nodes, .. } => {
+                            let last = rg.node(nodes[nodes.len() - 1]).outputs[0];
+                            if let Some(t) = rc.value(last) {
+                                rcap.born_now(last, t);
+                            }
+                            // Every node's output agreed bit for bit.
+                            st.compared += nodes.len();
+                            st.exact += nodes.len();
+                            peak_both = peak_both.max(ic.live_bytes() + rc.live_bytes());
+                            poison_released(&mut set, &sources)?;
+                            continue;
+                        }
+                        TwinStep::Differs => no_sweep_until = pos + ok,
+                        TwinStep::NoSweep => {}
+                    }
+                }
+            }
             if let Some(rc) = &rc {
                 st.check_inputs(n, &ic, rc, set.get::<Capture>())?;
                 if !iso.is_copying() && changed_after_production(rg.node(n).inputs.as_slice(), rc, &rcap) {
@@ -241,18 +278,7 @@ pub fn run(
             }
             drop(produced);
             drop(iheld);
-            let released = set
-                .get_mut::<Capture>()
-                .map(|c| std::mem::take(&mut c.released))
-                .unwrap_or_default();
-            for (_, t) in released {
-                // A buffer nobody else holds goes back to the pool, which
-                // poisons it when it hands it out again: poisoning it here
-                // too would be a second pass over it.
-                if !sources.contains(&t.buffer_id()) && t.storage().holders() > 1 {
-                    poison_buffer(&t)?;
-                }
-            }
+            poison_released(&mut set, &sources)?;
         }
         Ok(())
     })();
@@ -334,6 +360,24 @@ pub fn run(
         peak_inplace: iout.stats.peak_live_bytes,
         peak_both,
     })
+}
+
+/// Poisons the values the last step released (`Capture::released`), but
+/// the sources'.
+fn poison_released(set: &mut ListenerSet, sources: &HashSet<BufferId>) -> Result<()> {
+    let released = set
+        .get_mut::<Capture>()
+        .map(|c| std::mem::take(&mut c.released))
+        .unwrap_or_default();
+    for (_, t) in released {
+        // A buffer nobody else holds goes back to the pool, which poisons
+        // it when it hands it out again: poisoning it here too would be a
+        // second pass over it.
+        if !sources.contains(&t.buffer_id()) && t.storage().holders() > 1 {
+            poison_buffer(&t)?;
+        }
+    }
+    Ok(())
 }
 
 /// Hands a deferred numerics listener the health of the step's outputs,

@@ -82,6 +82,8 @@ pub struct Executor<'g> {
     /// Whether each position's node continues the fused sweep of the one
     /// before it (`exec::fuse`).
     continues: Vec<bool>,
+    /// Per variable: read by one node alone and not a graph output.
+    sole: Vec<bool>,
     /// Source variables (inputs, parameters) that some node overwrites in
     /// place, through a view or not, in variable order.
     destroyed_sources: Vec<VarId>,
@@ -222,9 +224,11 @@ impl<'g> Executor<'g> {
                 r
             })
             .collect();
+        let (continues, sole) = crate::exec::fuse::plan(graph, &order);
         Ok(Executor {
             graph,
-            continues: crate::exec::fuse::plan(graph, &order),
+            continues,
+            sole,
             order,
             release,
             destroyed_sources,
@@ -456,6 +460,22 @@ pub struct Step {
     pub node: NodeId,
 }
 
+/// What [`Cursor::step_twin`] did.
+#[derive(Debug)]
+pub enum TwinStep {
+    /// The next nodes form no twin sweep: step node by node.
+    NoSweep,
+    /// Some tile differed between the runs, or an op failed: neither run
+    /// moved; step node by node to find what.
+    Differs,
+    /// The nodes ran in both runs, every tile alike; with each node's
+    /// output summary when asked for.
+    Ran {
+        nodes: Vec<NodeId>,
+        outputs: Vec<crate::exec::fuse::SweptOutput>,
+    },
+}
+
 /// A run in progress: the live values, and the position in the order.
 pub struct Cursor<'r, 'g> {
     exec: &'r Executor<'g>,
@@ -551,7 +571,8 @@ impl<'g> Cursor<'_, 'g> {
         }
         let g = exec.graph;
         let order = &exec.order[pos..pos + len];
-        let Some(sweep) = crate::exec::fuse::prepare(g, order, &self.live) else {
+        let Some(sweep) = crate::exec::fuse::prepare(g, |n| g.node(n).op.pointwise(), order, &self.live)
+        else {
             return self.step(listener);
         };
         let nodes = &order[..sweep.len()];
@@ -602,6 +623,157 @@ impl<'g> Cursor<'_, 'g> {
             position: pos + ran - 1,
             node: exec.order[pos + ran - 1],
         }))
+    }
+
+    /// How many of the next nodes this run and `twin` (another run of the
+    /// same nodes in the same order, say the pure reference of DebugMode's
+    /// lockstep) can run as one twin sweep ([`Cursor::step_twin`]): 0, or
+    /// at least 2. Here each node overwrites its input 0 and is fused as a
+    /// plain run fuses it (`exec::fuse`); in `twin` each node is pure, and
+    /// the values between the nodes are read by the next node alone in
+    /// both runs and kept by neither.
+    pub fn twin_span(&self, twin: &Cursor) -> usize {
+        self.twin_sweeps(twin, usize::MAX).map_or(0, |(s, _)| s.len())
+    }
+
+    /// Both runs' sweeps over at most `max` next nodes, when they can run
+    /// as twins (see [`Cursor::twin_span`]).
+    fn twin_sweeps<'s>(
+        &'s self,
+        twin: &'s Cursor,
+        max: usize,
+    ) -> Option<(crate::exec::fuse::Sweep<'g>, crate::exec::fuse::Sweep<'s>)> {
+        let (exec, texec) = (self.exec, twin.exec);
+        let (g, tg) = (exec.graph, texec.graph);
+        let pos = self.pos;
+        let end = self.end.min(twin.end).min(pos.saturating_add(max));
+        let twin_of = |p: usize| texec.order.get(p) == exec.order.get(p);
+        let fits = |p: usize| {
+            let (node, tnode) = (g.node(exec.order[p]), tg.node(texec.order[p]));
+            // Here the in-place variant, there its pure twin, on the same
+            // variables. A parameter update fires `pre_update` from its own
+            // step.
+            twin_of(p)
+                && !exec.updates.contains_key(&exec.order[p])
+                && node.op.destroy_map() == [(0, 0)]
+                && node.op.pure_twin().is_some_and(|t| t.name() == tnode.op.name())
+                && node.op.attrs() == tnode.op.attrs()
+                && tnode.op.destroy_map().is_empty()
+                && tnode.op.view_map().is_empty()
+                && node.inputs == tnode.inputs
+                && node.outputs == tnode.outputs
+                && node.outputs.len() == 1
+        };
+        if twin.pos != pos || pos >= end || !fits(pos) {
+            return None;
+        }
+        let mut len = 1;
+        while pos + len < end && exec.continues[pos + len] && fits(pos + len) {
+            // The value between the two nodes is never whole: nobody else
+            // may read or keep it, in either run.
+            let v = g.node(exec.order[pos + len - 1]).outputs[0];
+            if !texec.sole[v] || self.keep[v] || twin.keep[v] {
+                break;
+            }
+            len += 1;
+        }
+        if len < 2 {
+            return None;
+        }
+        let order = &exec.order[pos..pos + len];
+        let kind = |n: NodeId| g.node(n).op.pointwise();
+        let mine = crate::exec::fuse::prepare(g, kind, order, &self.live)?;
+        let theirs = crate::exec::fuse::prepare(tg, kind, order, &twin.live)?;
+        (mine.len() == theirs.len()).then_some((mine, theirs))
+    }
+
+    /// Runs the next nodes (at most `max`) as one fused sweep here and in
+    /// `twin` at once, tile by tile, each node's tile compared bit for bit
+    /// between the two runs while it is in L1 (`exec::fuse`). Where they
+    /// agree, both runs end as if stepped node by node: here each output
+    /// is the swept buffer, and `twin` holds its last node's output in a
+    /// fresh buffer (the values between are never whole in either).
+    /// `listener` gets `pre_sweep` and `post_sweep` (with summaries when
+    /// `summaries`); `twin_listener` sees only the released values.
+    /// [`TwinStep::Differs`] when a tile differs or an op fails: then
+    /// neither run has moved and this run's buffer holds what it held, so
+    /// that stepping node by node finds exactly what differs.
+    pub fn step_twin(
+        &mut self,
+        twin: &mut Cursor,
+        max: usize,
+        listener: &mut dyn Listener,
+        twin_listener: &mut dyn Listener,
+        summaries: bool,
+    ) -> Result<TwinStep> {
+        let Some((mine, theirs)) = self.twin_sweeps(twin, max) else {
+            return Ok(TwinStep::NoSweep);
+        };
+        let (g, tg) = (self.exec.graph, twin.exec.graph);
+        let pos = self.pos;
+        let ran = mine.len();
+        let nodes: Vec<NodeId> = self.exec.order[pos..pos + ran].to_vec();
+        let value = mine.value().clone();
+        let out = {
+            let _policy = pool::with_policy(twin.opts.pool);
+            Tensor::uninit(value.dtype(), value.shape())?
+        };
+        let at = At {
+            node_index: Some(pos),
+            ..self.opts.at
+        };
+        if self.hooks {
+            let ev = SweepEvent {
+                graph: g,
+                nodes: &nodes,
+                position: pos,
+                value: &value,
+                outputs: &[],
+                live: &self.live,
+            };
+            listener.pre_sweep(&at, &ev);
+        }
+        // A failure to borrow or write leaves everything as it was, and
+        // the node-by-node steps meet it where it belongs.
+        let outputs = match crate::exec::fuse::run_twin(&mine, &theirs, &out, summaries) {
+            Ok(Some(o)) => o,
+            Ok(None) | Err(_) => return Ok(TwinStep::Differs),
+        };
+        drop((mine, theirs));
+        for &n in &nodes {
+            self.live.set(g.node(n).outputs[0], value.clone());
+        }
+        twin.live.set(tg.node(nodes[ran - 1]).outputs[0], out);
+        if self.hooks {
+            let ev = SweepEvent {
+                graph: g,
+                nodes: &nodes,
+                position: pos,
+                value: &value,
+                outputs: &outputs,
+                live: &self.live,
+            };
+            listener.post_sweep(&at, &ev);
+        }
+        for p in pos..pos + ran {
+            let at = At {
+                node_index: Some(p),
+                ..self.opts.at
+            };
+            self.release(p, listener, &at);
+            let tat = At {
+                node_index: Some(p),
+                ..twin.opts.at
+            };
+            twin.release(p, twin_listener, &tat);
+        }
+        self.pos += ran;
+        self.stats.ops += ran;
+        self.stats.fused += ran;
+        twin.pos += ran;
+        twin.stats.ops += ran;
+        twin.stats.fused += ran;
+        Ok(TwinStep::Ran { nodes, outputs })
     }
 
     /// Releases what the node at `pos` read last, and outputs nobody reads.

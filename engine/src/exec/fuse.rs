@@ -38,8 +38,10 @@ const TILE_BYTES: usize = 8 << 10;
 const TASK: usize = 1 << 14;
 
 /// For each position of `order`: whether its node continues the sweep of
-/// the node before it (see the module docs).
-pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> Vec<bool> {
+/// the node before it (see the module docs); and for each variable, whether
+/// one node alone reads it and it is not a graph output (a value a sweep
+/// may skip).
+pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> (Vec<bool>, Vec<bool>) {
     let mut readers = vec![0usize; graph.vars().len()];
     for node in graph.nodes() {
         let mut seen: Vec<usize> = Vec::with_capacity(node.inputs.len());
@@ -54,6 +56,9 @@ pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> Vec<bool> {
     for &o in graph.outputs() {
         is_output[o] = true;
     }
+    let sole: Vec<bool> = (0..graph.vars().len())
+        .map(|v| !is_output[v] && readers[v] == 1)
+        .collect();
     let mut continues = vec![false; order.len()];
     for pos in 1..order.len() {
         let (a, b) = (graph.node(order[pos - 1]), graph.node(order[pos]));
@@ -61,9 +66,9 @@ pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> Vec<bool> {
             continue;
         }
         let v = a.outputs[0];
-        continues[pos] = b.inputs.first() == Some(&v) && !is_output[v] && readers[v] == 1;
+        continues[pos] = b.inputs.first() == Some(&v) && sole[v];
     }
-    continues
+    (continues, sole)
 }
 
 /// A node's second operand, as found among the live values.
@@ -115,7 +120,15 @@ pub(crate) struct Sweep<'g> {
 /// caller then steps node by node). A second operand must be one element
 /// or a contiguous array of the swept value's shape on another buffer, and
 /// the swept value must be contiguous and of a float dtype.
-pub(crate) fn prepare<'g>(graph: &'g Graph, order: &[NodeId], live: &LiveValues) -> Option<Sweep<'g>> {
+/// `kind` names each node's function: its op's [`crate::ops::Op::pointwise`]
+/// in a run's own sweep, the in-place twin's for a pure node of a twin
+/// sweep.
+pub(crate) fn prepare<'g>(
+    graph: &'g Graph,
+    kind: impl Fn(NodeId) -> Option<Pointwise>,
+    order: &[NodeId],
+    live: &LiveValues,
+) -> Option<Sweep<'g>> {
     let first = graph.node(order[0]);
     let x = live.value(*first.inputs.first()?)?;
     if !x.is_contiguous() || !x.dtype().is_float() || x.size() == 0 {
@@ -124,7 +137,7 @@ pub(crate) fn prepare<'g>(graph: &'g Graph, order: &[NodeId], live: &LiveValues)
     let mut steps = Vec::with_capacity(order.len());
     for &n in order {
         let node = graph.node(n);
-        let Some(f) = node.op.pointwise() else { break };
+        let Some(f) = kind(n) else { break };
         let y = match (f, node.inputs.get(1)) {
             (Pointwise::Unary(_), _) => Source::None,
             (Pointwise::Binary(_), Some(&yv)) if yv == node.inputs[0] => Source::Itself,
@@ -171,26 +184,8 @@ fn run<T: Float + VMath + Summarize>(
     summaries: bool,
 ) -> Result<Vec<SweptOutput>> {
     // Borrow every operand first (a guard each), then write the buffer.
-    let guards = steps
-        .iter()
-        .map(|s| match &s.y {
-            Source::Scalar(t) | Source::Slice(t) => t.borrow_contiguous::<T>().map(Some),
-            Source::None | Source::Itself => Ok(None),
-        })
-        .collect::<Result<Vec<Option<Ref<'_, [T]>>>>>()?;
-    let ops: Vec<(Pointwise, Option<Operand<'_, T>>)> = steps
-        .iter()
-        .zip(&guards)
-        .map(|(s, g)| {
-            let y = match (&s.y, g) {
-                (Source::Scalar(_), Some(g)) => Some(Operand::Scalar(g[0])),
-                (Source::Slice(_), Some(g)) => Some(Operand::Slice(&g[..])),
-                (Source::Itself, _) => Some(Operand::Itself),
-                _ => None,
-            };
-            (s.f, y)
-        })
-        .collect();
+    let guards = operand_guards::<T>(steps)?;
+    let ops = operands(steps, &guards);
     let n = ops.len();
     x.write_contiguous(|buf: &mut [T]| {
         let parallel = buf.len() >= PARALLEL_ELEMS && crate::parallel::intra_op();
@@ -262,4 +257,205 @@ fn summarize_tile<T: Summarize>(t: &[T], at: usize, out: &mut SweptOutput) {
             .position(|x| !x.to_f64().is_finite())
             .map(|i| (at + i, t[i].to_f64()));
     }
+}
+
+/// Runs the sweep `ins` in place beside its twin `refs` (the same nodes of
+/// another run, each with its own operands), whose last output goes to the
+/// fresh buffer `out`: tile by tile, each node's tile of one run is
+/// compared bit for bit with the other's while both are in L1. `Some`
+/// (each in-place node's output summary, with `summaries`) when every
+/// tile agreed. `None` at the first difference or failure: the in-place
+/// buffer then holds what it held before (a tile is swept only once its
+/// input agreed with the twin's bit for bit, and every swept tile is
+/// copied back from the twin's input), and the caller steps node by node.
+pub(crate) fn run_twin(
+    ins: &Sweep,
+    refs: &Sweep,
+    out: &Tensor,
+    summaries: bool,
+) -> Result<Option<Vec<SweptOutput>>> {
+    let x = &ins.x;
+    let alike = x.dtype() == refs.x.dtype()
+        && x.shape() == refs.x.shape()
+        && refs.x.is_contiguous()
+        && out.dtype() == x.dtype()
+        && out.shape() == x.shape()
+        && out.is_contiguous()
+        && ins.steps.len() == refs.steps.len()
+        && ins.steps.iter().zip(&refs.steps).all(|(a, b)| a.f == b.f && a.y.kind() == b.y.kind())
+        // The twin reads nothing the in-place sweep writes.
+        && !refs.x.same_buffer(x)
+        && !out.same_buffer(x)
+        && !out.same_buffer(&refs.x)
+        && refs.steps.iter().all(|s| s.y.tensor().is_none_or(|y| !y.same_buffer(x) && !y.same_buffer(out)));
+    if !alike {
+        return Ok(None);
+    }
+    crate::dispatch_float!(x.dtype(), T => twin::<T>(ins, refs, out, summaries).map_err(|e| e.at_node(ins.name)),
+        Ok(None))
+}
+
+impl Source {
+    /// Which kind of operand, for telling two sweeps alike.
+    fn kind(&self) -> u8 {
+        match self {
+            Source::None => 0,
+            Source::Itself => 1,
+            Source::Scalar(_) => 2,
+            Source::Slice(_) => 3,
+        }
+    }
+
+    fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            Source::Scalar(t) | Source::Slice(t) => Some(t),
+            Source::None | Source::Itself => None,
+        }
+    }
+}
+
+/// Read guards on the steps' operands (one each), taken before any write.
+fn operand_guards<T: Float>(steps: &[Step]) -> Result<Vec<Option<Ref<'_, [T]>>>> {
+    steps
+        .iter()
+        .map(|s| match &s.y {
+            Source::Scalar(t) | Source::Slice(t) => t.borrow_contiguous::<T>().map(Some),
+            Source::None | Source::Itself => Ok(None),
+        })
+        .collect()
+}
+
+/// Each step's function and operand, as [`apply_tile`] takes them.
+fn operands<'a, T: Float>(
+    steps: &[Step],
+    guards: &'a [Option<Ref<'_, [T]>>],
+) -> Vec<(Pointwise, Option<Operand<'a, T>>)> {
+    steps
+        .iter()
+        .zip(guards)
+        .map(|(s, g)| {
+            let y = match (&s.y, g) {
+                (Source::Scalar(_), Some(g)) => Some(Operand::Scalar(g[0])),
+                (Source::Slice(_), Some(g)) => Some(Operand::Slice(&g[..])),
+                (Source::Itself, _) => Some(Operand::Itself),
+                _ => None,
+            };
+            (s.f, y)
+        })
+        .collect()
+}
+
+/// What one part of a twin sweep did: how many of its leading elements
+/// it may have written, and its summaries when every tile agreed.
+struct TwinPart {
+    touched: usize,
+    agreed: Option<Vec<SweptOutput>>,
+}
+
+fn twin<T: Float + VMath + Summarize>(
+    ins: &Sweep,
+    refs: &Sweep,
+    out: &Tensor,
+    summaries: bool,
+) -> Result<Option<Vec<SweptOutput>>> {
+    let iguards = operand_guards::<T>(&ins.steps)?;
+    let rguards = operand_guards::<T>(&refs.steps)?;
+    let iops = operands(&ins.steps, &iguards);
+    let rops = operands(&refs.steps, &rguards);
+    let rx = refs.x.borrow_contiguous::<T>()?;
+    let n = iops.len();
+    let (iops, rops, rx) = (&iops[..], &rops[..], &rx[..]);
+    let agreed = ins.x.write_contiguous(|buf: &mut [T]| {
+        out.write_contiguous(|ob: &mut [T]| {
+            let parallel = buf.len() >= PARALLEL_ELEMS && crate::parallel::intra_op();
+            let part = |(k, ((ip, op), xp)): (usize, ((&mut [T], &mut [T]), &[T]))| {
+                let mut o = summaries.then(|| vec![SweptOutput::default(); n]);
+                let (touched, same) = twin_tiles(iops, rops, ip, op, xp, k * TASK, o.as_deref_mut());
+                TwinPart {
+                    touched,
+                    agreed: same.then(|| o.unwrap_or_default()),
+                }
+            };
+            let parts: Vec<TwinPart> = if parallel {
+                buf.par_chunks_mut(TASK)
+                    .zip(ob.par_chunks_mut(TASK))
+                    .zip(rx.par_chunks(TASK))
+                    .enumerate()
+                    .map(part)
+                    .collect()
+            } else {
+                buf.chunks_mut(TASK)
+                    .zip(ob.chunks_mut(TASK))
+                    .zip(rx.chunks(TASK))
+                    .enumerate()
+                    .map(part)
+                    .collect()
+            };
+            if parts.iter().any(|p| p.agreed.is_none()) {
+                // Put back every tile a part swept: its input agreed with
+                // the twin's bit for bit.
+                for (k, p) in parts.iter().enumerate() {
+                    let r = k * TASK..k * TASK + p.touched;
+                    buf[r.clone()].copy_from_slice(&rx[r]);
+                }
+                return None;
+            }
+            let mut whole: Option<Vec<SweptOutput>> = None;
+            for p in parts {
+                let p = p.agreed.unwrap_or_default();
+                match &mut whole {
+                    None => whole = Some(p),
+                    Some(w) => w.iter_mut().zip(&p).for_each(|(w, p)| w.merge(p)),
+                }
+            }
+            Some(if summaries {
+                whole.unwrap_or_else(|| vec![SweptOutput::default(); n])
+            } else {
+                Vec::new()
+            })
+        })
+    })??;
+    Ok(agreed)
+}
+
+/// Bit-for-bit equality of two tiles.
+fn same_bits<T: Float>(a: &[T], b: &[T]) -> bool {
+    bytemuck::cast_slice::<T, u8>(a) == bytemuck::cast_slice::<T, u8>(b)
+}
+
+/// Both runs' nodes over each tile of a part starting at element `at`:
+/// the in-place part `ip` is swept only where it equals the twin's input
+/// `xp`; the twin's tile is `op`, which ends with its last node's output.
+/// Returns how many leading elements of `ip` may have been written, and
+/// whether every tile agreed.
+fn twin_tiles<T: Float + VMath + Summarize>(
+    iops: &[(Pointwise, Option<Operand<'_, T>>)],
+    rops: &[(Pointwise, Option<Operand<'_, T>>)],
+    ip: &mut [T],
+    op: &mut [T],
+    xp: &[T],
+    at: usize,
+    mut out: Option<&mut [SweptOutput]>,
+) -> (usize, bool) {
+    let tile = (TILE_BYTES / std::mem::size_of::<T>()).max(1);
+    let mut start = 0;
+    while start < ip.len() {
+        let end = (start + tile).min(ip.len());
+        let (ti, tr, tx) = (&mut ip[start..end], &mut op[start..end], &xp[start..end]);
+        if !same_bits(ti, tx) {
+            return (start, false);
+        }
+        tr.copy_from_slice(tx);
+        for (k, (&(f, yi), &(g, yr))) in iops.iter().zip(rops).enumerate() {
+            let ok = apply_tile(f, ti, at + start, yi).is_ok() && apply_tile(g, tr, at + start, yr).is_ok();
+            if !ok || !same_bits(ti, tr) {
+                return (end, false);
+            }
+            if let Some(out) = out.as_deref_mut() {
+                summarize_tile(ti, at + start, &mut out[k]);
+            }
+        }
+        start = end;
+    }
+    (ip.len(), true)
 }

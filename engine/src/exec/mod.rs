@@ -8,7 +8,7 @@ mod snapshot;
 mod updates;
 
 pub use executor::{
-    destroyed_sources, Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step,
+    destroyed_sources, Cursor, Executor, FreeEvent, Prealloc, RunOptions, RunOutput, RunStats, Step, TwinStep,
 };
 pub use fuse::SweptOutput;
 pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation, SweepEvent, SweepWatch};

@@ -1,0 +1,141 @@
+//! Twin sweeps (`Cursor::step_twin`): a fused chain of an in-place run and
+//! the same nodes of its pure run, swept together tile by tile. Where every
+//! tile agrees both runs end as if stepped node by node; where one differs
+//! neither run moves and the in-place buffer holds what it held.
+
+use std::collections::HashMap;
+
+use vigil_engine::exec::{NoListener, RunOptions, RunOutput, TwinStep};
+use vigil_engine::{inplace, Attrs, DType, Executor, Graph, GraphBuilder, Tensor};
+
+const N: usize = 100_003;
+
+/// `x * c`, then a chain of elementwise ops; the pure graph and the same
+/// graph after the in-place pass (which overwrites one buffer down the
+/// chain).
+fn chain() -> (Graph, Graph) {
+    let g = GraphBuilder::new("chain");
+    let x = g.input("x", DType::F32, &[N as i64]);
+    let c = g.constant("c", Tensor::from_vec(&[1], vec![0.75f32]).unwrap());
+    let mut y = x.op("mul", &[&c], Attrs::new()).unwrap();
+    // The second operand: none, the constant, the input, or the running
+    // value itself.
+    for (op, with) in [
+        ("exp", ""),
+        ("add", "c"),
+        ("log", ""),
+        ("tanh", ""),
+        ("add", "x"),
+        ("sigmoid", ""),
+        ("mul", "self"),
+        ("sqrt", ""),
+    ] {
+        let args = match with {
+            "c" => vec![c.clone()],
+            "x" => vec![x.clone()],
+            "self" => vec![y.clone()],
+            _ => vec![],
+        };
+        let refs: Vec<_> = args.iter().collect();
+        y = y.op(op, &refs, Attrs::new()).unwrap();
+    }
+    let pure = g.build(&[&y]).unwrap();
+    let pass = inplace::run(&pure).unwrap().graph;
+    (pure, pass)
+}
+
+fn feeds(shift_last: bool) -> HashMap<String, Tensor> {
+    let mut v: Vec<f32> = (0..N)
+        .map(|i| ((i * 7919) % 2003) as f32 / 1000.0 - 1.0)
+        .collect();
+    if shift_last {
+        v[N - 1] += 0.5;
+    }
+    HashMap::from([("x".to_string(), Tensor::from_vec(&[N], v).unwrap())])
+}
+
+fn bits(t: &Tensor) -> Vec<u64> {
+    t.to_f64_vec().unwrap().iter().map(|v| v.to_bits()).collect()
+}
+
+/// Both runs stepped together, a twin sweep tried at every node; returns
+/// both outputs and what the twin steps did.
+fn lockstep(
+    pure: &Graph,
+    pass: &Graph,
+    twin_feeds: &HashMap<String, Tensor>,
+) -> (RunOutput, RunOutput, Vec<String>) {
+    let ie = Executor::new(pass).unwrap();
+    let te = Executor::with_order(pure, ie.order().to_vec()).unwrap();
+    let opts = RunOptions::default();
+    let f = feeds(false);
+    let mut ic = ie.start(&f, &mut NoListener, &opts).unwrap();
+    let mut tc = te.start(twin_feeds, &mut NoListener, &opts).unwrap();
+    let mut seen = Vec::new();
+    while ic.next_node().is_some() {
+        let span = ic.twin_span(&tc);
+        if span >= 2 {
+            let pos = ic.position();
+            match ic
+                .step_twin(&mut tc, span, &mut NoListener, &mut NoListener, false)
+                .unwrap()
+            {
+                TwinStep::Ran { nodes, .. } => {
+                    seen.push(format!("ran {}", nodes.len()));
+                    continue;
+                }
+                other => {
+                    assert_eq!(ic.position(), pos, "a twin step that did not run moved the run");
+                    seen.push(format!("{other:?}"));
+                }
+            }
+        }
+        ic.step(&mut NoListener).unwrap();
+        tc.step(&mut NoListener).unwrap();
+    }
+    (
+        ic.finish(&mut NoListener).unwrap(),
+        tc.finish(&mut NoListener).unwrap(),
+        seen,
+    )
+}
+
+/// The run node by node, through a cursor (never fused).
+fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
+    let exec = Executor::new(graph).unwrap();
+    let opts = RunOptions::default();
+    let mut cursor = exec.start(feeds, &mut NoListener, &opts).unwrap();
+    while cursor.step(&mut NoListener).unwrap().is_some() {}
+    cursor.finish(&mut NoListener).unwrap()
+}
+
+#[test]
+fn twin_runs_that_agree_sweep_the_chain_once_and_end_as_stepped_runs_do() {
+    let (pure, pass) = chain();
+    let (i, t, seen) = lockstep(&pure, &pass, &feeds(false));
+    assert_eq!(seen, vec!["ran 8".to_string()]);
+    let want = stepped(&pass, &feeds(false));
+    assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
+    assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
+    assert!(!t.outputs[0].1.same_buffer(&i.outputs[0].1));
+}
+
+#[test]
+fn a_tile_that_differs_leaves_both_runs_where_they_were() {
+    let (pure, pass) = chain();
+    // The twin's input differs in its last element only: every tile but
+    // the last agrees, and was swept before the last one differed.
+    let (i, t, seen) = lockstep(&pure, &pass, &feeds(true));
+    assert_eq!(seen[0], "Differs");
+    assert!(!seen.iter().any(|s| s.starts_with("ran")), "{seen:?}");
+    // Stepped on after the twin step put its tiles back, each run gives
+    // exactly its own stepped result.
+    assert_eq!(
+        bits(&i.outputs[0].1),
+        bits(&stepped(&pass, &feeds(false)).outputs[0].1)
+    );
+    assert_eq!(
+        bits(&t.outputs[0].1),
+        bits(&stepped(&pure, &feeds(true)).outputs[0].1)
+    );
+}
