@@ -81,7 +81,7 @@ fn run_specializes_models_on_given_shapes_with_random_inputs() {
     let registry = vigil::default_registry();
     let r = suites.run_case(
         &suites.cases[0],
-        &RunConfig::new(Mode::Validate, Tolerance::default()),
+        &RunConfig::new(Mode::Validate, ToleranceOverrides::default()),
         &registry,
     );
     assert_eq!((r.status, r.findings.len()), (Status::Pass, 0), "{:?}", r.error);
@@ -93,7 +93,7 @@ fn run_specializes_models_on_given_shapes_with_random_inputs() {
     let suites = Suites::discover_with(&[bert], &settings).unwrap();
     let r = suites.run_case(
         &suites.cases[0],
-        &RunConfig::new(Mode::Plain, Tolerance::default()),
+        &RunConfig::new(Mode::Plain, ToleranceOverrides::default()),
         &registry,
     );
     assert_eq!(r.status, Status::Error);
