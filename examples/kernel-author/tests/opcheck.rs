@@ -217,6 +217,13 @@ fn the_harness_binary_opchecks_this_crates_ops() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("axpy: pass"), "{out}");
-    assert!(out.contains("destroyed_input at op (fast_softmax)"), "{out}");
+    // It writes its input: `destroyed_input` where the values change, or
+    // `scratch_write` on a sample whose write leaves them as they were (an
+    // empty one).
+    assert!(
+        out.contains("destroyed_input at op (fast_softmax)")
+            || out.contains("scratch_write at op (fast_softmax)"),
+        "{out}"
+    );
     assert!(out.contains("1 of 2 ops pass, 1 fail"), "{out}");
 }
