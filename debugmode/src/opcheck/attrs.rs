@@ -163,6 +163,8 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
                 .prop_map(|(a, r)| Attrs::new().with("axis", a).with("reduction", r))
         ]
         .boxed(),
+        "group_norm" | "group_norm_inplace" => (1i64..=3).prop_map(|g| one("num_groups", json!(g))).boxed(),
+        "one_hot" => (1i64..=4).prop_map(|d| one("depth", json!(d))).boxed(),
         "layer_norm" | "rms_norm" => {
             prop_oneof![none(), (-4i64..=3).prop_map(|a| one("axis", json!(a)))].boxed()
         }
