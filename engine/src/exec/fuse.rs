@@ -368,6 +368,7 @@ fn twin<T: Float + VMath + Summarize>(
     let agreed = ins.x.write_contiguous(|buf: &mut [T]| {
         out.write_contiguous(|ob: &mut [T]| {
             let parallel = buf.len() >= PARALLEL_ELEMS && crate::parallel::intra_op();
+            #[allow(clippy::type_complexity)]
             let part = |(k, ((ip, op), xp)): (usize, ((&mut [T], &mut [T]), &[T]))| {
                 let mut o = summaries.then(|| vec![SweptOutput::default(); n]);
                 let (touched, same) = twin_tiles(iops, rops, ip, op, xp, k * TASK, o.as_deref_mut());

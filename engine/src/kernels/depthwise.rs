@@ -50,11 +50,11 @@ fn plane<T: Float>(x: &[T], wt: &[T], h: &AxisTaps, w: &AxisTaps, out: &mut [T])
                 let dst = &mut out[oh * w.output + ow_lo..oh * w.output + ow_hi];
                 if w.stride == 1 {
                     for (o, &v) in dst.iter_mut().zip(&src[..run]) {
-                        *o = *o + c * v;
+                        *o += c * v;
                     }
                 } else {
                     for (j, o) in dst.iter_mut().enumerate() {
-                        *o = *o + c * src[j * w.stride];
+                        *o += c * src[j * w.stride];
                     }
                 }
             }

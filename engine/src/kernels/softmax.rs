@@ -47,7 +47,7 @@ fn row_sum<T: Float>(xs: &[T]) -> T {
     let tail = chunks.remainder();
     for c in chunks {
         for (a, &v) in acc.iter_mut().zip(c) {
-            *a = *a + v;
+            *a += v;
         }
     }
     acc.iter().chain(tail).fold(T::zero(), |s, &v| s + v)
