@@ -44,7 +44,7 @@ fn ops_that_need_attributes_get_them() {
 #[test]
 fn a_stride_ignoring_op_fails_shrunk_and_its_twin_passes() {
     let r = registry();
-    let bad = opcheck_with(&r, "broken_memory_order", &cfg(6)).unwrap();
+    let bad = opcheck_with(&r, "broken_memory_order", &cfg(12)).unwrap();
     assert!(
         bad.findings
             .iter()

@@ -125,7 +125,15 @@ impl Sample {
     }
 }
 
-pub(super) const DTYPES: [DType; 5] = [DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool];
+pub(super) const DTYPES: [DType; 7] = [
+    DType::F32,
+    DType::F64,
+    DType::I64,
+    DType::I32,
+    DType::Bool,
+    DType::I8,
+    DType::U8,
+];
 
 /// A dimension: shrinks toward 0.
 fn dim() -> impl Strategy<Value = usize> {
@@ -196,7 +204,8 @@ pub fn samples(signatures: Vec<Vec<DType>>, attrs: BoxedStrategy<Attrs>) -> Boxe
 }
 
 /// The dtype signatures `op` accepts: each candidate (every input one
-/// dtype; or f32 or i64 inputs with one of them i64 or bool) for each
+/// dtype; or f32 or i64 inputs with one of them i64 or bool; or int8 or
+/// uint8 inputs with one of them f32) for each
 /// input count the arity allows, kept when `infer` takes it for inputs
 /// of unknown shape or of shape `[2, 3]` with any of `attrs`. All
 /// uniform candidates when `infer` takes none (it may want other shapes).
@@ -223,9 +232,15 @@ pub fn signatures(
     let mut kept = Vec::new();
     for n in arity.min..=max.max(arity.min) {
         let mut candidates: Vec<Vec<DType>> = DTYPES.iter().map(|&d| vec![d; n]).collect();
-        for base in [DType::F32, DType::I64] {
+        // Quantized ops take int8/uint8 data with one f32 scale.
+        for (base, alts) in [
+            (DType::F32, &[DType::I64, DType::Bool][..]),
+            (DType::I64, &[DType::I64, DType::Bool][..]),
+            (DType::I8, &[DType::F32][..]),
+            (DType::U8, &[DType::F32][..]),
+        ] {
             for k in 0..n {
-                for alt in [DType::I64, DType::Bool] {
+                for &alt in alts {
                     let mut c = vec![base; n];
                     c[k] = alt;
                     if !candidates.contains(&c) {
@@ -348,7 +363,7 @@ pub fn build(
 
 /// Random values of `shape` laid out as `view` says: small multiples of
 /// 0.01 for floats (in [0.5, 2] for a gradient check, away from kinks and
-/// outside no op's domain), -5..=5 for integers.
+/// outside no op's domain), -5..=5 for integers (0..=10 unsigned).
 fn tensor(
     dtype: DType,
     shape: &[usize],
@@ -363,6 +378,7 @@ fn tensor(
                 DType::Bool => f64::from(u8::from(rng.gen_bool(0.5))),
                 d if d.is_float() && grad => rng.gen_range(0.5..2.0),
                 d if d.is_float() => (rng.gen_range(-200..=200) as f64) / 100.0,
+                d if d.is_unsigned() => rng.gen_range(0..=10) as f64,
                 _ => rng.gen_range(-5..=5) as f64,
             })
             .collect();
