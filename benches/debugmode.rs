@@ -17,8 +17,8 @@
 //! time, for ratios that hold still on a loaded machine (see
 //! `common/clock.rs`).
 //!
-//! `VIGIL_SIDES=debug,debug_sweeps` compares the lockstep stepping node
-//! by node with its twin sweeps of fused chains (`DebugConfig::sweeps`).
+//! `VIGIL_SIDES=debug,debug_nodes` compares the lockstep's twin sweeps of
+//! fused chains with stepping node by node (`DebugConfig::sweeps` off).
 //! `VIGIL_SIDES=debug,orders` and `VIGIL_WORKLOADS=mlp_step,chain16_8m,mlp_grads,minimize`
 //! narrow the paired run (the plain side always runs: it is the baseline);
 //! a side `checks=lockstep+poison` runs just the checks named, to see what
@@ -55,12 +55,12 @@ fn sides() -> Vec<(&'static str, Option<DebugConfig>)> {
     let all = vec![
         ("plain", None),
         ("debug", Some(DebugConfig::default())),
-        // The default checks with the lockstep sweeping fused chains as
-        // twins (`DebugConfig::sweeps`).
+        // The default checks with the lockstep stepping node by node
+        // throughout (no twin sweeps, `DebugConfig::sweeps`).
         (
-            "debug_sweeps",
+            "debug_nodes",
             Some(DebugConfig {
-                sweeps: true,
+                sweeps: false,
                 ..DebugConfig::default()
             }),
         ),

@@ -113,9 +113,9 @@ pub struct DebugConfig {
     /// The lockstep runs a fused elementwise chain of the in-place run
     /// and the same nodes of the reference as twin sweeps, tile by tile,
     /// comparing each node's tile in L1 (`vigil_engine::exec::Cursor::step_twin`),
-    /// and steps node by node only where a tile differs. Off (the default
-    /// until the debugmode tests and selftest are run with it on): node by
-    /// node throughout.
+    /// and steps node by node only where a tile differs. On by default;
+    /// off, the lockstep steps node by node throughout (the same findings,
+    /// at the cost of every value going through memory twice).
     pub sweeps: bool,
 }
 
@@ -142,7 +142,7 @@ impl Default for DebugConfig {
             autodiff: GradRules::default(),
             arbitration_multiplier: 2.0,
             threads: 2,
-            sweeps: false,
+            sweeps: true,
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct Outcome {
     pub outputs: Vec<(String, Tensor)>,
     pub compared: usize,
     pub exact: usize,
+    /// Of the exact values, those compared tile by tile in twin sweeps.
+    pub swept: usize,
     pub tolerated: usize,
     pub propagated: usize,
     /// Divergences fp64 arbitration accepted.
@@ -181,6 +183,7 @@ pub fn run(
         diverged: HashMap::new(),
         compared: 0,
         exact: 0,
+        swept: 0,
         tolerated: 0,
         propagated: Vec::new(),
         candidates: Vec::new(),
@@ -219,6 +222,7 @@ pub fn run(
                             // Every node's output agreed bit for bit.
                             st.compared += nodes.len();
                             st.exact += nodes.len();
+                            st.swept += nodes.len();
                             peak_both = peak_both.max(ic.live_bytes() + rc.live_bytes());
                             poison_released(&mut set, &sources)?;
                             continue;
@@ -298,6 +302,7 @@ pub fn run(
         roots,
         compared,
         exact,
+        swept,
         mut tolerated,
         propagated,
         candidates,
@@ -354,6 +359,7 @@ pub fn run(
         outputs: iout.outputs,
         compared,
         exact,
+        swept,
         tolerated,
         propagated: n_propagated,
         arbitrated,
@@ -485,6 +491,7 @@ struct State<'a> {
     diverged: HashMap<VarId, usize>,
     compared: usize,
     exact: usize,
+    swept: usize,
     tolerated: usize,
     /// (root, variable) of each value spoiled downstream of a root.
     propagated: Vec<(usize, VarId)>,

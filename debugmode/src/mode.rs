@@ -76,6 +76,7 @@ impl DebugMode {
             rewrites: pass.rewrites.len(),
             compared: out.compared,
             exact: out.exact,
+            swept: out.swept,
             tolerated: out.tolerated,
             propagated: out.propagated,
             arbitrated: out.arbitrated,

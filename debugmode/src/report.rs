@@ -14,6 +14,9 @@ pub struct DebugStats {
     pub compared: usize,
     /// Of those, equal element for element.
     pub exact: usize,
+    /// Of the exact ones, those compared tile by tile in twin sweeps
+    /// (`DebugConfig::sweeps`) instead of value by value.
+    pub swept: usize,
     /// Not exact but within tolerance.
     pub tolerated: usize,
     /// Values that differ because an input already differed.

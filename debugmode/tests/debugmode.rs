@@ -486,3 +486,50 @@ fn a_disagreeing_reference_output_is_recomputed_in_a_zeroed_buffer_before_it_is_
         r.findings
     );
 }
+
+/// Twin sweeps (`DebugConfig::sweeps`) compare the chains before a bad
+/// in-place op tile by tile, step the diverged chain after it, and find
+/// exactly what stepping node by node finds, with the same counts.
+#[test]
+fn twin_sweeps_find_what_stepping_node_by_node_finds() {
+    let g = graph(|_, x| {
+        let a = x.exp().unwrap().neg().unwrap().sigmoid().unwrap().tanh().unwrap();
+        let s = op(&a, "broken_stencil");
+        vec![s.neg().unwrap().sigmoid().unwrap().tanh().unwrap().abs().unwrap()]
+    });
+    let run = |sweeps: bool| {
+        DebugMode::new(DebugConfig {
+            sweeps,
+            ..DebugConfig::default()
+        })
+        .check(&g, &feeds(16))
+        .unwrap()
+    };
+    let (swept, stepped) = (run(true), run(false));
+    let summary = |f: &[Finding]| -> Vec<(String, String, String, usize)> {
+        let mut v: Vec<_> = f
+            .iter()
+            .map(|f| {
+                let propagated = f.details["propagated_to"].as_array().map_or(0, Vec::len);
+                (f.kind.to_string(), f.node.clone(), f.op.clone(), propagated)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(summary(&swept.findings), summary(&stepped.findings));
+    assert_eq!(
+        kinds(&swept.findings),
+        vec!["bad_rewrite", "value_mismatch"],
+        "{:#?}",
+        swept.findings
+    );
+    assert!(swept.stats.swept >= 3, "{:?}", swept.stats);
+    assert_eq!(stepped.stats.swept, 0);
+    assert_eq!(swept.stats.compared, stepped.stats.compared);
+    assert_eq!(swept.stats.exact, stepped.stats.exact);
+    assert_eq!(swept.stats.propagated, stepped.stats.propagated);
+    for ((n, a), (_, b)) in swept.outputs.iter().zip(&stepped.outputs) {
+        assert_eq!(a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap(), "output {n}");
+    }
+}
