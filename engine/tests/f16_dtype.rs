@@ -9,7 +9,9 @@
 use vigil_engine::compare::{compare, ulp_distance, Tolerance};
 use vigil_engine::graph::{GraphFile, ValueDecl};
 use vigil_engine::tensor::pool;
-use vigil_engine::{f16, Attrs, DType, Element, Executor, OpCtx, OpRegistry, PoolPolicy, Tensor};
+use vigil_engine::{
+    f16, Attrs, DType, Element, Error, Executor, NpyError, OpCtx, OpRegistry, PoolPolicy, Tensor,
+};
 
 fn h(bits: u16) -> f16 {
     f16::from_bits(bits)
@@ -100,10 +102,12 @@ fn npy_reads_numpy_bytes_and_writes_them_back() {
 
     // A truncated f16 file is an error naming the file, not a panic.
     let short = &numpy_c_order()[..130];
-    let e = Tensor::read_npy_bytes(short, "short.npy")
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("short.npy") && e.contains("holds only 2 bytes"), "{e}");
+    let e = Tensor::read_npy_bytes(short, "short.npy").unwrap_err();
+    assert!(
+        matches!(&e, Error::Npy { path, source: NpyError::Truncated(_) } if path.as_os_str() == "short.npy"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("2 bytes"), "{e}");
 }
 
 fn tempfile_dir(tag: &str) -> std::path::PathBuf {

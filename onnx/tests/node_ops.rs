@@ -300,7 +300,8 @@ fn bitwise_ops_and_bit_shifts_import_with_their_direction() {
     bad.graph.as_mut().unwrap().node[2].attribute[0].s = b"UP".to_vec();
     let e = import(&round_trip(&bad), &Options::default()).unwrap_err();
     assert!(
-        e.to_string().contains("node 's' (BitShift)") && e.to_string().contains("'UP'"),
-        "{e}"
+        matches!(&e, ImportError::BadAttr { node, op, attr, msg }
+            if node == "s" && op == "BitShift" && attr == "direction" && msg.contains("'UP'")),
+        "{e:?}"
     );
 }
