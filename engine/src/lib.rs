@@ -32,4 +32,4 @@ pub use exec::{
     At, Cursor, Executor, Feeds, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step,
 };
 pub use graph::{Graph, GraphBuilder, Sym};
-pub use tensor::pool::PoolPolicy;
+pub use tensor::buffer_pool::BufferPolicy;

@@ -8,9 +8,9 @@
 
 use vigil_engine::compare::{compare, ulp_distance, Tolerance};
 use vigil_engine::graph::{GraphFile, ValueDecl};
-use vigil_engine::tensor::pool;
+use vigil_engine::tensor::buffer_pool;
 use vigil_engine::{
-    f16, Attrs, DType, Element, Error, Executor, NpyError, OpCtx, OpRegistry, PoolPolicy, Tensor,
+    f16, Attrs, BufferPolicy, DType, Element, Error, Executor, NpyError, OpCtx, OpRegistry, Tensor,
 };
 
 fn h(bits: u16) -> f16 {
@@ -350,8 +350,8 @@ fn comparison_default_tolerance_ulps_and_nan() {
 
 #[test]
 fn poisoned_f16_buffers_hold_nan() {
-    let _g = pool::with_policy(PoolPolicy::Poison);
-    assert!(pool::take::<f16>(8192).iter().all(|x| x.is_nan()));
+    let _g = buffer_pool::with_policy(BufferPolicy::Poison);
+    assert!(buffer_pool::take::<f16>(8192).iter().all(|x| x.is_nan()));
     let s = vigil_engine::tensor::storage::Storage::uninit(DType::F16, 3);
     s.with_bytes(|b| assert_eq!(b, [0x00, 0x7e, 0x00, 0x7e, 0x00, 0x7e]))
         .unwrap();

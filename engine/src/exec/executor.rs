@@ -16,8 +16,8 @@ use crate::exec::listener::{At, Listener, NoListener, OpEvent, SweepEvent, Sweep
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
 use crate::ops::OpCtx;
+use crate::tensor::buffer_pool::{self, BufferPolicy};
 use crate::tensor::limit::MAX_RANK;
-use crate::tensor::pool::{self, PoolPolicy};
 use crate::tensor::storage::BufferId;
 use crate::tensor::Tensor;
 
@@ -35,7 +35,7 @@ pub struct RunOptions<'a> {
     /// Run only the first `n` nodes of the order (for replay and bisection).
     pub stop_after: Option<usize>,
     /// What fresh buffers hold during this run's ops.
-    pub pool: PoolPolicy,
+    pub buffers: BufferPolicy,
     /// Run every node on its own, even where a fused sweep could run
     /// (`exec::fuse`): to measure the sweeps, or to rule them out.
     pub node_by_node: bool,
@@ -732,7 +732,7 @@ impl<'g> Cursor<'_, 'g> {
         let nodes: Vec<NodeId> = self.exec.order[pos..pos + ran].to_vec();
         let value = mine.value().clone();
         let out = {
-            let _policy = pool::with_policy(twin.opts.pool);
+            let _policy = buffer_pool::with_policy(twin.opts.buffers);
             Tensor::uninit(value.dtype(), value.shape())?
         };
         let at = At {
@@ -822,7 +822,7 @@ impl<'g> Cursor<'_, 'g> {
         if self.pos >= self.end {
             return Ok(None);
         }
-        let _policy = pool::with_policy(self.opts.pool);
+        let _policy = buffer_pool::with_policy(self.opts.buffers);
         let g = self.exec.graph;
         let pos = self.pos;
         let nid = self.exec.order[pos];
