@@ -23,7 +23,7 @@ use crate::capture::{Capture, Writer};
 use crate::config::{Check, DebugConfig};
 use crate::error::Result;
 use crate::guard::catch;
-use crate::isolate::Isolation;
+use crate::reference_isolation::ReferenceIsolation;
 
 pub use vigil_engine::Feeds;
 
@@ -88,7 +88,7 @@ pub fn poison_buffer(t: &Tensor) -> vigil_engine::Result<()> {
 pub fn run(
     inplace: &Graph,
     reference: &Graph,
-    iso: &Isolation,
+    iso: &ReferenceIsolation,
     feeds: &Feeds,
     cfg: &DebugConfig,
     opts: Opts,
