@@ -1,11 +1,9 @@
 //! The importer on small models built in Rust: translation, folding,
 //! names, refusals and the case files.
 
-mod support;
-
-use support::*;
 use vigil_engine::{DType, Tensor};
 use vigil_onnx::{import, ImportError, Options};
+use vigil_testkit::onnx::*;
 
 #[test]
 fn gemm_relu_softmax_matches_a_hand_computation() {

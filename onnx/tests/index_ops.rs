@@ -2,14 +2,12 @@
 //! ReduceProd, Hardmax and LayerNormalization on small models built in
 //! Rust: what they import to, the values they give, and their refusals.
 
-mod support;
-
 use std::collections::HashMap;
 
-use support::*;
 use vigil_engine::graph::Graph;
 use vigil_engine::{assert_cause, DType, Executor, OpRegistry, Tensor};
 use vigil_onnx::{import, ImportError, Options};
+use vigil_testkit::onnx::*;
 
 fn i64s(shape: &[usize], v: &[i64]) -> Tensor {
     Tensor::from_vec(shape, v.to_vec()).unwrap()
@@ -20,7 +18,7 @@ fn ops_of(m: &onnx_protobuf::ModelProto) -> Vec<String> {
     imported.file.nodes.iter().map(|n| n.op.clone()).collect()
 }
 
-/// Like `support::run`, but returns the executor's error.
+/// Like `vigil_testkit::onnx::run`, but returns the executor's error.
 fn try_run(
     m: &onnx_protobuf::ModelProto,
     feeds: &[(&str, Tensor)],

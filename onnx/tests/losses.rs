@@ -1,11 +1,9 @@
 //! NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss on small models
 //! built in Rust, with losses worked out by hand.
 
-mod support;
-
-use support::*;
 use vigil_engine::{DType, Tensor};
 use vigil_onnx::{import, ImportError, Options};
+use vigil_testkit::onnx::*;
 
 fn i64s(shape: &[usize], v: &[i64]) -> Tensor {
     Tensor::from_vec(shape, v.to_vec()).unwrap()

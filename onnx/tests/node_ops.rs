@@ -3,12 +3,10 @@
 //! set's integer inputs standing in for constants, integer Div, CastLike,
 //! Size and the composed reductions.
 
-mod support;
-
 use onnx_protobuf::Message;
-use support::*;
 use vigil_engine::{DType, Tensor};
 use vigil_onnx::{import, import_with, ImportError, Options};
+use vigil_testkit::onnx::*;
 
 #[test]
 fn split_gives_each_output_a_view_of_its_range() {

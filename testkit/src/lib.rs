@@ -1,7 +1,10 @@
 //! Test support shared by the workspace's tests, so that no test reaches
 //! into another crate's files: generators that more than one crate's tests
-//! draw from.
+//! draw from, and (feature `onnx`) the builders of small ONNX models that
+//! the importer's tests and the CLI's import tests share.
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "onnx")]
+pub mod onnx;
 pub mod random_graph;
