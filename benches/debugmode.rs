@@ -31,7 +31,7 @@ use std::time::Instant;
 use criterion::{criterion_group, criterion_main, Criterion};
 use vigil::debugmode::{minimize, DebugConfig, DebugMode, Kind};
 use vigil::engine::exec::NoListener;
-use vigil::engine::tensor::pool;
+use vigil::engine::tensor::buffer_pool;
 use vigil::engine::{inplace, DType, Executor, Graph, GraphBuilder, RunOptions, Tensor};
 
 #[path = "common/clock.rs"]
@@ -129,12 +129,12 @@ fn paired(
     let mut misses = vec![0u64; sides.len()];
     for rep in 0..=reps {
         for (i, (_, cfg)) in sides.iter().enumerate() {
-            let before = pool::stats().misses;
+            let before = buffer_pool::stats().misses;
             let start = Clock::start();
             peaks[i] = run(graph, &exec, feeds, cfg);
             if rep > 0 {
                 times[i].push(start.elapsed_ms());
-                misses[i] += pool::stats().misses - before;
+                misses[i] += buffer_pool::stats().misses - before;
             }
         }
     }

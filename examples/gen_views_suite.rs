@@ -14,11 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use vigil_engine::{Element, Tensor};
-
-#[path = "common/json.rs"]
-#[allow(dead_code)] // this generator writes no floats or bools
-mod json;
-use json::{ints, s, strs, J};
+use vigil_testkit::suites::json::{ints, s, strs, J};
 
 // ----- the reference: dense C-order arrays and numpy's basic indexing -------
 

@@ -167,7 +167,7 @@ pub fn default_registry() -> OpRegistry {
 /// graph's own directory.
 pub fn load_graph(path: &Path, registry: &OpRegistry) -> Result<Graph> {
     let wrap = |e: vigil_engine::Error| match e {
-        vigil_engine::Error::File { .. } => anyhow::Error::from(e),
+        vigil_engine::Error::File { .. } | vigil_engine::Error::Npy { .. } => anyhow::Error::from(e),
         other => anyhow::Error::from(vigil_engine::Error::file(path, other)),
     };
     let limit = vigil_engine::tensor::limit::alloc_limit();

@@ -1,15 +1,14 @@
 //! `vigil import` end to end on small ONNX models written by the test.
 
 mod common;
-#[path = "../onnx/tests/support/mod.rs"]
-mod onnx_support;
 
 use std::path::Path;
 
 use common::{stderr, vigil};
 use onnx_protobuf::Message;
-use onnx_support::{f32s, model, node, tensor, value};
 use vigil::engine::{DType, Tensor};
+use vigil_testkit::onnx as onnx_support;
+use vigil_testkit::onnx::{f32s, model, node, tensor, value};
 
 /// `Reshape(x, shape)` with `shape` a graph input, and a data set feeding
 /// `shape = [3, 2]`.

@@ -9,8 +9,8 @@ use vigil_findings::{Finding, Kind};
 
 use crate::config::DebugConfig;
 use crate::error::Result;
-use crate::isolate::Isolation;
 use crate::lockstep::{self, Feeds, Opts, Outcome};
+use crate::reference_isolation::ReferenceIsolation;
 
 /// What bisection concluded.
 pub enum Verdict {
@@ -28,7 +28,7 @@ pub struct Graphs<'a> {
     pub user: &'a Graph,
     pub inplace: &'a Graph,
     pub reference: &'a Graph,
-    pub iso: &'a Isolation,
+    pub iso: &'a ReferenceIsolation,
     /// The rewrites the pass accepted on `user`, in its order.
     pub rewrites: &'a [Rewrite],
 }

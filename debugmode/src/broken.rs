@@ -29,10 +29,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD};
 use vigil_engine::error::op_err;
 use vigil_engine::ops::{InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use vigil_engine::{DType, Layout, Result, Tensor};
-
-fn name(fixed: bool, what: &str) -> String {
-    format!("{}_{what}", if fixed { "fixed" } else { "broken" })
-}
+use vigil_listeners::broken::name;
 
 fn f32_1d(op: &str, inputs: &[TypeInfo]) -> Result<()> {
     match inputs

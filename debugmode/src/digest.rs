@@ -10,7 +10,7 @@ use vigil_engine::compare::compare;
 use vigil_engine::exec::{At, Listener, OpEvent, Prealloc, RunOptions};
 use vigil_engine::graph::{Graph, NodeId, VarId};
 use vigil_engine::ops::OpCtx;
-use vigil_engine::{Executor, Layout, PoolPolicy, Tensor};
+use vigil_engine::{BufferPolicy, Executor, Layout, Tensor};
 
 use serde_json::json;
 use vigil_findings::{Finding, Kind};
@@ -184,7 +184,7 @@ pub fn run<'a>(
         caused_by_inputs: false,
     };
     let opts = RunOptions {
-        pool: PoolPolicy::Zero,
+        buffers: BufferPolicy::Zero,
         prealloc,
         ..RunOptions::default()
     };

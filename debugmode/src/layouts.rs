@@ -16,7 +16,7 @@ use vigil_engine::compare::{compare, Comparison};
 use vigil_engine::exec::{At, Copier, Listener, OpEvent, RunOptions};
 use vigil_engine::graph::Graph;
 use vigil_engine::ops::OpCtx;
-use vigil_engine::{Executor, Layout, PoolPolicy, Tensor};
+use vigil_engine::{BufferPolicy, Executor, Layout, Tensor};
 use vigil_findings::{Finding, Kind};
 
 use crate::config::DebugConfig;
@@ -97,7 +97,7 @@ impl Watch<'_> {
         }
         // Zeroed output buffers, as in the run: the variants differ only in
         // the input's layout.
-        let _zero = vigil_engine::tensor::pool::with_policy(PoolPolicy::Zero);
+        let _zero = vigil_engine::tensor::buffer_pool::with_policy(BufferPolicy::Zero);
         catch(|| ev.node.op.compute(&args, &mut OpCtx::new(&ev.node.name)))
             .ok()?
             .ok()
@@ -198,7 +198,7 @@ pub fn check(graph: &Graph, feeds: &Feeds, cfg: &DebugConfig, runs: &mut usize) 
         seen: Vec::new(),
     };
     let opts = RunOptions {
-        pool: PoolPolicy::Zero,
+        buffers: BufferPolicy::Zero,
         ..RunOptions::default()
     };
     // A failure of the run itself is the lockstep run's to report.

@@ -12,7 +12,7 @@ use vigil_engine::exec::{
 use vigil_engine::graph::{Graph, NodeId, VarId, VarKind};
 use vigil_engine::ops::OpCtx;
 use vigil_engine::tensor::storage::BufferId;
-use vigil_engine::{DType, Element, Executor, Layout, PoolPolicy, Tensor};
+use vigil_engine::{BufferPolicy, DType, Element, Executor, Layout, Tensor};
 use vigil_findings::{json_f64, Finding, Kind};
 use vigil_listeners::{
     Health, ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
@@ -23,7 +23,7 @@ use crate::capture::{Capture, Writer};
 use crate::config::{Check, DebugConfig};
 use crate::error::Result;
 use crate::guard::catch;
-use crate::isolate::Isolation;
+use crate::reference_isolation::ReferenceIsolation;
 
 pub use vigil_engine::Feeds;
 
@@ -90,7 +90,7 @@ pub fn poison_buffer(t: &Tensor) -> vigil_engine::Result<()> {
 pub fn run(
     inplace: &Graph,
     reference: &Graph,
-    iso: &Isolation,
+    iso: &ReferenceIsolation,
     feeds: &Feeds,
     cfg: &DebugConfig,
     opts: Opts,
@@ -118,10 +118,10 @@ pub fn run(
         None
     };
     let iopts = RunOptions {
-        pool: if opts.poison {
-            PoolPolicy::Poison
+        buffers: if opts.poison {
+            BufferPolicy::Poison
         } else {
-            PoolPolicy::Reuse
+            BufferPolicy::Reuse
         },
         ..RunOptions::default()
     };
@@ -133,10 +133,10 @@ pub fn run(
     // the poisoned run either way. Without poison both runs could reuse
     // the same stale values, so every reference buffer is zeroed.
     let ropts = RunOptions {
-        pool: if opts.poison {
-            PoolPolicy::Reuse
+        buffers: if opts.poison {
+            BufferPolicy::Reuse
         } else {
-            PoolPolicy::Zero
+            BufferPolicy::Zero
         },
         ..RunOptions::default()
     };
@@ -187,7 +187,7 @@ pub fn run(
         tolerated: 0,
         propagated: Vec::new(),
         candidates: Vec::new(),
-        reference_zeroed: ropts.pool == PoolPolicy::Zero,
+        reference_zeroed: ropts.buffers == BufferPolicy::Zero,
     };
     let mut peak_both = 0;
     // A panic in either run ends it at that node, as a finding.
@@ -271,7 +271,7 @@ pub fn run(
                 let expected = std::mem::take(&mut rcap.produced);
                 let same = deliver_health(&mut set, &produced, &expected);
                 let mut rerun = || recompute_zeroed(rnode, held.as_deref());
-                let mut rerun_inplace = |p: PoolPolicy| recompute_private(inode, iheld.as_deref(), p);
+                let mut rerun_inplace = |p: BufferPolicy| recompute_private(inode, iheld.as_deref(), p);
                 let clean =
                     st.check_outputs(n, &produced, &expected, &same, &mut rerun, &mut rerun_inplace)?;
                 for (v, t) in clean {
@@ -431,7 +431,7 @@ fn recompute_zeroed(
     inputs: Option<&[Tensor]>,
 ) -> Option<Vec<(VarId, Tensor)>> {
     let inputs = inputs?;
-    let _zero = vigil_engine::tensor::pool::with_policy(PoolPolicy::Zero);
+    let _zero = vigil_engine::tensor::buffer_pool::with_policy(BufferPolicy::Zero);
     let outs = catch(|| node.op.compute(inputs, &mut OpCtx::new(&node.name)))
         .ok()?
         .ok()?;
@@ -444,7 +444,7 @@ fn recompute_zeroed(
 fn recompute_private(
     node: &vigil_engine::graph::Node,
     inputs: Option<&[Tensor]>,
-    pool: PoolPolicy,
+    pool: BufferPolicy,
 ) -> Option<Vec<(VarId, Tensor)>> {
     let mut c = Copier::default();
     let private = inputs?
@@ -452,7 +452,7 @@ fn recompute_private(
         .map(|t| c.copy(t))
         .collect::<vigil_engine::Result<Vec<_>>>()
         .ok()?;
-    let _pool = vigil_engine::tensor::pool::with_policy(pool);
+    let _pool = vigil_engine::tensor::buffer_pool::with_policy(pool);
     let outs = catch(|| node.op.compute(&private, &mut OpCtx::new(&node.name)))
         .ok()?
         .ok()?;
@@ -607,7 +607,7 @@ impl State<'_> {
         want: &[(VarId, Tensor)],
         same: &[Option<bool>],
         rerun: &mut dyn FnMut() -> Option<Vec<(VarId, Tensor)>>,
-        rerun_inplace: &mut dyn FnMut(PoolPolicy) -> Option<Vec<(VarId, Tensor)>>,
+        rerun_inplace: &mut dyn FnMut(BufferPolicy) -> Option<Vec<(VarId, Tensor)>>,
     ) -> Result<Vec<(VarId, Tensor)>> {
         let node = self.g.node(n);
         let from = node.inputs.iter().find_map(|v| self.diverged.get(v).copied());
@@ -668,13 +668,13 @@ impl State<'_> {
             // in poisoned ones mean it depends on its buffer's content; the
             // reference's values both times, that its first call differed
             // from later ones.
-            let again = zeroed.get_or_insert_with(|| rerun_inplace(PoolPolicy::Zero));
+            let again = zeroed.get_or_insert_with(|| rerun_inplace(BufferPolicy::Zero));
             let z = again
                 .iter()
                 .flatten()
                 .find(|(u, _)| u == v)
                 .map(|(_, z)| z.clone());
-            let again = poisoned.get_or_insert_with(|| rerun_inplace(PoolPolicy::Poison));
+            let again = poisoned.get_or_insert_with(|| rerun_inplace(BufferPolicy::Poison));
             let p = again
                 .iter()
                 .flatten()

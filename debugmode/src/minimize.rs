@@ -17,9 +17,9 @@ use vigil_findings::{Finding, Kind};
 
 use crate::config::DebugConfig;
 use crate::error::{DebugError, Result};
-use crate::isolate::{reference, Isolation};
 use crate::lockstep::Feeds;
 use crate::mode::DebugMode;
+use crate::reference_isolation::{reference, ReferenceIsolation};
 
 /// A reduced failing case.
 pub struct Minimized {
@@ -151,7 +151,7 @@ pub fn minimize(graph: &Graph, feeds: &Feeds, cfg: &DebugConfig, kind: Option<&K
         }));
     };
     // Values of every variable, from the pure reference.
-    let refg = reference(graph, &Isolation::copying())?;
+    let refg = reference(graph, &ReferenceIsolation::copying())?;
     let mut vals = Values::default();
     Executor::new(&refg)?.run_with(feeds, &mut vals, &RunOptions::default())?;
     if let Some(e) = vals.1 {

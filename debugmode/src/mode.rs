@@ -14,8 +14,8 @@ use vigil_findings::Kind;
 use crate::bisect::{self, Verdict};
 use crate::config::{Check, DebugConfig};
 use crate::error::{DebugError, Result};
-use crate::isolate::{reference, Isolation};
 use crate::lockstep::{self, Opts};
+use crate::reference_isolation::{reference, ReferenceIsolation};
 use crate::report::{DebugReport, DebugStats};
 
 /// Checks graphs; see the crate documentation.
@@ -48,7 +48,7 @@ impl DebugMode {
         // write to one fails instead of changing it, so the runs can share
         // them instead of copying them all first.
         let _lent = Lent::new(graph, feeds);
-        let attempt = |iso: &Arc<Isolation>, opts: Opts| -> Result<_> {
+        let attempt = |iso: &Arc<ReferenceIsolation>, opts: Opts| -> Result<_> {
             let pass = inplace::run(graph)?;
             let reference = reference(graph, iso)?;
             let out = lockstep::run(&pass.graph, &reference, iso, feeds, cfg, opts)?;
@@ -56,7 +56,7 @@ impl DebugMode {
         };
         // The in-place run copies only the sources it overwrites, and the
         // reference watches for writes to the values it produced.
-        let iso = Isolation::watch();
+        let iso = ReferenceIsolation::watch();
         let (iso, (pass, reference, out)) = match attempt(&iso, opts) {
             Ok(done) if !iso.tripped() => (iso, done),
             Err(DebugError::Engine(vigil_engine::Error::ReadOnly { .. })) | Ok(_) => {
@@ -64,7 +64,7 @@ impl DebugMode {
                 // or a reference value after it was produced. Repeat with
                 // every source copied and a reference whose ops work on
                 // private copies, so the findings can name the write.
-                let iso = Isolation::copying();
+                let iso = ReferenceIsolation::copying();
                 let done = attempt(&iso, Opts { lend: false, ..opts })?;
                 (iso, done)
             }

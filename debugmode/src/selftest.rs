@@ -22,7 +22,7 @@ pub use vigil_engine::Feeds;
 
 /// One case: the op, the kinds it must give (empty for a twin), and the
 /// checks that find them with the default configuration of `vigil run`.
-pub struct Case {
+pub struct DebugModeCase {
     pub name: String,
     pub expected: Vec<Kind>,
     /// Whether `vigil run`'s default checks catch it (it then goes into
@@ -149,7 +149,7 @@ fn on_f64(name: &str) -> Result<(Graph, Feeds)> {
 }
 
 /// Every case, broken then fixed.
-pub fn cases() -> Vec<Case> {
+pub fn cases() -> Vec<DebugModeCase> {
     use Kind as K;
     type Spec = (
         &'static str,
@@ -212,7 +212,7 @@ pub fn cases() -> Vec<Case> {
             } else {
                 op.clone()
             };
-            v.push(Case {
+            v.push(DebugModeCase {
                 name,
                 expected: if fixed { Vec::new() } else { kinds.clone() },
                 default_kinds: default_kinds.clone().map(|k| if fixed { Vec::new() } else { k }),
@@ -223,7 +223,7 @@ pub fn cases() -> Vec<Case> {
     }
     // Shared state between two kernels: the reference run interleaves with
     // the in-place run, so it sees the state disturbed too.
-    v.push(Case {
+    v.push(DebugModeCase {
         name: "broken_stash_take".into(),
         // `take` gives another value on a second call with the same input.
         expected: vec![K::ORDER_DEPENDENT, K::NONDETERMINISTIC],
@@ -231,28 +231,28 @@ pub fn cases() -> Vec<Case> {
         build: stash_take_broken,
         op: "broken_take".into(),
     });
-    v.push(Case {
+    v.push(DebugModeCase {
         name: "fixed_stash_take".into(),
         expected: Vec::new(),
         default_kinds: None,
         build: stash_take_fixed,
         op: "fixed_take".into(),
     });
-    v.push(Case {
+    v.push(DebugModeCase {
         name: "wrong_gradient".into(),
         expected: vec![K::GRADIENT_MISMATCH],
         default_kinds: None,
         build: wrong_gradient,
         op: String::new(),
     });
-    v.push(Case {
+    v.push(DebugModeCase {
         name: "no_gradient_rule".into(),
         expected: vec![K::CHECK_SKIPPED],
         default_kinds: None,
         build: no_gradient_rule,
         op: String::new(),
     });
-    v.push(Case {
+    v.push(DebugModeCase {
         name: "right_gradient".into(),
         expected: Vec::new(),
         default_kinds: None,
@@ -263,7 +263,7 @@ pub fn cases() -> Vec<Case> {
 }
 
 /// Runs one case with every check on.
-pub fn run_case(case: &Case) -> SelftestResult {
+pub fn run_case(case: &DebugModeCase) -> SelftestResult {
     let outcome = (case.build)(&case.op).and_then(|(g, f)| {
         DebugMode::new(DebugConfig::all())
             .check(&g, &f)

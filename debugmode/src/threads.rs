@@ -18,7 +18,7 @@ use vigil_engine::exec::{At, Copier, Listener, OpEvent, RunOptions};
 use vigil_engine::graph::{Graph, NodeSpec, VarKind, VarSpec};
 use vigil_engine::ops::OpCtx;
 use vigil_engine::tensor::storage::AnyVec;
-use vigil_engine::{DType, Element, Executor, PoolPolicy, Tensor, TypeInfo};
+use vigil_engine::{BufferPolicy, DType, Element, Executor, Tensor, TypeInfo};
 use vigil_findings::{Finding, Kind};
 
 use crate::error::Result;
@@ -266,7 +266,7 @@ fn run_on_pool(
                     before: Vec::new(),
                 };
                 let opts = RunOptions {
-                    pool: PoolPolicy::Zero,
+                    buffers: BufferPolicy::Zero,
                     ..RunOptions::default()
                 };
                 exec.run_with(&feeds, &mut v, &opts).map_err(|e| e.to_string())?;

@@ -458,7 +458,7 @@ fn a_disagreeing_reference_output_is_recomputed_in_a_zeroed_buffer_before_it_is_
     let xs: Vec<f32> = (0..N).map(|i| (i as f32 * 0.37).sin() * 2.0).collect();
     let feeds = HashMap::from([("x".to_string(), Tensor::from_vec(&[N], xs.clone()).unwrap())]);
     for _ in 0..8 {
-        vigil_engine::tensor::pool::give(vec![100.0f32; N]);
+        vigil_engine::tensor::buffer_pool::give(vec![100.0f32; N]);
     }
     let r = DebugMode::new(DebugConfig::default()).check(&g, &feeds).unwrap();
     // The stale sum and two clean recomputes that agree: the op depends on

@@ -20,6 +20,10 @@ pub enum Error {
     /// class label.
     #[error("{0}")]
     Index(String),
+    /// An index vector that breaks the encoding `IndexSpec::decode` reads
+    /// (an unknown kind, a wrong length, a slot with a value it cannot take).
+    #[error("{0}")]
+    IndexEncoding(String),
     /// An input's dtype is not one the op takes.
     #[error("{0}")]
     DType(String),
@@ -81,12 +85,67 @@ pub enum Error {
     /// valid for the graph.
     #[error("invalid order for graph '{graph}': {msg}")]
     InvalidOrder { graph: String, msg: String },
+    /// A feed the run cannot take; `input` names the graph input (or the
+    /// name fed that is no input), `fault` says what is wrong with it.
+    #[error("{msg}")]
+    Feed {
+        input: String,
+        fault: FeedFault,
+        msg: String,
+    },
     /// The graph is malformed.
     #[error("{0}")]
     Graph(String),
     /// A file could not be read or written, or its content is invalid.
     #[error("{}: {msg}", .path.display())]
     File { path: PathBuf, msg: String },
+    /// A .npy file (or image) that cannot be read: `source` says why.
+    #[error("{}: {source}", .path.display())]
+    Npy { path: PathBuf, source: NpyError },
+}
+
+/// Why a .npy file cannot be read (the path is added by [`Error::Npy`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NpyError {
+    /// Not a .npy file: too short, no magic string, or a version the reader
+    /// does not know.
+    #[error("{0}")]
+    Preamble(String),
+    /// The header is too long, not text, or not a valid header dict.
+    #[error("{0}")]
+    Header(String),
+    /// 'descr' names a dtype Vigil does not have.
+    #[error("{0}")]
+    DType(String),
+    /// The shape has more elements or dimensions than a tensor may.
+    #[error("{0}")]
+    Shape(String),
+    /// The file holds less data than the header declares.
+    #[error("{0}")]
+    Truncated(String),
+    /// The array is larger than the allocation limit
+    /// ([`Error::AllocTooLarge`]).
+    #[error(transparent)]
+    Alloc(Box<Error>),
+    /// The data could not be read after the header was accepted.
+    #[error("{0}")]
+    Data(String),
+}
+
+/// What is wrong with a feed ([`Error::Feed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FeedFault {
+    /// A declared input has no value.
+    Missing,
+    /// The name fed is not an input or parameter of the graph.
+    Unknown,
+    /// The value's dtype or shape is not what the graph declares.
+    Mismatch,
+    /// The value's rank is above `tensor::limit::MAX_RANK`.
+    Rank,
+    /// The value shares a buffer with another source value, and one of
+    /// them is overwritten in place.
+    Shared,
 }
 
 /// A rule of the destroy handler (`crate::destroy`) that a graph, or a
@@ -169,6 +228,7 @@ impl Error {
         match self {
             Error::Op(_)
             | Error::Index(_)
+            | Error::IndexEncoding(_)
             | Error::DType(_)
             | Error::Shape(_)
             | Error::Rank(_)
@@ -228,6 +288,23 @@ impl Error {
         }
     }
 
+    /// A feed the run refuses: `input` and what is wrong with it.
+    pub fn feed(input: &str, fault: FeedFault, msg: impl Into<String>) -> Error {
+        Error::Feed {
+            input: input.to_string(),
+            fault,
+            msg: msg.into(),
+        }
+    }
+
+    /// A .npy file that cannot be read, and why.
+    pub fn npy(path: impl Into<PathBuf>, source: NpyError) -> Error {
+        Error::Npy {
+            path: path.into(),
+            source,
+        }
+    }
+
     pub fn file(path: impl Into<PathBuf>, msg: impl std::fmt::Display) -> Error {
         Error::File {
             path: path.into(),
@@ -244,6 +321,11 @@ pub fn op_err<T>(msg: impl Into<String>) -> Result<T> {
 /// Shorthand for an [`Error::Index`] result.
 pub fn index_err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::Index(msg.into()))
+}
+
+/// Shorthand for an [`Error::IndexEncoding`] result.
+pub fn index_encoding_err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error::IndexEncoding(msg.into()))
 }
 
 /// Shorthand for an [`Error::DType`] result.

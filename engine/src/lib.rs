@@ -12,7 +12,7 @@ pub mod ops;
 pub mod tensor;
 
 pub use dtype::{DType, Element, Float, Num, Scalar};
-pub use error::{Error, Result};
+pub use error::{Error, FeedFault, NpyError, Result};
 /// The f16 element type, for code outside the engine that names it.
 pub use half::f16;
 /// The kernel layer's comparison and summary, at the paths the harness
@@ -32,4 +32,4 @@ pub use exec::{
     At, Cursor, Executor, Feeds, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step,
 };
 pub use graph::{Graph, GraphBuilder, Sym};
-pub use tensor::pool::PoolPolicy;
+pub use tensor::buffer_pool::BufferPolicy;

@@ -8,8 +8,10 @@
 
 use vigil_engine::compare::{compare, ulp_distance, Tolerance};
 use vigil_engine::graph::{GraphFile, ValueDecl};
-use vigil_engine::tensor::pool;
-use vigil_engine::{f16, Attrs, DType, Element, Executor, OpCtx, OpRegistry, PoolPolicy, Tensor};
+use vigil_engine::tensor::buffer_pool;
+use vigil_engine::{
+    f16, Attrs, BufferPolicy, DType, Element, Error, Executor, NpyError, OpCtx, OpRegistry, Tensor,
+};
 
 fn h(bits: u16) -> f16 {
     f16::from_bits(bits)
@@ -100,10 +102,12 @@ fn npy_reads_numpy_bytes_and_writes_them_back() {
 
     // A truncated f16 file is an error naming the file, not a panic.
     let short = &numpy_c_order()[..130];
-    let e = Tensor::read_npy_bytes(short, "short.npy")
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("short.npy") && e.contains("holds only 2 bytes"), "{e}");
+    let e = Tensor::read_npy_bytes(short, "short.npy").unwrap_err();
+    assert!(
+        matches!(&e, Error::Npy { path, source: NpyError::Truncated(_) } if path.as_os_str() == "short.npy"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("2 bytes"), "{e}");
 }
 
 fn tempfile_dir(tag: &str) -> std::path::PathBuf {
@@ -346,8 +350,8 @@ fn comparison_default_tolerance_ulps_and_nan() {
 
 #[test]
 fn poisoned_f16_buffers_hold_nan() {
-    let _g = pool::with_policy(PoolPolicy::Poison);
-    assert!(pool::take::<f16>(8192).iter().all(|x| x.is_nan()));
+    let _g = buffer_pool::with_policy(BufferPolicy::Poison);
+    assert!(buffer_pool::take::<f16>(8192).iter().all(|x| x.is_nan()));
     let s = vigil_engine::tensor::storage::Storage::uninit(DType::F16, 3);
     s.with_bytes(|b| assert_eq!(b, [0x00, 0x7e, 0x00, 0x7e, 0x00, 0x7e]))
         .unwrap();

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use vigil_engine::graph::{GraphFile, ValueDecl};
-use vigil_engine::tensor::pool;
-use vigil_engine::{Attrs, DType, Element, Executor, OpCtx, OpRegistry, PoolPolicy, Scalar, Tensor};
+use vigil_engine::tensor::buffer_pool;
+use vigil_engine::{Attrs, BufferPolicy, DType, Element, Executor, OpCtx, OpRegistry, Scalar, Tensor};
 
 const INTS: [DType; 6] = [
     DType::U8,
@@ -325,13 +325,15 @@ fn reductions_comparisons_and_float_only_ops() {
 #[test]
 fn poisoned_buffers_hold_0x5a_bytes() {
     const N: usize = 8192; // above the pool's one-page minimum
-    let _g = pool::with_policy(PoolPolicy::Poison);
-    assert!(pool::take::<u8>(N).iter().all(|&x| x == 0x5A));
-    assert!(pool::take::<i8>(N).iter().all(|&x| x == 0x5A));
-    assert!(pool::take::<u16>(N).iter().all(|&x| x == 0x5A5A));
-    assert!(pool::take::<i16>(N).iter().all(|&x| x == 0x5A5A));
-    assert!(pool::take::<u32>(N).iter().all(|&x| x == 0x5A5A_5A5A));
-    assert!(pool::take::<u64>(N).iter().all(|&x| x == 0x5A5A_5A5A_5A5A_5A5A));
+    let _g = buffer_pool::with_policy(BufferPolicy::Poison);
+    assert!(buffer_pool::take::<u8>(N).iter().all(|&x| x == 0x5A));
+    assert!(buffer_pool::take::<i8>(N).iter().all(|&x| x == 0x5A));
+    assert!(buffer_pool::take::<u16>(N).iter().all(|&x| x == 0x5A5A));
+    assert!(buffer_pool::take::<i16>(N).iter().all(|&x| x == 0x5A5A));
+    assert!(buffer_pool::take::<u32>(N).iter().all(|&x| x == 0x5A5A_5A5A));
+    assert!(buffer_pool::take::<u64>(N)
+        .iter()
+        .all(|&x| x == 0x5A5A_5A5A_5A5A_5A5A));
     for d in INTS {
         let s = vigil_engine::tensor::storage::Storage::uninit(d, 3);
         s.with_bytes(|b| assert!(b.iter().all(|&x| x == 0x5A), "{d}"))

@@ -2,7 +2,7 @@
 //! process-global, so this is its own test binary with a single test.
 
 use vigil_engine::tensor::limit::set_alloc_limit;
-use vigil_engine::Tensor;
+use vigil_engine::{Error, NpyError, Tensor};
 
 /// Restores the default limit and removes the scratch directory, even when
 /// an assertion fails.
@@ -25,11 +25,25 @@ fn a_complete_file_over_the_allocation_limit_is_an_error_naming_it() {
         .write_npy(&p)
         .unwrap();
     set_alloc_limit(1000);
-    let err = Tensor::read_npy(&p).expect_err("read over the limit").to_string();
-    assert!(
-        err.contains(&p.display().to_string()) && err.contains("1600 bytes") && err.contains("limit"),
-        "{err}"
-    );
+    let err = Tensor::read_npy(&p).expect_err("read over the limit");
+    match &err {
+        Error::Npy {
+            path,
+            source: NpyError::Alloc(e),
+        } if path == &p => assert!(
+            matches!(
+                **e,
+                Error::AllocTooLarge {
+                    bytes: 1600,
+                    limit: 1000,
+                    ..
+                }
+            ),
+            "{e:?}"
+        ),
+        other => panic!("not refused by the allocation limit: {other:?}"),
+    }
+    assert!(err.to_string().contains(&p.display().to_string()), "{err}");
     set_alloc_limit(1600);
     assert_eq!(Tensor::read_npy(&p).unwrap().shape(), &[200]);
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use vigil_engine::{DType, Tensor};
+use vigil_engine::{DType, Error, NpyError, Tensor};
 
 /// This process's scratch directory (no tempfile dev-dependency here).
 fn scratch() -> PathBuf {
@@ -78,13 +78,17 @@ fn dict(descr: &str, fortran: bool, shape: &str) -> String {
     format!("{{'descr': '{descr}', 'fortran_order': {f}, 'shape': {shape}, }}")
 }
 
-fn read_err(p: &PathBuf) -> String {
-    let err = Tensor::read_npy(p)
-        .expect_err("the file was accepted")
-        .to_string();
-    assert!(err.contains(&p.display().to_string()), "{err}");
-    assert!(!err.contains('\n'), "{err}");
-    err
+/// Why reading `p` fails, after checking that the error is one line
+/// naming the file.
+fn read_err(p: &PathBuf) -> NpyError {
+    let err = Tensor::read_npy(p).expect_err("the file was accepted");
+    let text = err.to_string();
+    assert!(text.contains(&p.display().to_string()), "{text}");
+    assert!(!text.contains('\n'), "{text}");
+    match err {
+        Error::Npy { path, source } if &path == p => source,
+        other => panic!("not an error reading {}: {other:?}", p.display()),
+    }
 }
 
 /// A reproduction: a 144-byte file declaring 2^40 f32 elements aborted
@@ -96,13 +100,23 @@ fn a_header_declaring_more_data_than_the_file_holds_is_an_error() {
     assert_eq!(bytes.len(), 144);
     let p = write("huge", &bytes);
     let err = read_err(&p);
+    assert!(matches!(err, NpyError::Truncated(_)), "{err:?}");
+    let err = err.to_string();
     assert!(
-        err.contains("declares 1099511627776 elements (4398046511104 bytes) but holds only 16 bytes"),
+        err.contains("1099511627776 elements")
+            && err.contains("4398046511104 bytes")
+            && err.contains("16 bytes"),
         "{err}"
     );
     // Truncated data of an ordinary array.
     let p = write("short", &npy_bytes(1, &dict("<f8", false, "(10,)"), &[0u8; 16]));
-    assert!(read_err(&p).contains("declares 10 elements (80 bytes) but holds only 16 bytes"));
+    let err = read_err(&p);
+    assert!(matches!(err, NpyError::Truncated(_)), "{err:?}");
+    let err = err.to_string();
+    assert!(
+        err.contains("10 elements") && err.contains("80 bytes") && err.contains("16 bytes"),
+        "{err}"
+    );
 }
 
 /// Each dtype used to be tried in turn, and ndarray-npy allocates the
@@ -116,10 +130,8 @@ fn an_unsupported_descr_is_refused_before_anything_is_allocated() {
             &npy_bytes(1, &dict(descr, false, "(1099511627776,)"), &[]),
         );
         let err = read_err(&p);
-        assert!(
-            err.contains("unsupported .npy dtype") && err.contains(&format!("'{descr}'")),
-            "{err}"
-        );
+        assert!(matches!(err, NpyError::DType(_)), "{err:?}");
+        assert!(err.to_string().contains(&format!("'{descr}'")), "{err}");
     }
     // A structured dtype's descr is a list.
     let p = write(
@@ -131,10 +143,8 @@ fn an_unsupported_descr_is_refused_before_anything_is_allocated() {
         ),
     );
     let err = read_err(&p);
-    assert!(
-        err.contains("unsupported .npy dtype") && err.contains("[('a', '<f4')]"),
-        "{err}"
-    );
+    assert!(matches!(err, NpyError::DType(_)), "{err:?}");
+    assert!(err.to_string().contains("[('a', '<f4')]"), "{err}");
 }
 
 #[test]
@@ -144,7 +154,7 @@ fn overflowing_and_deep_shapes_are_errors() {
         "overflow",
         &npy_bytes(1, &dict("<f8", false, "(4294967296, 4294967296)"), &[]),
     );
-    assert!(read_err(&p).contains("too many elements"));
+    assert!(matches!(read_err(&p), NpyError::Shape(_)));
     // An empty array whose other dims overflow: numpy says "array is too big".
     let p = write(
         "zero_overflow",
@@ -158,19 +168,20 @@ fn overflowing_and_deep_shapes_are_errors() {
             &[],
         ),
     );
-    assert!(read_err(&p).contains("too many elements"));
+    assert!(matches!(read_err(&p), NpyError::Shape(_)));
     // A dim beyond u64.
     let p = write(
         "bigdim",
         &npy_bytes(1, &dict("<f4", false, "(99999999999999999999999,)"), &[]),
     );
-    read_err(&p);
+    assert!(matches!(read_err(&p), NpyError::Header(_)));
     let p = write("negdim", &npy_bytes(1, &dict("<f4", false, "(-1,)"), &[]));
-    read_err(&p);
+    assert!(matches!(read_err(&p), NpyError::Header(_)));
     let deep = format!("({})", vec!["1"; 65].join(", "));
     let p = write("deep", &npy_bytes(1, &dict("<f4", false, &deep), &[0; 4]));
     let err = read_err(&p);
-    assert!(err.contains("rank 65") && err.contains("64"), "{err}");
+    assert!(matches!(err, NpyError::Shape(_)), "{err:?}");
+    assert!(err.to_string().contains("64"), "{err}");
     let ok = format!("({})", vec!["1"; 64].join(", "));
     let p = write("deep_ok", &npy_bytes(1, &dict("<f4", false, &ok), &[0; 4]));
     assert_eq!(Tensor::read_npy(&p).unwrap().ndim(), 64);
@@ -182,16 +193,24 @@ fn malformed_preambles_and_headers_are_errors() {
     let good = npy_bytes(1, &dict("<f4", false, "(1,)"), &[0; 4]);
     let mut bad_magic = good.clone();
     bad_magic[1] = b'X';
-    assert!(read_err(&write("magic", &bad_magic)).contains("not a .npy file"));
+    assert!(matches!(
+        read_err(&write("magic", &bad_magic)),
+        NpyError::Preamble(_)
+    ));
     let mut bad_version = good.clone();
     bad_version[6] = 9;
-    assert!(read_err(&write("version", &bad_version)).contains("version 9.0"));
-    read_err(&write("tiny", &good[..7]));
-    read_err(&write("empty", &[]));
+    let err = read_err(&write("version", &bad_version));
+    assert!(matches!(err, NpyError::Preamble(_)), "{err:?}");
+    assert!(err.to_string().contains("9.0"), "{err}");
+    assert!(matches!(
+        read_err(&write("tiny", &good[..7])),
+        NpyError::Preamble(_)
+    ));
+    assert!(matches!(read_err(&write("empty", &[])), NpyError::Preamble(_)));
     // A v2 header length far beyond the file.
     let mut v2 = npy_bytes(2, &dict("<f4", false, "(1,)"), &[0; 4]);
     v2[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert!(read_err(&write("hlen", &v2)).contains("header"));
+    assert!(matches!(read_err(&write("hlen", &v2)), NpyError::Header(_)));
     for d in [
         "{'descr': '<f4', 'shape': (1,), }",
         "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1, }",
@@ -202,14 +221,14 @@ fn malformed_preambles_and_headers_are_errors() {
         "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } trailing",
     ] {
         let p = write("hdr", &npy_bytes(1, d, &[0; 4]));
-        read_err(&p);
+        assert!(matches!(read_err(&p), NpyError::Header(_)), "{d}");
     }
     // Extra bytes after the data.
     let p = write("extra", &npy_bytes(1, &dict("<f4", false, "(1,)"), &[0; 8]));
-    read_err(&p);
+    assert!(matches!(read_err(&p), NpyError::Data(_)));
     // A bool byte that is neither 0 nor 1.
     let p = write("bool", &npy_bytes(1, &dict("|b1", false, "(2,)"), &[1, 7]));
-    read_err(&p);
+    assert!(matches!(read_err(&p), NpyError::Data(_)));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use vigil_engine::exec::{At, Listener, RunOptions};
 use vigil_engine::graph::{Graph, GraphBuilder, VarId};
-use vigil_engine::{inplace, DType, Error, Executor, PoolPolicy, Rule, Tensor};
+use vigil_engine::{inplace, BufferPolicy, DType, Error, Executor, Rule, Tensor};
 
 fn feeds(n: usize) -> HashMap<String, Tensor> {
     let v: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 1.0).collect();
@@ -313,9 +313,9 @@ fn the_pool_policy_is_per_run() {
     let y = x.op("lazy", &[], Default::default()).unwrap();
     let g = b.build(&[&y]).unwrap();
     let exec = Executor::new(&g).unwrap();
-    let run = |pool| {
+    let run = |buffers| {
         let opts = RunOptions {
-            pool,
+            buffers,
             ..RunOptions::default()
         };
         values(
@@ -326,9 +326,9 @@ fn the_pool_policy_is_per_run() {
                 .1,
         )
     };
-    assert!(run(PoolPolicy::Poison).iter().all(|x| x.is_nan()));
-    assert!(run(PoolPolicy::Zero).iter().all(|&x| x == 0.0));
-    assert!(run(PoolPolicy::Fresh).iter().all(|&x| x == 0.0));
+    assert!(run(BufferPolicy::Poison).iter().all(|x| x.is_nan()));
+    assert!(run(BufferPolicy::Zero).iter().all(|&x| x == 0.0));
+    assert!(run(BufferPolicy::Fresh).iter().all(|&x| x == 0.0));
 }
 
 /// Records every `pre_update` with the old and new values; with `.1`, it

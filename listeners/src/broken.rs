@@ -56,7 +56,9 @@ fn need_f32(op: &str, inputs: &[TypeInfo]) -> Result<()> {
     }
 }
 
-fn name(fixed: bool, what: &str) -> String {
+/// The name of a corpus op: `broken_<what>`, or `fixed_<what>` for its
+/// twin. Shared with DebugMode's corpus, which names its ops the same way.
+pub fn name(fixed: bool, what: &str) -> String {
     format!("{}_{what}", if fixed { "fixed" } else { "broken" })
 }
 

@@ -24,7 +24,7 @@ pub use vigil_engine::Feeds;
 pub type Build = fn() -> Result<(Graph, Feeds)>;
 
 /// One self-test case: a graph, its feeds, and the finding it must give.
-pub struct Case {
+pub struct ListenerCase {
     pub name: String,
     /// `None`: the run must give no finding at all.
     pub expected: Option<Kind>,
@@ -66,15 +66,15 @@ fn builder() -> GraphBuilder {
 }
 
 /// A broken op and its twin, on the graph `build(op name)` makes.
-fn pair(what: &'static str, expected: Kind, build: fn(&str) -> Result<(Graph, Feeds)>) -> [Case; 2] {
+fn pair(what: &'static str, expected: Kind, build: fn(&str) -> Result<(Graph, Feeds)>) -> [ListenerCase; 2] {
     [
-        Case {
+        ListenerCase {
             name: format!("broken_{what}"),
             expected: Some(expected),
             debug_also: Vec::new(),
             build: Box::new(move || build(&format!("broken_{what}"))),
         },
-        Case {
+        ListenerCase {
             name: format!("fixed_{what}"),
             expected: None,
             debug_also: Vec::new(),
@@ -232,7 +232,7 @@ fn builtin_inplace_on_views() -> Result<(Graph, Feeds)> {
 }
 
 /// Every case: broken ops with their twins, then built-in samples.
-pub fn cases() -> Vec<Case> {
+pub fn cases() -> Vec<ListenerCase> {
     use Kind as K;
     let mut v = Vec::new();
     v.extend(pair("accumulate", K::DESTROYED_INPUT, |op| {
@@ -259,7 +259,7 @@ pub fn cases() -> Vec<Case> {
     let mut cached = pair("cached_double", K::UNDECLARED_ALIAS, two_calls_then_add);
     cached[0].debug_also = vec![K::VALUE_MISMATCH];
     v.extend(cached);
-    v.push(Case {
+    v.push(ListenerCase {
         name: "panicking_listener".into(),
         expected: Some(K::LISTENER_PANIC),
         debug_also: Vec::new(),
@@ -272,7 +272,7 @@ pub fn cases() -> Vec<Case> {
         ("builtin_inplace_on_views", builtin_inplace_on_views),
     ];
     for (name, build) in samples {
-        v.push(Case {
+        v.push(ListenerCase {
             name: name.to_string(),
             expected: None,
             debug_also: Vec::new(),
@@ -309,7 +309,7 @@ impl vigil_engine::exec::Listener for Panicking {
     }
 }
 
-pub fn run_case(case: &Case) -> SelftestResult {
+pub fn run_case(case: &ListenerCase) -> SelftestResult {
     let outcome = (case.build)().and_then(|(g, f)| run_findings(&g, &f, &case.name));
     let (findings, error) = match outcome {
         Ok(f) => (f, None),

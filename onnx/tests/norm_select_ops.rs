@@ -2,11 +2,9 @@
 //! built in Rust: what they import to, the values they give, and their
 //! refusals.
 
-mod support;
-
-use support::*;
 use vigil_engine::{DType, Tensor};
 use vigil_onnx::{import, ImportError, Options};
+use vigil_testkit::onnx::*;
 
 fn ops_of(m: &onnx_protobuf::ModelProto) -> Vec<String> {
     let imported = import(&round_trip(m), &Options::default()).unwrap();

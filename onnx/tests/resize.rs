@@ -1,14 +1,12 @@
 //! Resize and Upsample import as one `resize` node whose geometry (axes,
 //! aspect-ratio policy, roi) is resolved at import time.
 
-mod support;
-
 use onnx_protobuf::attribute_proto::AttributeType;
 use onnx_protobuf::AttributeProto;
 use serde_json::json;
-use support::*;
 use vigil_engine::{DType, Tensor};
 use vigil_onnx::{import, Options};
+use vigil_testkit::onnx::*;
 
 /// The one node `m` imports to: its op and attrs.
 fn only_node(m: &onnx_protobuf::ModelProto) -> (String, serde_json::Map<String, serde_json::Value>) {

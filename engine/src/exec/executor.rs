@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use smallvec::SmallVec;
 
 use crate::destroy::DestroyHandler;
-use crate::error::{Error, Result};
+use crate::error::{Error, FeedFault, Result};
 use crate::exec::listener::{At, Listener, NoListener, OpEvent, SweepEvent, SweepWatch};
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
 use crate::ops::OpCtx;
+use crate::tensor::buffer_pool::{self, BufferPolicy};
 use crate::tensor::limit::MAX_RANK;
-use crate::tensor::pool::{self, PoolPolicy};
 use crate::tensor::storage::BufferId;
 use crate::tensor::Tensor;
 
@@ -35,7 +35,7 @@ pub struct RunOptions<'a> {
     /// Run only the first `n` nodes of the order (for replay and bisection).
     pub stop_after: Option<usize>,
     /// What fresh buffers hold during this run's ops.
-    pub pool: PoolPolicy,
+    pub buffers: BufferPolicy,
     /// Run every node on its own, even where a fused sweep could run
     /// (`exec::fuse`): to measure the sweeps, or to rule them out.
     pub node_by_node: bool,
@@ -319,10 +319,11 @@ impl<'g> Executor<'g> {
                     fed[v] = Some(t);
                 }
                 _ => {
-                    return Err(Error::Graph(format!(
-                        "'{name}' is not an input of graph '{}'",
-                        g.name()
-                    )))
+                    return Err(Error::feed(
+                        name,
+                        FeedFault::Unknown,
+                        format!("'{name}' is not an input of graph '{}'", g.name()),
+                    ))
                 }
             }
         }
@@ -331,27 +332,39 @@ impl<'g> Executor<'g> {
                 (VarKind::Output { .. }, _) => continue,
                 (_, Some(t)) => t.clone(),
                 (VarKind::Input { .. }, None) => {
-                    return Err(Error::Graph(format!("input '{}' is not fed", var.name)))
+                    return Err(Error::feed(
+                        &var.name,
+                        FeedFault::Missing,
+                        format!("input '{}' is not fed", var.name),
+                    ))
                 }
                 (VarKind::Constant(t) | VarKind::Parameter(t), None) => t.clone(),
             };
             if t.ndim() > MAX_RANK {
-                return Err(Error::Graph(format!(
+                let msg = format!(
                     "{} '{}' has rank {}, above the limit of {MAX_RANK} dimensions",
                     kind_word(&var.kind),
                     var.name,
                     t.ndim()
-                )));
+                );
+                return Err(match var.kind {
+                    VarKind::Constant(_) => Error::Graph(msg),
+                    _ => Error::feed(&var.name, FeedFault::Rank, msg),
+                });
             }
             if t.dtype() != var.ty.dtype || !var.ty.admits(t.shape()) {
-                return Err(Error::Graph(format!(
-                    "input '{}' is {} {:?}, the graph declares {} {}",
-                    var.name,
-                    t.dtype(),
-                    t.shape(),
-                    var.ty.dtype,
-                    var.ty.shape_string()
-                )));
+                return Err(Error::feed(
+                    &var.name,
+                    FeedFault::Mismatch,
+                    format!(
+                        "input '{}' is {} {:?}, the graph declares {} {}",
+                        var.name,
+                        t.dtype(),
+                        t.shape(),
+                        var.ty.dtype,
+                        var.ty.shape_string()
+                    ),
+                ));
             }
             live.set(v, t);
         }
@@ -409,10 +422,14 @@ impl<'g> Executor<'g> {
                 } else {
                     format!("{kd} '{}' and {kv} '{}'", dv.name, var.name)
                 };
-                return Err(Error::Graph(format!(
-                    "{pair} share a buffer, and '{}' is overwritten in place; feed separate copies",
-                    dv.name
-                )));
+                return Err(Error::feed(
+                    &dv.name,
+                    FeedFault::Shared,
+                    format!(
+                        "{pair} share a buffer, and '{}' is overwritten in place; feed separate copies",
+                        dv.name
+                    ),
+                ));
             }
         }
         Ok(())
@@ -715,7 +732,7 @@ impl<'g> Cursor<'_, 'g> {
         let nodes: Vec<NodeId> = self.exec.order[pos..pos + ran].to_vec();
         let value = mine.value().clone();
         let out = {
-            let _policy = pool::with_policy(twin.opts.pool);
+            let _policy = buffer_pool::with_policy(twin.opts.buffers);
             Tensor::uninit(value.dtype(), value.shape())?
         };
         let at = At {
@@ -805,7 +822,7 @@ impl<'g> Cursor<'_, 'g> {
         if self.pos >= self.end {
             return Ok(None);
         }
-        let _policy = pool::with_policy(self.opts.pool);
+        let _policy = buffer_pool::with_policy(self.opts.buffers);
         let g = self.exec.graph;
         let pos = self.pos;
         let nid = self.exec.order[pos];

@@ -335,7 +335,7 @@ impl Graph {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, e))?;
         let wrap = |e: Error| match e {
-            Error::File { .. } => e,
+            Error::File { .. } | Error::Npy { .. } => e,
             other => Error::file(path, other),
         };
         let f = GraphFile::parse(&text).map_err(wrap)?;

@@ -12,7 +12,7 @@
 //! Negative values are resolved when the view is made, against the actual
 //! shape (dynamic indexing), and the result equals numpy's basic indexing.
 
-use crate::error::{index_err, layout_err, op_err, rank_err, Result};
+use crate::error::{index_encoding_err, index_err, layout_err, rank_err, Result};
 use crate::tensor::layout::Layout;
 
 pub const POINT: i64 = 0;
@@ -52,7 +52,7 @@ impl IndexSpec {
     /// produced it than a request we should guess at.
     pub fn decode(v: &[i64], position: usize) -> Result<IndexSpec> {
         let Some(&kind) = v.first() else {
-            return op_err(format!("index {position}: empty index vector"));
+            return index_encoding_err(format!("index {position}: empty index vector"));
         };
         let name = match kind {
             POINT => "point",
@@ -60,7 +60,7 @@ impl IndexSpec {
             ALL => "all",
             NEW_AXIS => "new axis",
             t => {
-                return op_err(format!(
+                return index_encoding_err(format!(
                 "index {position}: unknown index type {t} (expected 0 point, 1 interval, 2 all, 3 new axis)"
             ))
             }
@@ -137,7 +137,7 @@ struct Slots<'a> {
 
 impl Slots<'_> {
     fn err<T>(&self, slot: usize, field: &str, why: &str) -> Result<T> {
-        op_err(format!(
+        index_encoding_err(format!(
             "index {} ({}): {field} (slot {slot}) is {}, {why}, in {:?}",
             self.position, self.name, self.v[slot], self.v
         ))
@@ -151,7 +151,7 @@ impl Slots<'_> {
             [n] => n.to_string(),
             _ => format!("{} or {}", allowed[0], allowed[1]),
         };
-        op_err(format!(
+        index_encoding_err(format!(
             "index {} ({}): needs {want} values, got {} in {:?}",
             self.position,
             self.name,
@@ -295,6 +295,7 @@ pub fn apply(l: &Layout, indices: &[IndexSpec]) -> Result<Layout> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assert_cause;
 
     fn view(shape: &[usize], idx: &[IndexSpec]) -> Layout {
         apply(&Layout::contiguous(shape), idx).unwrap()
@@ -306,7 +307,7 @@ mod tests {
     fn too_many_new_axes_are_refused_by_apply() {
         let idx = vec![IndexSpec::NewAxis; 64];
         let e = apply(&Layout::contiguous(&[2]), &idx).unwrap_err();
-        assert!(e.to_string().contains("rank 65 (64 new axes)"), "{e}");
+        assert_cause!(e, Rank, "rank 65 (64 new axes)");
         let idx = vec![IndexSpec::NewAxis; 63];
         assert_eq!(apply(&Layout::contiguous(&[2]), &idx).unwrap().ndim(), 64);
     }
@@ -321,12 +322,16 @@ mod tests {
             IndexSpec::decode(&[3, 1, 1, 0, 1], 0).unwrap(),
             IndexSpec::NewAxis
         );
-        assert!(IndexSpec::decode(&[9, 0, 1, 1], 2)
-            .unwrap_err()
-            .to_string()
-            .contains("index 2"));
-        assert!(IndexSpec::decode(&[0, 1, 1, 7], 0).is_err());
-        assert!(IndexSpec::decode(&[1, 2, 1, 0, 3, 0, 0], 0).is_err());
+        assert_cause!(
+            IndexSpec::decode(&[9, 0, 1, 1], 2).unwrap_err(),
+            IndexEncoding,
+            "index 2"
+        );
+        assert_cause!(IndexSpec::decode(&[0, 1, 1, 7], 0).unwrap_err(), IndexEncoding);
+        assert_cause!(
+            IndexSpec::decode(&[1, 2, 1, 0, 3, 0, 0], 0).unwrap_err(),
+            IndexEncoding
+        );
     }
 
     #[test]
@@ -350,14 +355,12 @@ mod tests {
             (&[3, 1, 1, 4, 1], "offset (slot 3) is 4"),
         ];
         for (v, field) in bad {
-            let e = IndexSpec::decode(v, 1).unwrap_err().to_string();
-            assert!(e.contains(field), "{v:?}: {e}");
-            assert!(e.contains("index 1 (") && !e.contains('\n'), "{v:?}: {e}");
+            let e = IndexSpec::decode(v, 1).unwrap_err();
+            assert_cause!(e, IndexEncoding, field, "index 1 (");
+            assert!(!e.to_string().contains('\n'), "{v:?}: {e}");
         }
-        assert!(IndexSpec::decode(&[3, 1, 1, 0, 1, 0], 0)
-            .unwrap_err()
-            .to_string()
-            .contains("needs 4 or 5 values, got 6"));
+        let e = IndexSpec::decode(&[3, 1, 1, 0, 1, 0], 0).unwrap_err();
+        assert_cause!(e, IndexEncoding, "4 or 5", "6");
         // Both flag values and both new-axis forms are accepted.
         let good: [(&[i64], IndexSpec); 7] = [
             (&[0, 1, 1, 2, 0], IndexSpec::Point(2)),

@@ -2,13 +2,13 @@
 //! permuting it or reshaping it (when the layout allows) makes a view of the
 //! same buffer.
 
+pub mod buffer_pool;
 pub mod dtype;
 pub mod index;
 pub mod layout;
 pub mod limit;
 mod npy;
 pub mod overlap;
-pub mod pool;
 pub mod region;
 pub mod storage;
 
@@ -110,7 +110,7 @@ impl Tensor {
     /// count but not the rank: callers that take arrays from users check it
     /// (the .npy reader does, and so does the executor for its feeds).
     pub fn from_array<T: Element, S: ndarray::Data<Elem = T>>(a: &ndarray::ArrayBase<S, IxDyn>) -> Tensor {
-        let mut data = pool::take::<T>(a.len());
+        let mut data = buffer_pool::take::<T>(a.len());
         match a.as_slice() {
             Some(s) => data.copy_from_slice(s),
             None => data.iter_mut().zip(a.iter()).for_each(|(d, x)| *d = *x),

@@ -22,7 +22,7 @@ use ndarray::ArrayD;
 use ndarray_npy::{ReadNpyExt, WriteNpyExt};
 
 use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
+use crate::error::{Error, NpyError, Result};
 use crate::tensor::{limit, Tensor};
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -61,49 +61,56 @@ struct Header {
 
 /// Reads and checks the preamble and header of `f`, a file of `file_len`
 /// bytes. Messages are without the path (the caller adds it).
-fn read_header(f: &mut impl Read, file_len: u64) -> std::result::Result<Header, String> {
+fn read_header(f: &mut impl Read, file_len: u64) -> std::result::Result<Header, NpyError> {
     let mut raw = vec![0u8; 8];
-    f.read_exact(&mut raw)
-        .map_err(|_| format!("not a .npy file: {file_len} bytes, shorter than the .npy preamble"))?;
+    f.read_exact(&mut raw).map_err(|_| {
+        NpyError::Preamble(format!(
+            "not a .npy file: {file_len} bytes, shorter than the .npy preamble"
+        ))
+    })?;
     if raw[..6] != MAGIC[..] {
-        return Err("not a .npy file: it does not start with the magic string \\x93NUMPY".into());
+        return Err(NpyError::Preamble(
+            "not a .npy file: it does not start with the magic string \\x93NUMPY".into(),
+        ));
     }
     let (major, minor) = (raw[6], raw[7]);
     let len_bytes = match (major, minor) {
         (1, 0) => 2,
         (2, 0) | (3, 0) => 4,
         _ => {
-            return Err(format!(
+            return Err(NpyError::Preamble(format!(
                 "unsupported .npy version {major}.{minor} (supported: 1.0, 2.0, 3.0)"
-            ))
+            )))
         }
     };
     let mut len_buf = [0u8; 4];
     f.read_exact(&mut len_buf[..len_bytes])
-        .map_err(|_| "truncated .npy preamble: the header length is missing".to_string())?;
+        .map_err(|_| NpyError::Preamble("truncated .npy preamble: the header length is missing".into()))?;
     raw.extend_from_slice(&len_buf[..len_bytes]);
     let header_len = u32::from_le_bytes(len_buf) as usize;
     let pre = raw.len();
     if (pre + header_len) as u64 > file_len {
-        return Err(format!(
+        return Err(NpyError::Header(format!(
             "the header length is {header_len} bytes, but the file holds only {} bytes after the preamble",
             file_len - pre as u64
-        ));
+        )));
     }
     if header_len > MAX_HEADER_LEN {
-        return Err(format!(
+        return Err(NpyError::Header(format!(
             "the header length is {header_len} bytes, above the limit of {MAX_HEADER_LEN}"
-        ));
+        )));
     }
     raw.resize(pre + header_len, 0);
     f.read_exact(&mut raw[pre..])
-        .map_err(|e| format!("cannot read the .npy header: {e}"))?;
+        .map_err(|e| NpyError::Header(format!("cannot read the .npy header: {e}")))?;
     let text = &raw[pre..];
     if major < 3 && !text.is_ascii() {
-        return Err(format!("the header of a version {major}.0 file is not ASCII"));
+        return Err(NpyError::Header(format!(
+            "the header of a version {major}.0 file is not ASCII"
+        )));
     }
-    let text = std::str::from_utf8(text).map_err(|_| "the header is not UTF-8".to_string())?;
-    let (descr, shape) = parse_dict(text.trim_end())?;
+    let text = std::str::from_utf8(text).map_err(|_| NpyError::Header("the header is not UTF-8".into()))?;
+    let (descr, shape) = parse_dict(text.trim_end()).map_err(NpyError::Header)?;
     let dtype = match &descr {
         Descr::Str(s) => dtype_of(s),
         Descr::Other(_) => None,
@@ -113,14 +120,14 @@ fn read_header(f: &mut impl Read, file_len: u64) -> std::result::Result<Header, 
             Descr::Str(s) => format!("'{s}'"),
             Descr::Other(s) => s.clone(),
         };
-        format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <f2, <i8, <i4, |b1, |u1, |i1, <u2, <i2, <u4, <u8, and their > forms)")
+        NpyError::DType(format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <f2, <i8, <i4, |b1, |u1, |i1, <u2, <i2, <u4, <u8, and their > forms)"))
     })?;
     if shape.len() > limit::MAX_RANK {
-        return Err(format!(
+        return Err(NpyError::Shape(format!(
             "shape {} is above the limit of {} dimensions",
             limit::shape_str(&shape),
             limit::MAX_RANK
-        ));
+        )));
     }
     Ok(Header { dtype, shape, raw })
 }
@@ -419,28 +426,29 @@ impl NpyElement for half::f16 {
 pub fn read(path: &Path) -> Result<Tensor> {
     let mut f = File::open(path).map_err(|e| Error::file(path, e))?;
     let file_len = f.metadata().map_err(|e| Error::file(path, e))?.len();
-    read_from(&mut f, file_len).map_err(|msg| Error::file(path, msg))
+    read_from(&mut f, file_len).map_err(|e| Error::npy(path, e))
 }
 
 /// Reads a .npy image held in memory; errors name `name` as the file.
 pub fn read_bytes(bytes: &[u8], name: &Path) -> Result<Tensor> {
-    read_from(&mut Cursor::new(bytes), bytes.len() as u64).map_err(|msg| Error::file(name, msg))
+    read_from(&mut Cursor::new(bytes), bytes.len() as u64).map_err(|e| Error::npy(name, e))
 }
 
 /// Reads a .npy of `len` bytes from `f`, checking everything first.
-fn read_from(f: &mut impl Read, len: u64) -> std::result::Result<Tensor, String> {
+fn read_from(f: &mut impl Read, len: u64) -> std::result::Result<Tensor, NpyError> {
     let header = read_header(f, len)?;
-    let count = limit::numel(&header.shape).map_err(|e| e.to_string())?;
+    let count = limit::numel(&header.shape).map_err(|e| NpyError::Shape(e.to_string()))?;
     let bytes = count as u128 * header.dtype.size() as u128;
     let held = len - header.raw.len() as u64;
     if bytes > held as u128 {
-        return Err(format!(
+        return Err(NpyError::Truncated(format!(
             "declares {count} elements ({bytes} bytes) but holds only {held} bytes"
-        ));
+        )));
     }
-    limit::check_alloc(header.dtype, count).map_err(|e| e.to_string())?;
+    limit::check_alloc(header.dtype, count).map_err(|e| NpyError::Alloc(Box::new(e)))?;
     let rest = BufReader::new(f);
     crate::dispatch_all!(header.dtype, T => <T as NpyElement>::read(&header.raw, rest))
+        .map_err(NpyError::Data)
 }
 
 pub fn write(t: &Tensor, path: &Path) -> Result<()> {
@@ -512,8 +520,21 @@ mod tests {
         assert_eq!(back.to_f64_vec().unwrap(), t.to_f64_vec().unwrap());
         assert_eq!(back.shape(), &[2, 3]);
         let e = read_bytes(&image[..image.len() - 4], Path::new("m.npy")).unwrap_err();
-        assert!(e.to_string().contains("m.npy"), "{e}");
+        assert!(
+            matches!(&e, Error::Npy { path, source: NpyError::Truncated(_) } if path == Path::new("m.npy")),
+            "{e:?}"
+        );
         assert!(e.to_string().contains("holds only 20 bytes"), "{e}");
-        assert!(read_bytes(b"\x93NUMPY", Path::new("m.npy")).is_err());
+        let e = read_bytes(b"\x93NUMPY", Path::new("m.npy")).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::Npy {
+                    source: NpyError::Preamble(_),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::tensor::pool;
+use crate::tensor::buffer_pool;
 
 /// A stable identity for a buffer, unique in the process.
 pub type BufferId = u64;
@@ -96,7 +96,7 @@ impl<T: Element> Buffer<T> {
 
 impl<T: Element> Drop for Buffer<T> {
     fn drop(&mut self) {
-        pool::give(std::mem::take(self.data.get_mut()));
+        buffer_pool::give(std::mem::take(self.data.get_mut()));
     }
 }
 
@@ -200,13 +200,13 @@ impl Storage {
     }
 
     pub fn zeros(dtype: DType, len: usize) -> Storage {
-        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(pool::take_zeroed::<T>(len))))
+        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(buffer_pool::take_zeroed::<T>(len))))
     }
 
     /// A buffer with unspecified (but valid) contents, for kernels that
     /// overwrite every element.
     pub fn uninit(dtype: DType, len: usize) -> Storage {
-        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(pool::take::<T>(len))))
+        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(buffer_pool::take::<T>(len))))
     }
 }
 

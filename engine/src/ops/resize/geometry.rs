@@ -2,7 +2,7 @@
 //! coordinate of an output position under each transform, and the taps
 //! (neighbours and weights) of an interpolated axis.
 
-use crate::error::{attr_err, op_err, Result};
+use crate::error::{attr_err, shape_err, Result};
 
 use super::kernel::normalize;
 use super::{Interpolation, Nearest, Resize, Transform};
@@ -60,7 +60,7 @@ impl Resize {
                 let input = shape[d];
                 let (output, scale) = self.extent(d, input);
                 if input == 0 && output > 0 {
-                    return op_err(format!(
+                    return shape_err(format!(
                         "op 'resize': axis {d} is empty and cannot be resized to {output}"
                     ));
                 }

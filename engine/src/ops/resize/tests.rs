@@ -322,7 +322,7 @@ fn bad_attrs_and_inputs_are_errors() {
     assert_cause!(e, DType, "'linear'");
     let grow = op("resize", Attrs::new().with("sizes", vec![3]));
     let e = run_vec::<f32>(grow.as_ref(), &[t(&[0], Vec::<f32>::new())]).unwrap_err();
-    assert_cause!(e, Op, "axis 0");
+    assert_cause!(e, Shape, "axis 0");
 }
 
 /// How the proptest picks a transform, mode and the rest.

@@ -1,8 +1,6 @@
 //! Builds small ONNX models in Rust (the crate's protobuf types), so the
 //! importer's tests need no Python and no checked-in binaries.
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! Buffers return here when their last view drops. The pool keeps at most
 //! [`MAX_POOLED_BYTES`] and a few buffers per (dtype, length).
 //!
-//! What a fresh buffer holds is a per-thread [`PoolPolicy`], set for the
+//! What a fresh buffer holds is a per-thread [`BufferPolicy`], set for the
 //! span of one run (or one step of a run) with [`with_policy`]: reused
 //! contents (fast), zeros, or a poison sentinel so that a kernel reading
 //! memory it never wrote is caught.
@@ -29,7 +29,7 @@ pub const MIN_POOLED_BYTES: usize = 4096;
 /// What [`take`] hands out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PoolPolicy {
+pub enum BufferPolicy {
     /// Pooled buffers with their stale contents (the fastest).
     #[default]
     Reuse,
@@ -43,16 +43,16 @@ pub enum PoolPolicy {
 }
 
 thread_local! {
-    static POLICY: Cell<PoolPolicy> = const { Cell::new(PoolPolicy::Reuse) };
+    static POLICY: Cell<BufferPolicy> = const { Cell::new(BufferPolicy::Reuse) };
 }
 
 /// The policy in force on this thread.
-pub fn policy() -> PoolPolicy {
+pub fn policy() -> BufferPolicy {
     POLICY.with(Cell::get)
 }
 
 /// Restores the previous policy when dropped.
-pub struct PolicyGuard(PoolPolicy);
+pub struct PolicyGuard(BufferPolicy);
 
 impl Drop for PolicyGuard {
     fn drop(&mut self) {
@@ -61,7 +61,7 @@ impl Drop for PolicyGuard {
 }
 
 /// Sets this thread's policy until the guard drops.
-pub fn with_policy(policy: PoolPolicy) -> PolicyGuard {
+pub fn with_policy(policy: BufferPolicy) -> PolicyGuard {
     PolicyGuard(POLICY.with(|p| p.replace(policy)))
 }
 
@@ -109,7 +109,7 @@ static MISSES: AtomicU64 = AtomicU64::new(0);
 
 /// Counters of the pool, for benches and reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PoolStats {
+pub struct BufferPoolStats {
     pub hits: u64,
     /// Buffers of a pooled size (at least [`MIN_POOLED_BYTES`]) the pool
     /// could not supply: each is fresh memory, with its page faults.
@@ -117,8 +117,8 @@ pub struct PoolStats {
     pub pooled_bytes: usize,
 }
 
-pub fn stats() -> PoolStats {
-    PoolStats {
+pub fn stats() -> BufferPoolStats {
+    BufferPoolStats {
         hits: HITS.load(Ordering::Relaxed),
         misses: MISSES.load(Ordering::Relaxed),
         pooled_bytes: free().lock().map(|f| f.bytes).unwrap_or(0),
@@ -134,7 +134,7 @@ pub fn clear() {
 }
 
 fn pop<T: Element>(len: usize) -> Option<Vec<T>> {
-    if !pooled::<T>(len) || policy() == PoolPolicy::Fresh {
+    if !pooled::<T>(len) || policy() == BufferPolicy::Fresh {
         return None;
     }
     let mut f = free().lock().ok()?;
@@ -150,7 +150,7 @@ pub fn take<T: Element>(len: usize) -> Vec<T> {
     let mut v = match pop::<T>(len) {
         Some(v) => {
             HITS.fetch_add(1, Ordering::Relaxed);
-            if policy == PoolPolicy::Zero {
+            if policy == BufferPolicy::Zero {
                 let mut v = v;
                 fill(&mut v, T::default());
                 return v;
@@ -164,7 +164,7 @@ pub fn take<T: Element>(len: usize) -> Vec<T> {
             vec![T::default(); len]
         }
     };
-    if policy == PoolPolicy::Poison {
+    if policy == BufferPolicy::Poison {
         fill(&mut v, T::POISON);
     }
     v
@@ -227,25 +227,25 @@ mod tests {
         const N: usize = 7919;
         give(vec![3.0f32; N]);
         {
-            let _g = with_policy(PoolPolicy::Poison);
+            let _g = with_policy(BufferPolicy::Poison);
             assert!(take::<f32>(N).iter().all(|x| x.is_nan()));
             assert!(take::<i32>(N).iter().all(|&x| x == 0x5A5A_5A5A));
             assert!(take::<bool>(N).iter().all(|&x| x));
         }
         give(vec![3.0f32; N]);
         {
-            let _g = with_policy(PoolPolicy::Zero);
+            let _g = with_policy(BufferPolicy::Zero);
             assert!(take::<f32>(N).iter().all(|&x| x == 0.0));
         }
         give(vec![3.0f32; N]);
         {
-            let _g = with_policy(PoolPolicy::Fresh);
+            let _g = with_policy(BufferPolicy::Fresh);
             assert!(
                 take::<f32>(N).iter().all(|&x| x == 0.0),
                 "fresh memory, not the pooled buffer"
             );
         }
-        assert_eq!(policy(), PoolPolicy::Reuse, "guards restore the policy");
+        assert_eq!(policy(), BufferPolicy::Reuse, "guards restore the policy");
         assert!(
             take::<f32>(N).iter().all(|&x| x == 3.0),
             "reuse hands out stale contents"
@@ -260,7 +260,7 @@ mod tests {
             take::<f32>(N).iter().all(|&x| x == 0.0),
             "a small buffer is not pooled, so it comes back fresh"
         );
-        let _g = with_policy(PoolPolicy::Poison);
+        let _g = with_policy(BufferPolicy::Poison);
         assert!(take::<f32>(N).iter().all(|x| x.is_nan()));
         assert!(take::<i64>(N).iter().all(|&x| x == i64::POISON));
     }

@@ -19,18 +19,18 @@ use vigil_engine::{Result, Tensor};
 
 /// How the reference protects its values, and whether the watch tripped.
 #[derive(Debug, Default)]
-pub struct Isolation {
+pub struct ReferenceIsolation {
     copy: bool,
     tripped: AtomicBool,
 }
 
-impl Isolation {
-    pub fn watch() -> Arc<Isolation> {
-        Arc::new(Isolation::default())
+impl ReferenceIsolation {
+    pub fn watch() -> Arc<ReferenceIsolation> {
+        Arc::new(ReferenceIsolation::default())
     }
 
-    pub fn copying() -> Arc<Isolation> {
-        Arc::new(Isolation {
+    pub fn copying() -> Arc<ReferenceIsolation> {
+        Arc::new(ReferenceIsolation {
             copy: true,
             tripped: AtomicBool::new(false),
         })
@@ -52,7 +52,7 @@ impl Isolation {
 
 struct Isolated {
     op: Arc<dyn Op>,
-    iso: Arc<Isolation>,
+    iso: Arc<ReferenceIsolation>,
 }
 
 impl Op for Isolated {
@@ -95,7 +95,7 @@ impl Op for Isolated {
 /// every op isolated as `iso` says. An in-place op without a twin is kept:
 /// it writes its input, which trips a watching reference, and a copying
 /// one runs it on a private copy, so it acts as a pure op.
-pub fn reference(g: &Graph, iso: &Arc<Isolation>) -> Result<Graph> {
+pub fn reference(g: &Graph, iso: &Arc<ReferenceIsolation>) -> Result<Graph> {
     let (sources, mut specs, outputs) = g.to_specs();
     for s in &mut specs {
         let op = match s.op.pure_twin() {
