@@ -26,8 +26,9 @@ into a temporary directory as ONNX test cases (random input, onnxruntime's
 output as the expected one), so both sides compute the same thing.
 Each round times one Vigil rep (`vigil bench --modes plain --reps 1
 --format json`, with RAYON_NUM_THREADS=1 so that Vigil's intra-op
-parallelism is off; the figure is `runner::check` of the loaded case, see
-docs/bench-format.md) and then one onnxruntime `run` (intra_op_num_threads=1,
+parallelism is off; the figure is the run of the graph prepared once, the
+in-place pass and the executor's plan left out as onnxruntime's session
+building is, see docs/bench-format.md) and then one onnxruntime `run` (intra_op_num_threads=1,
 inter_op_num_threads=1, sequential execution, all graph optimizations; the
 session is built once, outside the timing). Both are fed ONNX's dummy input
 for light models, `arange(n) / n`, which is what `vigil run` feeds them.

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde_json::json;
 use vigil_engine::compare::{compare, Tolerance};
 use vigil_engine::graph::Graph;
-use vigil_engine::{inplace, DType, Executor, OpRegistry, RunOptions, Tensor};
+use vigil_engine::{DType, Executor, OpRegistry, Prepared, RunOptions, Tensor};
 use vigil_listeners::profile::ProfilingListener;
 use vigil_listeners::{
     ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
@@ -126,7 +126,7 @@ pub fn check(
     graph: &Graph,
     feeds: &HashMap<String, Tensor>,
     cfg: &RunConfig,
-    mut listeners: ListenerSet,
+    listeners: ListenerSet,
 ) -> Result<Checked> {
     if cfg.mode == Mode::Debug {
         if !cfg.inplace {
@@ -143,26 +143,63 @@ pub fn check(
             debug: Some(report.stats),
         });
     }
-    let graph = if cfg.inplace {
-        inplace::run(graph)?.graph
+    let prepared = prepare(graph, cfg)?;
+    let ran = run_prepared(&prepared, feeds, cfg, listeners)?;
+    Ok(Checked {
+        graph: prepared.into_graph(),
+        outputs: ran.outputs,
+        findings: ran.findings,
+        timeline: ran.timeline,
+        listeners: ran.listeners,
+        peak_live_bytes: ran.peak_live_bytes,
+        debug: None,
+    })
+}
+
+/// The graph a plain or validate run of `cfg` runs, prepared once for any
+/// number of [`run_prepared`]: after the in-place pass unless
+/// [`RunConfig::inplace`] is off, with the executor's plan.
+pub fn prepare(graph: &Graph, cfg: &RunConfig) -> Result<Prepared> {
+    Ok(if cfg.inplace {
+        Prepared::new(graph)?
     } else {
-        graph.clone()
-    };
-    let exec = Executor::new(&graph)?;
+        Prepared::as_given(graph.clone())?
+    })
+}
+
+/// What one run of a prepared graph gave: [`Checked`] without the graph.
+pub struct Ran {
+    pub outputs: Vec<(String, Tensor)>,
+    pub findings: Vec<Finding>,
+    pub timeline: Vec<TimelineEntry>,
+    pub listeners: ListenerSet,
+    pub peak_live_bytes: usize,
+}
+
+/// One plain or validate run of `prepared` (from [`prepare`]) on `feeds`,
+/// as [`check`] runs it; refuses debug mode, which prepares its own runs.
+pub fn run_prepared(
+    prepared: &Prepared,
+    feeds: &HashMap<String, Tensor>,
+    cfg: &RunConfig,
+    mut listeners: ListenerSet,
+) -> Result<Ran> {
+    if cfg.mode == Mode::Debug {
+        bail!("DebugMode runs its own in-place and pure graphs; it takes no prepared graph");
+    }
+    let exec = prepared.executor();
     if cfg.mode == Mode::Plain {
         let run = exec.run_with(feeds, &mut listeners, &RunOptions::default())?;
-        return Ok(Checked {
-            graph,
+        return Ok(Ran {
             peak_live_bytes: run.stats.peak_live_bytes,
             outputs: run.outputs,
             findings: Vec::new(),
             timeline: Vec::new(),
             listeners,
-            debug: None,
         });
     }
     let mut noninplace = NonInplaceValidationListener::new();
-    noninplace.replay_from(&graph, feeds)?;
+    noninplace.replay_from(prepared.graph(), feeds)?;
     listeners
         .push(noninplace)
         .push(ViewMapValidationListener::new())
@@ -186,14 +223,12 @@ pub fn check(
                 .collect()
         })
         .unwrap_or_default();
-    Ok(Checked {
-        graph,
+    Ok(Ran {
         peak_live_bytes: run.stats.peak_live_bytes,
         outputs: run.outputs,
         findings,
         timeline,
         listeners,
-        debug: None,
     })
 }
 

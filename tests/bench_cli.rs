@@ -1,4 +1,4 @@
-//! End-to-end tests of `vigil bench`: the `vigil-bench/1` structure, the
+//! End-to-end tests of `vigil bench`: the `vigil-bench/2` structure, the
 //! modes asked for in the order asked, the ratio to plain, the table, and
 //! bad input refused with one line and exit code 2. No timing thresholds:
 //! the machine is shared.
@@ -38,7 +38,7 @@ fn json_has_every_mode_with_reps_medians_ratios_and_peaks() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = json_of(&o);
-    assert_eq!(r["format"], "vigil-bench/1");
+    assert_eq!(r["format"], "vigil-bench/2");
     assert_eq!(r["reps"], 3);
     assert_eq!(r["modes"], serde_json::json!(["plain", "validate", "debug"]));
     let cases = r["cases"].as_array().unwrap();
@@ -51,7 +51,10 @@ fn json_has_every_mode_with_reps_medians_ratios_and_peaks() {
     for case in cases {
         assert_eq!(modes_of(case), ["plain", "validate", "debug"]);
         let results = case["results"].as_array().unwrap();
-        let plain = results[0]["median_ms"].as_f64().unwrap();
+        // A check is its preparation and its run.
+        let total =
+            |m: &Value| m["median_ms"].as_f64().unwrap() + m["prepare_median_ms"].as_f64().unwrap_or(0.0);
+        let plain = total(&results[0]);
         for m in results {
             assert_eq!(m["status"], "pass", "{m}");
             assert!(m["error"].is_null(), "{m}");
@@ -68,8 +71,24 @@ fn json_has_every_mode_with_reps_medians_ratios_and_peaks() {
             assert_eq!(m["min_ms"].as_f64().unwrap(), sorted[0], "{m}");
             assert_eq!(m["max_ms"].as_f64().unwrap(), sorted[2], "{m}");
             assert!(sorted[0] > 0.0, "{m}");
+            let prepare: Vec<f64> = m["prepare_ms"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_f64().unwrap())
+                .collect();
+            if m["mode"] == "debug" {
+                // DebugMode prepares inside its run.
+                assert!(prepare.is_empty() && m["prepare_median_ms"].is_null(), "{m}");
+            } else {
+                assert_eq!(prepare.len(), 3, "{m}");
+                let mut p = prepare.clone();
+                p.sort_by(f64::total_cmp);
+                assert!(p[0] > 0.0, "{m}");
+                assert_eq!(m["prepare_median_ms"].as_f64().unwrap(), p[1], "{m}");
+            }
             let ratio = m["vs_plain"].as_f64().unwrap();
-            assert_eq!(ratio, sorted[1] / plain, "{m}");
+            assert_eq!(ratio, total(m) / plain, "{m}");
             assert!(m["peak_live_bytes"].as_u64().unwrap() > 0, "{m}");
         }
         assert_eq!(results[0]["vs_plain"].as_f64(), Some(1.0));
@@ -124,11 +143,19 @@ fn table_has_a_row_per_case_and_mode() {
         .collect();
     assert_eq!(
         header,
-        ["case", "mode", "median ms", "vs plain", "peak live", "status"]
+        [
+            "case",
+            "mode",
+            "prepare ms",
+            "run ms",
+            "vs plain",
+            "peak live",
+            "status"
+        ]
     );
     let plain: Vec<&str> = lines[1].split_whitespace().collect();
     assert_eq!(plain[..2], ["suites/ops/abs_f32", "plain"]);
-    assert_eq!(plain[3], "1.00x", "{text}");
+    assert_eq!(plain[4], "1.00x", "{text}");
     assert_eq!(*plain.last().unwrap(), "pass");
     assert!(lines[2].contains(" validate "), "{text}");
     assert!(lines[3].starts_with("2 reps per mode"), "{text}");
@@ -178,7 +205,9 @@ fn a_case_that_cannot_run_is_an_error_row_without_times() {
     assert_eq!(m["status"], "error", "{m}");
     assert!(m["error"].as_str().unwrap().contains("graph.json"), "{m}");
     assert!(m["median_ms"].is_null() && m["vs_plain"].is_null(), "{m}");
+    assert!(m["prepare_median_ms"].is_null(), "{m}");
     assert_eq!(m["times_ms"].as_array().unwrap().len(), 0);
+    assert_eq!(m["prepare_ms"].as_array().unwrap().len(), 0);
 }
 
 #[test]

@@ -29,7 +29,8 @@ pub mod parallel;
 
 pub use destroy::{DestroyHandler, Rule, Violation};
 pub use exec::{
-    At, Cursor, Executor, Feeds, Listener, OpEvent, Operation, RunOptions, RunOutput, Snapshot, Step,
+    At, Cursor, Executor, Feeds, Listener, OpEvent, Operation, Prepared, RunOptions, RunOutput, Snapshot,
+    Step,
 };
 pub use graph::{Graph, GraphBuilder, Sym};
 pub use tensor::buffer_pool::BufferPolicy;

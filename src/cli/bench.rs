@@ -16,11 +16,13 @@ use vigil_listeners::ListenerSet;
 use vigil_reports::Status;
 
 use super::run::EXIT_NO_CASES;
-use crate::runner::{check, load_case, LoadedCase, Mode, RunConfig, Suites, ToleranceOverrides};
+use crate::runner::{
+    check, load_case, prepare, run_prepared, LoadedCase, Mode, RunConfig, Suites, ToleranceOverrides,
+};
 use crate::suite::CaseRef;
 
 /// The JSON schema name of the output.
-pub const BENCH_FORMAT: &str = "vigil-bench/1";
+pub const BENCH_FORMAT: &str = "vigil-bench/2";
 
 /// Largest `--reps`: beyond it a typo (`--reps 5000000`) would run for days.
 const MAX_REPS: u32 = 10_000;
@@ -50,7 +52,7 @@ pub struct BenchArgs {
     /// With the debug mode: its checks, comma-separated (as `vigil run --checks`).
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
-    /// table or json (`vigil-bench/1`, see docs/bench-format.md).
+    /// table or json (`vigil-bench/2`, see docs/bench-format.md).
     #[arg(long, value_enum, default_value = "table")]
     format: BenchFormat,
 }
@@ -63,11 +65,17 @@ struct ModeResult {
     status: &'static str,
     /// Why the case could not run in this mode (then there are no times).
     error: Option<String>,
+    /// Each rep's preparation (the in-place pass and the executor's plan);
+    /// empty in debug mode, which prepares inside its run.
+    prepare_ms: Vec<f64>,
+    prepare_median_ms: Option<f64>,
+    /// Each rep's run of the prepared graph (debug mode: the whole check).
     times_ms: Vec<f64>,
     median_ms: Option<f64>,
     min_ms: Option<f64>,
     max_ms: Option<f64>,
-    /// Median over plain's median; `None` without a plain time.
+    /// Preparation and run medians together, over plain's: what a `vigil
+    /// run` of the case costs against plain's. `None` without a plain time.
     vs_plain: Option<f64>,
     peak_live_bytes: Option<u64>,
 }
@@ -178,6 +186,8 @@ fn bench_case(
                 mode: cfg.mode.name(),
                 status: warm.status.name(),
                 error: warm.error,
+                prepare_ms: Vec::new(),
+                prepare_median_ms: None,
                 times_ms: Vec::new(),
                 median_ms: None,
                 min_ms: None,
@@ -207,8 +217,13 @@ fn bench_case(
                     continue;
                 }
                 match time_check(loaded, &configs[i]) {
-                    Ok((ms, peak)) => {
-                        results[i].times_ms.push(ms);
+                    Ok(Timed {
+                        prepare_ms,
+                        run_ms,
+                        peak,
+                    }) => {
+                        results[i].prepare_ms.extend(prepare_ms);
+                        results[i].times_ms.push(run_ms);
                         let p = results[i].peak_live_bytes.get_or_insert(0);
                         *p = (*p).max(peak);
                     }
@@ -216,6 +231,7 @@ fn bench_case(
                         results[i].status = Status::Error.name();
                         results[i].error = Some(e);
                         results[i].times_ms.clear();
+                        results[i].prepare_ms.clear();
                         results[i].peak_live_bytes = None;
                     }
                 }
@@ -228,14 +244,19 @@ fn bench_case(
         r.median_ms = median(&t);
         r.min_ms = t.first().copied();
         r.max_ms = t.last().copied();
+        let mut p = r.prepare_ms.clone();
+        p.sort_by(f64::total_cmp);
+        r.prepare_median_ms = median(&p);
     }
+    // A check is its preparation and its run.
+    let total = |r: &ModeResult| r.median_ms.map(|m| m + r.prepare_median_ms.unwrap_or(0.0));
     let plain = results
         .iter()
         .find(|r| r.mode == Mode::Plain.name())
-        .and_then(|r| r.median_ms)
+        .and_then(total)
         .filter(|&p| p > 0.0);
     for r in &mut results {
-        r.vs_plain = plain.zip(r.median_ms).map(|(p, m)| m / p);
+        r.vs_plain = plain.zip(total(r)).map(|(p, m)| m / p);
     }
     CaseResult {
         case: case.name(),
@@ -244,17 +265,46 @@ fn bench_case(
     }
 }
 
-/// One timed [`check`]: the in-place pass, the executor's construction and
-/// the run with the mode's listeners (or DebugMode). Loading and comparing
-/// with `expected/` are left out. A panic is an error, as in `vigil run`.
-fn time_check(loaded: &LoadedCase, cfg: &RunConfig) -> Result<(f64, u64), String> {
-    let start = Instant::now();
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        check(&loaded.graph, &loaded.feeds, cfg, ListenerSet::new())
+/// One timed rep of a mode.
+struct Timed {
+    /// The preparation ([`prepare`]); `None` in debug mode.
+    prepare_ms: Option<f64>,
+    /// The run of the prepared graph ([`run_prepared`]), or in debug mode
+    /// the whole [`check`].
+    run_ms: f64,
+    peak: u64,
+}
+
+/// One timed rep: in plain and validate mode the preparation (the in-place
+/// pass and the executor's plan) and the run with the mode's listeners,
+/// timed apart; in debug mode one [`check`] (DebugMode prepares its runs
+/// itself). Loading and comparing with `expected/` are left out. A panic is
+/// an error, as in `vigil run`.
+fn time_check(loaded: &LoadedCase, cfg: &RunConfig) -> Result<Timed, String> {
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<Timed> {
+        if cfg.mode == Mode::Debug {
+            let start = Instant::now();
+            let c = check(&loaded.graph, &loaded.feeds, cfg, ListenerSet::new())?;
+            return Ok(Timed {
+                prepare_ms: None,
+                run_ms: start.elapsed().as_secs_f64() * 1e3,
+                peak: c.peak_live_bytes as u64,
+            });
+        }
+        let start = Instant::now();
+        let prepared = prepare(&loaded.graph, cfg)?;
+        let prepare_ms = start.elapsed().as_secs_f64() * 1e3;
+        let start = Instant::now();
+        let ran = run_prepared(&prepared, &loaded.feeds, cfg, ListenerSet::new())?;
+        let run_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(Timed {
+            prepare_ms: Some(prepare_ms),
+            run_ms,
+            peak: ran.peak_live_bytes as u64,
+        })
     }));
-    let ms = start.elapsed().as_secs_f64() * 1e3;
     match result {
-        Ok(Ok(c)) => Ok((ms, c.peak_live_bytes as u64)),
+        Ok(Ok(t)) => Ok(t),
         Ok(Err(e)) => Err(format!(
             "{}: {}",
             loaded.paths.graph.display(),
@@ -303,7 +353,8 @@ fn table(r: &BenchReport) -> String {
     let mut rows = vec![[
         "case".to_string(),
         "mode".into(),
-        "median ms".into(),
+        "prepare ms".into(),
+        "run ms".into(),
         "vs plain".into(),
         "peak live".into(),
         "status".into(),
@@ -314,6 +365,7 @@ fn table(r: &BenchReport) -> String {
             rows.push([
                 c.path.clone(),
                 m.mode.into(),
+                m.prepare_median_ms.map_or("-".into(), |x| format!("{x:.3}")),
                 m.median_ms.map_or("-".into(), |x| format!("{x:.3}")),
                 m.vs_plain.map_or("-".into(), |x| format!("{x:.2}x")),
                 m.peak_live_bytes.map_or("-".into(), bytes),
@@ -324,7 +376,7 @@ fn table(r: &BenchReport) -> String {
             }
         }
     }
-    let widths: Vec<usize> = (0..6)
+    let widths: Vec<usize> = (0..7)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -335,7 +387,7 @@ fn table(r: &BenchReport) -> String {
             .enumerate()
             .map(|(i, (cell, &w))| match i {
                 // Numbers right-aligned, words left.
-                2..=4 => format!("{cell:>w$}"),
+                2..=5 => format!("{cell:>w$}"),
                 _ => format!("{cell:<w$}"),
             })
             .collect();
@@ -346,7 +398,7 @@ fn table(r: &BenchReport) -> String {
         format!("; load average {:.2} -> {:.2}", l.before, l.after)
     });
     out.push_str(&format!(
-        "{} reps per mode, alternated in one process after one warm-up each; medians{load}\n",
+        "{} reps per mode, alternated in one process after one warm-up each; medians; vs plain compares prepare + run (debug: its run prepares){load}\n",
         r.reps
     ));
     for e in errors {

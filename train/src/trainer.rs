@@ -1,7 +1,9 @@
 //! The Trainer: runs the step graph over batches for some epochs and fires
 //! every training hook, so listeners work in a training loop unchanged.
 
-use vigil_engine::exec::{At, Executor, Flow, Listener, Metrics, Operation, RunOptions};
+use std::rc::Rc;
+
+use vigil_engine::exec::{At, Executor, Flow, Listener, Metrics, Operation, Prepared, RunOptions};
 use vigil_engine::Graph;
 
 use crate::error::{Result, TrainError};
@@ -30,10 +32,13 @@ pub struct FitSummary {
     pub last_validation: Option<Metrics>,
 }
 
-/// Trains the parameters of a forward graph in place.
+/// Trains the parameters of a forward graph in place. The step and the
+/// forward graph are prepared once ([`Prepared`]), when the trainer is
+/// built: every step and every evaluation only runs.
 pub struct Trainer {
-    forward: Graph,
-    step: Graph,
+    forward: Prepared,
+    /// Shared with a running [`Trainer::fit`], which also needs `self`.
+    step: Rc<Prepared>,
     loss: String,
     optimizer: Box<dyn Optimizer>,
     validation: Option<Validation>,
@@ -54,8 +59,8 @@ impl Trainer {
     pub fn new(forward: &Graph, loss: &str, optimizer: impl Optimizer + 'static) -> Result<Trainer> {
         let step = build_step(forward, loss, &optimizer)?;
         Ok(Trainer {
-            forward: forward.clone(),
-            step,
+            forward: Prepared::as_given(forward.clone())?,
+            step: Rc::new(Prepared::as_given(step)?),
             loss: loss.to_string(),
             optimizer: Box::new(optimizer),
             validation: None,
@@ -71,6 +76,12 @@ impl Trainer {
 
     /// The training-step graph (forward, backward, in-place updates).
     pub fn step_graph(&self) -> &Graph {
+        self.step.graph()
+    }
+
+    /// The training-step graph, prepared (for running it yourself with
+    /// [`Trainer::step`]).
+    pub fn prepared_step(&self) -> &Prepared {
         &self.step
     }
 
@@ -111,8 +122,7 @@ impl Trainer {
 
     /// Loss and accuracy of the forward graph on `v`.
     pub fn evaluate(&self, v: &Validation, at: At, listener: &mut dyn Listener) -> Result<Metrics> {
-        let exec = Executor::new(&self.forward)?;
-        let out = exec.run_with(
+        let out = self.forward.run_with(
             &v.feeds,
             listener,
             &RunOptions {
@@ -167,16 +177,16 @@ impl Trainer {
         batches: &[Feeds],
         listener: &mut dyn Listener,
     ) -> Result<FitSummary> {
-        let step = self.step.clone();
-        let exec = Executor::new(&step)?;
+        let step = Rc::clone(&self.step);
+        let exec = step.executor();
         let base = At::new(Operation::Training);
         let active = listener.is_active(Operation::Training);
         if active {
-            listener.operation_start(&base, &step);
+            listener.operation_start(&base, step.graph());
         }
         let result = self.epochs(&exec, epochs, batches, listener, active);
         if active {
-            listener.operation_end(&base, &step);
+            listener.operation_end(&base, step.graph());
         }
         result
     }

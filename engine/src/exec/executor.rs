@@ -6,6 +6,7 @@
 //! runs can go in lockstep (DebugMode); [`Executor::run_with`] steps to the
 //! end.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use smallvec::SmallVec;
@@ -73,26 +74,44 @@ impl RunOutput {
     }
 }
 
-/// A graph, checked and scheduled, ready to run any number of times.
+/// A graph, checked and scheduled, ready to run any number of times. Its
+/// schedule is its own ([`Executor::new`]) or borrowed from a [`Plan`] that
+/// outlives it (a [`crate::exec::Prepared`] graph's), so a prepared graph pays for it once.
 pub struct Executor<'g> {
     graph: &'g Graph,
-    order: Vec<NodeId>,
-    /// The variables each position releases (see `Executor::build`).
-    release: Vec<SmallVec<[VarId; 4]>>,
+    order: Cow<'g, [NodeId]>,
+    /// The variables each position releases (see `Plan::new`).
+    release: Cow<'g, [SmallVec<[VarId; 4]>]>,
     /// Whether each position's node continues the fused sweep of the one
     /// before it (`exec::fuse`).
-    continues: Vec<bool>,
+    continues: Cow<'g, [bool]>,
     /// Per variable: read by one node alone and not a graph output.
-    sole: Vec<bool>,
+    sole: Cow<'g, [bool]>,
     /// Source variables (inputs, parameters) that some node overwrites in
     /// place, through a view or not, in variable order.
-    destroyed_sources: Vec<VarId>,
+    destroyed_sources: Cow<'g, [VarId]>,
     /// Buffers of the graph's constants: outputs sharing one are copied.
-    constant_buffers: Vec<crate::tensor::storage::BufferId>,
+    constant_buffers: Cow<'g, [BufferId]>,
     /// Nodes each node must follow: producers of its inputs and the destroy
     /// handler's orderings.
-    preds: Vec<Vec<NodeId>>,
+    preds: Cow<'g, [Vec<NodeId>]>,
     /// Nodes that overwrite a parameter, and its name (`pre_update`).
+    updates: Cow<'g, HashMap<NodeId, String>>,
+}
+
+/// What an [`Executor`] computes from its graph before any run: the order,
+/// what each position releases, the fusion plan, the orderings a custom
+/// order must keep. It depends on the graph alone, not on input shapes, so
+/// one plan serves every run of its graph ([`crate::exec::Prepared`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    order: Vec<NodeId>,
+    release: Vec<SmallVec<[VarId; 4]>>,
+    continues: Vec<bool>,
+    sole: Vec<bool>,
+    destroyed_sources: Vec<VarId>,
+    constant_buffers: Vec<BufferId>,
+    preds: Vec<Vec<NodeId>>,
     updates: HashMap<NodeId, String>,
 }
 
@@ -125,58 +144,17 @@ fn destroyed_by(graph: &Graph, dh: &DestroyHandler) -> Vec<VarId> {
         .collect()
 }
 
-impl<'g> Executor<'g> {
-    /// Validates the view/destroy rules and computes the order. An
-    /// explicitly in-place graph that breaks them is refused here.
-    pub fn new(graph: &'g Graph) -> Result<Executor<'g>> {
-        let order = DestroyHandler::new(graph).validate()?;
-        Executor::build(graph, order)
-    }
-
-    /// An executor that runs `order` instead of the default one. Refuses an
-    /// order that is not a permutation of the nodes, runs a node before a
-    /// producer of its inputs, or runs a destroyer before another reader of
-    /// what it destroys.
-    pub fn with_order(graph: &'g Graph, order: Vec<NodeId>) -> Result<Executor<'g>> {
-        DestroyHandler::new(graph).validate()?;
-        let exec = Executor::build(graph, order)?;
-        let invalid = |msg: String| Error::InvalidOrder {
-            graph: graph.name().to_string(),
-            msg,
-        };
-        let n = graph.nodes().len();
-        if exec.order.len() != n {
-            return Err(invalid(format!(
-                "{} nodes given, the graph has {n}",
-                exec.order.len()
-            )));
-        }
-        let mut pos = vec![usize::MAX; n];
-        for (p, &id) in exec.order.iter().enumerate() {
-            if id >= n {
-                return Err(invalid(format!("node id {id} at position {p} does not exist")));
-            }
-            if pos[id] != usize::MAX {
-                return Err(invalid(format!("node '{}' appears twice", graph.node(id).name)));
-            }
-            pos[id] = p;
-        }
-        for (p, &id) in exec.order.iter().enumerate() {
-            if let Some(&q) = exec.preds[id].iter().find(|&&q| pos[q] > p) {
-                return Err(invalid(format!(
-                    "node '{}' at position {p} must run after node '{}' (position {})",
-                    graph.node(id).name,
-                    graph.node(q).name,
-                    pos[q]
-                )));
-            }
-        }
-        Ok(exec)
-    }
-
-    fn build(graph: &'g Graph, order: Vec<NodeId>) -> Result<Executor<'g>> {
+impl Plan {
+    /// The plan of `graph` in the destroy handler's order. Refuses a graph
+    /// that breaks the view/destroy rules, as [`Executor::new`] does.
+    pub(crate) fn new(graph: &Graph) -> Result<Plan> {
         let dh = DestroyHandler::new(graph);
-        let destroyed_sources = destroyed_by(graph, &dh);
+        let order = dh.validate()?;
+        Ok(Plan::from_handler(graph, &dh, order))
+    }
+
+    fn from_handler(graph: &Graph, dh: &DestroyHandler, order: Vec<NodeId>) -> Plan {
+        let destroyed_sources = destroyed_by(graph, dh);
         let constant_buffers = graph
             .vars()
             .iter()
@@ -225,8 +203,7 @@ impl<'g> Executor<'g> {
             })
             .collect();
         let (continues, sole) = crate::exec::fuse::plan(graph, &order);
-        Ok(Executor {
-            graph,
+        Plan {
             continues,
             sole,
             order,
@@ -235,7 +212,87 @@ impl<'g> Executor<'g> {
             constant_buffers,
             preds,
             updates: crate::exec::updated_parameters(graph),
-        })
+        }
+    }
+
+    /// An executor of `graph` on this plan, which must be `graph`'s
+    /// ([`Plan::new`] of it): nothing is computed again.
+    pub(crate) fn executor<'g>(&'g self, graph: &'g Graph) -> Executor<'g> {
+        Executor {
+            graph,
+            order: Cow::Borrowed(&self.order),
+            release: Cow::Borrowed(&self.release),
+            continues: Cow::Borrowed(&self.continues),
+            sole: Cow::Borrowed(&self.sole),
+            destroyed_sources: Cow::Borrowed(&self.destroyed_sources),
+            constant_buffers: Cow::Borrowed(&self.constant_buffers),
+            preds: Cow::Borrowed(&self.preds),
+            updates: Cow::Borrowed(&self.updates),
+        }
+    }
+}
+
+impl<'g> Executor<'g> {
+    /// Validates the view/destroy rules and computes the order. An
+    /// explicitly in-place graph that breaks them is refused here.
+    pub fn new(graph: &'g Graph) -> Result<Executor<'g>> {
+        Ok(Executor::owning(graph, Plan::new(graph)?))
+    }
+
+    /// An executor that runs `order` instead of the default one. Refuses an
+    /// order that is not a permutation of the nodes, runs a node before a
+    /// producer of its inputs, or runs a destroyer before another reader of
+    /// what it destroys.
+    pub fn with_order(graph: &'g Graph, order: Vec<NodeId>) -> Result<Executor<'g>> {
+        let dh = DestroyHandler::new(graph);
+        dh.validate()?;
+        let exec = Executor::owning(graph, Plan::from_handler(graph, &dh, order));
+        let invalid = |msg: String| Error::InvalidOrder {
+            graph: graph.name().to_string(),
+            msg,
+        };
+        let n = graph.nodes().len();
+        if exec.order.len() != n {
+            return Err(invalid(format!(
+                "{} nodes given, the graph has {n}",
+                exec.order.len()
+            )));
+        }
+        let mut pos = vec![usize::MAX; n];
+        for (p, &id) in exec.order.iter().enumerate() {
+            if id >= n {
+                return Err(invalid(format!("node id {id} at position {p} does not exist")));
+            }
+            if pos[id] != usize::MAX {
+                return Err(invalid(format!("node '{}' appears twice", graph.node(id).name)));
+            }
+            pos[id] = p;
+        }
+        for (p, &id) in exec.order.iter().enumerate() {
+            if let Some(&q) = exec.preds[id].iter().find(|&&q| pos[q] > p) {
+                return Err(invalid(format!(
+                    "node '{}' at position {p} must run after node '{}' (position {})",
+                    graph.node(id).name,
+                    graph.node(q).name,
+                    pos[q]
+                )));
+            }
+        }
+        Ok(exec)
+    }
+
+    fn owning(graph: &'g Graph, p: Plan) -> Executor<'g> {
+        Executor {
+            graph,
+            order: Cow::Owned(p.order),
+            release: Cow::Owned(p.release),
+            continues: Cow::Owned(p.continues),
+            sole: Cow::Owned(p.sole),
+            destroyed_sources: Cow::Owned(p.destroyed_sources),
+            constant_buffers: Cow::Owned(p.constant_buffers),
+            preds: Cow::Owned(p.preds),
+            updates: Cow::Owned(p.updates),
+        }
     }
 
     /// Whether the node at `position` continues the fused sweep of the
@@ -407,7 +464,7 @@ impl<'g> Executor<'g> {
     /// count as shared even when their elements do not overlap.
     fn check_aliased_sources(&self, live: &LiveValues) -> Result<()> {
         let g = self.graph;
-        for &d in &self.destroyed_sources {
+        for &d in self.destroyed_sources.iter() {
             let Some(td) = live.value(d) else { continue };
             let other = g.vars().iter().enumerate().find(|&(v, var)| {
                 v != d

@@ -4,6 +4,7 @@ mod executor;
 mod fuse;
 mod listener;
 mod live;
+mod prepared;
 mod snapshot;
 mod updates;
 
@@ -13,6 +14,7 @@ pub use executor::{
 pub use fuse::SweptOutput;
 pub use listener::{At, Flow, Listener, Metrics, NoListener, OpEvent, Operation, SweepEvent, SweepWatch};
 pub use live::LiveValues;
+pub use prepared::Prepared;
 
 /// A graph's input values by name: what a run is fed.
 pub type Feeds = std::collections::HashMap<String, crate::tensor::Tensor>;
