@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use vigil_engine::{inplace, Attrs, DType, Error, Executor, Graph, GraphBuilder, Prepared, Tensor};
+use vigil_engine::{
+    inplace, Attrs, DType, Error, Executor, FeedFault, Graph, GraphBuilder, Prepared, Tensor,
+};
 
 /// `tanh(exp(x * c) + x)`: pure nodes the in-place pass rewrites, on an
 /// input of any length.
@@ -62,9 +64,21 @@ fn a_prepared_graph_runs_every_shape_its_types_admit() {
 fn a_feed_the_declared_types_do_not_admit_is_refused_by_the_run() {
     let prepared = Prepared::new(&graph()).unwrap();
     let f = HashMap::from([("x".to_string(), Tensor::from_vec(&[2, 2], vec![0f32; 4]).unwrap())]);
-    assert!(matches!(prepared.run(&f), Err(Error::Graph(_))));
+    assert!(matches!(
+        prepared.run(&f),
+        Err(Error::Feed {
+            fault: FeedFault::Mismatch,
+            ..
+        })
+    ));
     let f = HashMap::from([("x".to_string(), Tensor::from_vec(&[4], vec![0f64; 4]).unwrap())]);
-    assert!(matches!(prepared.run(&f), Err(Error::Graph(_))));
+    assert!(matches!(
+        prepared.run(&f),
+        Err(Error::Feed {
+            fault: FeedFault::Mismatch,
+            ..
+        })
+    ));
     // The prepared graph still runs what it admits.
     assert!(prepared.run(&feeds(8, 0)).is_ok());
 }
