@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use vigil_engine::{Element, Tensor};
 use vigil_testkit::suites::json::{ints, s, strs, J};
+use vigil_testkit::suites::ops::interval_picks;
 
 // ----- the reference: dense C-order arrays and numpy's basic indexing -------
 
@@ -136,42 +137,6 @@ fn index_ref<T: Copy>(x: &Arr<T>, ix: &[Ix]) -> Arr<T> {
         }
         x.get(&src)
     })
-}
-
-/// The positions an interval picks on an axis of length `d`: a negative
-/// bound counts from the end, then walk from the start in steps of `stride`
-/// while on the axis and before the end (or at it, when inclusive).
-fn interval_picks(d: usize, start: i64, end: i64, stride: i64, inclusive: bool) -> Vec<usize> {
-    assert!(stride != 0);
-    let d = d as i64;
-    let from_end = |v: i64| if v < 0 { v + d } else { v };
-    let mut i = from_end(start);
-    let stop = from_end(end);
-    // numpy moves a start that lies beyond the axis onto its nearest end.
-    if stride > 0 && i < 0 {
-        i = 0;
-    }
-    if stride < 0 && i >= d {
-        i = d - 1;
-    }
-    let mut picks = Vec::new();
-    loop {
-        let before_end = match (stride > 0, inclusive) {
-            (true, false) => i < stop,
-            (true, true) => i <= stop,
-            (false, false) => i > stop,
-            (false, true) => i >= stop,
-        };
-        if !(0..d).contains(&i) || !before_end {
-            break;
-        }
-        picks.push(i as usize);
-        match i.checked_add(stride) {
-            Some(n) => i = n,
-            None => break,
-        }
-    }
-    picks
 }
 
 /// `x.transpose(perm)`.

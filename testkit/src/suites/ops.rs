@@ -581,12 +581,13 @@ impl Ix {
 /// The positions an interval picks on an axis of length `d`: a negative
 /// bound counts from the end, then walk from the start in steps of `stride`
 /// while on the axis and before the end (or at it, when inclusive).
-fn interval_picks(d: usize, start: i64, end: i64, stride: i64, inclusive: bool) -> Vec<usize> {
+pub fn interval_picks(d: usize, start: i64, end: i64, stride: i64, inclusive: bool) -> Vec<usize> {
     assert!(stride != 0);
     let d = d as i64;
     let from_end = |v: i64| if v < 0 { v + d } else { v };
     let mut i = from_end(start);
     let stop = from_end(end);
+    // numpy moves a start that lies beyond the axis onto its nearest end.
     if stride > 0 && i < 0 {
         i = 0;
     }
