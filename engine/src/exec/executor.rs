@@ -683,16 +683,7 @@ impl<'g> Cursor<'_, 'g> {
             listener.post_sweep(&at, &ev);
         }
         let ran = nodes.len();
-        for p in pos..pos + ran {
-            let at = At {
-                node_index: Some(p),
-                ..self.opts.at
-            };
-            self.release(p, listener, &at);
-        }
-        self.pos += ran;
-        self.stats.ops += ran;
-        self.stats.fused += ran;
+        self.swept(pos, ran, listener);
         Ok(Some(Step {
             position: pos + ran - 1,
             node: exec.order[pos + ran - 1],
@@ -829,25 +820,24 @@ impl<'g> Cursor<'_, 'g> {
             };
             listener.post_sweep(&at, &ev);
         }
+        self.swept(pos, ran, listener);
+        twin.swept(pos, ran, twin_listener);
+        Ok(TwinStep::Ran { nodes, outputs })
+    }
+
+    /// After a sweep of the `ran` nodes from `pos`: releases what each
+    /// read last, in order, and moves past them.
+    fn swept(&mut self, pos: usize, ran: usize, listener: &mut dyn Listener) {
         for p in pos..pos + ran {
             let at = At {
                 node_index: Some(p),
                 ..self.opts.at
             };
             self.release(p, listener, &at);
-            let tat = At {
-                node_index: Some(p),
-                ..twin.opts.at
-            };
-            twin.release(p, twin_listener, &tat);
         }
         self.pos += ran;
         self.stats.ops += ran;
         self.stats.fused += ran;
-        twin.pos += ran;
-        twin.stats.ops += ran;
-        twin.stats.fused += ran;
-        Ok(TwinStep::Ran { nodes, outputs })
     }
 
     /// Releases what the node at `pos` read last, and outputs nobody reads.
