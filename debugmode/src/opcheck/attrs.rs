@@ -99,6 +99,15 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
             })
             .boxed(),
         "max_pool" | "average_pool" => window(true).boxed(),
+        "spectral_window" => (
+            prop::sample::select(vec!["hann", "hamming", "blackman"]),
+            any::<bool>(),
+        )
+            .prop_map(|(k, p)| Attrs::new().with("kind", k).with("periodic", p))
+            .boxed(),
+        "rnn" | "gru" | "lstm" => (1i64..=3, prop::sample::select(vec!["forward", "reverse", "bidirectional"]))
+            .prop_map(|(h, d)| Attrs::new().with("hidden_size", h).with("direction", d))
+            .boxed(),
         // Optional attributes.
         "conv" | "conv_transpose" => prop_oneof![2 => none(), 3 => window(false)]
             .prop_flat_map(|w| {

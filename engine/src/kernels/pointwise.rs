@@ -81,6 +81,9 @@ pub enum UnKind {
     Atan,
     Sinh,
     Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
     Erf,
     Floor,
     Ceil,
@@ -94,7 +97,7 @@ pub enum UnKind {
 }
 
 impl UnKind {
-    pub const ALL: [UnKind; 26] = [
+    pub const ALL: [UnKind; 29] = [
         UnKind::Neg,
         UnKind::Abs,
         UnKind::Exp,
@@ -111,6 +114,9 @@ impl UnKind {
         UnKind::Atan,
         UnKind::Sinh,
         UnKind::Cosh,
+        UnKind::Asinh,
+        UnKind::Acosh,
+        UnKind::Atanh,
         UnKind::Erf,
         UnKind::Floor,
         UnKind::Ceil,
@@ -141,6 +147,9 @@ impl UnKind {
             UnKind::Atan => "atan",
             UnKind::Sinh => "sinh",
             UnKind::Cosh => "cosh",
+            UnKind::Asinh => "asinh",
+            UnKind::Acosh => "acosh",
+            UnKind::Atanh => "atanh",
             UnKind::Erf => "erf",
             UnKind::Floor => "floor",
             UnKind::Ceil => "ceil",
@@ -338,6 +347,10 @@ pub(crate) fn unary_float<T: Float + VMath, A: UnaryTarget<T>>(kind: UnKind, a: 
         UnKind::Atan => a.math(MathFn::Atan),
         UnKind::Sinh => a.math(MathFn::Sinh),
         UnKind::Cosh => a.math(MathFn::Cosh),
+        // No slice kernel: rare in models, so the f64 function rounded once.
+        UnKind::Asinh => a.map(|x: T| via_f64(x, f64::asinh)),
+        UnKind::Acosh => a.map(|x: T| via_f64(x, f64::acosh)),
+        UnKind::Atanh => a.map(|x: T| via_f64(x, f64::atanh)),
         UnKind::Floor => a.map(T::floor),
         UnKind::Ceil => a.map(T::ceil),
         UnKind::Reciprocal => a.map(T::recip),

@@ -1,7 +1,10 @@
 //! `pad(x)`: numpy's `np.pad` with ONNX's attrs, any dtype.
 //!
 //! - `pads`: `[b_0, …, b_{r-1}, e_0, …, e_{r-1}]`, elements added before and
-//!   after each axis (ONNX's order); a negative count crops instead.
+//!   after each axis (ONNX's order); a negative count crops instead. Without
+//!   the attr the pads are input 1 (i64), read when the op runs, for the
+//!   axes attr `axes` names (default all; `[b…, e…]` per named axis), so
+//!   the output's shape is decided then.
 //! - `mode`: `constant` (fill with `value`, default 0), `reflect` (mirror
 //!   without repeating the edge), `edge` (repeat the edge), `wrap` (cyclic).
 //!
@@ -106,18 +109,48 @@ pub(crate) fn remap<T: Element>(x: &Tensor, out: &Tensor, maps: &AxisMaps, fill:
 /// The `pad` op.
 #[derive(Clone, Debug)]
 pub struct Pad {
-    pub pads: Vec<i64>,
+    /// `None`: the pads are input 1.
+    pub pads: Option<Vec<i64>>,
+    /// The axes input pads are for (default all).
+    pub axes: Option<Vec<i64>>,
     pub mode: PadMode,
     pub value: f64,
 }
 
 impl Pad {
-    fn out_shape(&self, shape: &[i64]) -> Result<Vec<i64>> {
+    /// The pads of every axis: the attr, or input `given` spread over `axes`.
+    fn full_pads(&self, rank: usize, given: Option<&[i64]>) -> Result<Vec<i64>> {
+        if let Some(p) = &self.pads {
+            return Ok(p.clone());
+        }
+        let given = given.unwrap_or_default();
+        let all: Vec<i64> = (0..rank as i64).collect();
+        let axes = self.axes.as_ref().unwrap_or(&all);
+        if given.len() != 2 * axes.len() {
+            return op_err(format!(
+                "op 'pad': {} pads for {} axes (two per axis)",
+                given.len(),
+                axes.len()
+            ));
+        }
+        let mut pads = vec![0; 2 * rank];
+        for (k, &a) in axes.iter().enumerate() {
+            let a = if a < 0 { a + rank as i64 } else { a };
+            if !(0..rank as i64).contains(&a) {
+                return op_err(format!("op 'pad': axis {} is out of range for rank {rank}", axes[k]));
+            }
+            pads[a as usize] = given[k];
+            pads[rank + a as usize] = given[axes.len() + k];
+        }
+        Ok(pads)
+    }
+
+    fn out_shape(&self, shape: &[i64], pads: &[i64]) -> Result<Vec<i64>> {
         let r = shape.len();
-        if self.pads.len() != 2 * r {
+        if pads.len() != 2 * r {
             return attr_err(format!(
                 "op 'pad': attr 'pads' has {} values, a rank-{r} input needs {}",
-                self.pads.len(),
+                pads.len(),
                 2 * r
             ));
         }
@@ -128,12 +161,12 @@ impl Pad {
                 if d < 0 {
                     return Ok(-1);
                 }
-                let n = d + self.pads[k] + self.pads[r + k];
+                let n = d + pads[k] + pads[r + k];
                 if n < 0 {
                     return op_err(format!(
                         "op 'pad': pads {} and {} crop axis {k} of {d} elements below zero",
-                        self.pads[k],
-                        self.pads[r + k]
+                        pads[k],
+                        pads[r + k]
                     ));
                 }
                 if d == 0 && n > 0 && self.mode != PadMode::Constant {
@@ -153,24 +186,52 @@ impl Op for Pad {
         "pad"
     }
     fn arity(&self) -> Arity {
-        Arity::exactly(1)
+        Arity::exactly(if self.pads.is_some() { 1 } else { 2 })
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
-        let shape = x.shape.as_ref().map(|s| self.out_shape(s)).transpose()?;
-        Ok(vec![TypeInfo::new(x.dtype, shape)])
+        if let Some(p) = inputs.get(1) {
+            if p.dtype != crate::dtype::DType::I64 || p.rank().is_some_and(|r| r != 1) {
+                return op_err(format!("op 'pad': pads (input 1) must be an i64 vector, got {}", p.dtype));
+            }
+        }
+        let Some(s) = &x.shape else {
+            return Ok(vec![TypeInfo::new(x.dtype, None)]);
+        };
+        let given = inputs.get(1).and_then(|p| p.value.as_deref());
+        let shape = if self.pads.is_some() || given.is_some() {
+            self.out_shape(s, &self.full_pads(s.len(), given)?)?
+        } else {
+            // Which axes change is known; by how much, only when it runs.
+            let all: Vec<i64> = (0..s.len() as i64).collect();
+            let mut out = s.clone();
+            for &a in self.axes.as_ref().unwrap_or(&all) {
+                let a = if a < 0 { a + s.len() as i64 } else { a };
+                if let Some(d) = out.get_mut(a as usize) {
+                    *d = -1;
+                }
+            }
+            out
+        };
+        Ok(vec![TypeInfo::new(x.dtype, Some(shape))])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
+        check_arity(self, inputs.len())?;
         let x = &inputs[0];
         let dims: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
-        let shape: Vec<usize> = self.out_shape(&dims)?.iter().map(|&d| d as usize).collect();
+        let given: Option<Vec<i64>> = match inputs.get(1) {
+            Some(p) => Some(p.to_array::<i64>()?.iter().copied().collect()),
+            None => None,
+        };
+        let pads = self.full_pads(dims.len(), given.as_deref())?;
+        let shape: Vec<usize> = self.out_shape(&dims, &pads)?.iter().map(|&d| d as usize).collect();
         let maps: AxisMaps = shape
             .iter()
             .enumerate()
             .map(|(k, &n)| {
                 (0..n as i64)
-                    .map(|o| self.mode.source(o - self.pads[k], dims[k]))
+                    .map(|o| self.mode.source(o - pads[k], dims[k]))
                     .collect()
             })
             .collect();
@@ -180,19 +241,25 @@ impl Op for Pad {
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
-        Attrs::new()
-            .with("pads", self.pads.clone())
-            .with("mode", self.mode.name())
-            .with("value", self.value)
+        let mut a = Attrs::new();
+        if let Some(p) = &self.pads {
+            a = a.with("pads", p.clone());
+        }
+        if let Some(axes) = &self.axes {
+            a = a.with("axes", axes.clone());
+        }
+        a.with("mode", self.mode.name()).with("value", self.value)
     }
 }
 
 pub fn register(r: &mut OpRegistry) {
     r.register("pad", |a: &Attrs| {
-        a.only("pad", &["pads", "mode", "value"])?;
-        let pads = a
-            .i64_list("pads")?
-            .ok_or_else(|| Error::Attr("op 'pad' needs attr 'pads'".into()))?;
+        a.only("pad", &["pads", "axes", "mode", "value"])?;
+        let pads = a.i64_list("pads")?;
+        let axes = a.i64_list("axes")?;
+        if pads.is_some() && axes.is_some() {
+            return attr_err("op 'pad': attr 'axes' goes with pads given as input 1, not attr 'pads'");
+        }
         let mode =
             match a.0.get("mode") {
                 None => PadMode::Constant,
@@ -201,13 +268,35 @@ pub fn register(r: &mut OpRegistry) {
                 })?)?,
             };
         let value = a.f64("value")?.unwrap_or(0.0);
-        Ok(Arc::new(Pad { pads, mode, value }) as Arc<dyn Op>)
+        Ok(Arc::new(Pad {
+            pads,
+            axes,
+            mode,
+            value,
+        }) as Arc<dyn Op>)
     });
 }
 
 #[cfg(test)]
 mod tests {
     use super::PadMode;
+    use crate::ops::testutil::{op, run_vec, t};
+    use crate::ops::Attrs;
+
+    #[test]
+    fn pads_given_as_an_input_for_named_axes() {
+        // Axis 1 of [2, 2] padded by 1 before and 2 after, read when it runs.
+        let o = op("pad", Attrs::new().with("axes", vec![-1]).with("value", 9.0));
+        let x = t(&[2, 2], vec![1i64, 2, 3, 4]);
+        let (s, v) = run_vec::<i64>(&*o, &[x.clone(), t(&[2], vec![1i64, 2])]).unwrap();
+        assert_eq!(s, [2, 5]);
+        assert_eq!(v, [9, 1, 2, 9, 9, 9, 3, 4, 9, 9]);
+        // Negative pads crop.
+        let (s, v) = run_vec::<i64>(&*o, &[x.clone(), t(&[2], vec![-1i64, 0])]).unwrap();
+        assert_eq!((s, v), (vec![2, 1], vec![2, 4]));
+        let e = run_vec::<i64>(&*o, &[x, t(&[3], vec![0i64; 3])]).unwrap_err();
+        assert!(matches!(e, crate::Error::Op(_)), "{e:?}");
+    }
 
     #[test]
     fn sources_follow_numpy_pad_modes() {

@@ -62,6 +62,17 @@ impl OpRegistry {
                 super::quant::register(&mut r);
                 super::group_norm::register(&mut r);
                 super::selection::register(&mut r);
+                super::grid_sample::register(&mut r);
+                super::spectral::register(&mut r);
+                super::eye_like::register(&mut r);
+                super::det::register(&mut r);
+                super::reverse_sequence::register(&mut r);
+                super::col2im::register(&mut r);
+                super::affine_grid::register(&mut r);
+                super::center_crop_pad::register(&mut r);
+                super::non_max_suppression::register(&mut r);
+                super::recurrent::register(&mut r);
+                super::unique::register(&mut r);
                 r
             })
             .clone()

@@ -1,5 +1,6 @@
 //! Activations with parameters: ONNX's float attrs under Vigil's names,
-//! PRelu, and LeakyRelu and Clip written with comparisons and bounds.
+//! PRelu, and LeakyRelu, Clip, Shrink and Swish written with comparisons,
+//! bounds and products.
 
 use vigil_engine::Attrs;
 
@@ -22,6 +23,8 @@ pub(super) const OPS: &[Op] = &[
     Op::new("PRelu", 1, prelu),
     Op::new("LeakyRelu", 1, leaky_relu),
     Op::new("Clip", 1, clip),
+    Op::new("Shrink", 9, shrink),
+    Op::new("Swish", 24, swish),
 ];
 
 /// A parametrised activation: ONNX's float attrs under Vigil's names.
@@ -44,9 +47,52 @@ fn activation(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     out(imp, c, name, a, &[x])
 }
 
+/// Before opset 7 a slope of C values is per channel (axis 1); it is
+/// reshaped to `[C, 1, …]` so that it broadcasts the way later opsets do.
 fn prelu(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
-    let (x, slope) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    let (x, mut slope) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    if imp.opset < 7 {
+        if let (Some(xs), Some(ss)) = (x.ty.shape.clone(), slope.ty.shape.clone()) {
+            if xs.len() > 2 && ss.len() == 1 && ss[0] > 1 && ss[0] == xs[1] {
+                let shape: Vec<i64> = std::iter::once(ss[0])
+                    .chain(std::iter::repeat_n(1, xs.len() - 2))
+                    .collect();
+                let a = Attrs::new().with("shape", shape);
+                slope = step(imp, c, "reshape", a, &[slope], "slope_per_channel")?;
+            }
+        }
+    }
     out(imp, c, "prelu", Attrs::new(), &[x, slope])
+}
+
+/// `x < −lambd ? x + bias : x > lambd ? x − bias : 0`.
+fn shrink(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let dt = x.ty.dtype;
+    let (lambd, bias) = (c.f("lambd").unwrap_or(0.5), c.f("bias").unwrap_or(0.0));
+    let lo = scalar(imp, c, dt, -lambd, "neg_lambd")?;
+    let hi = scalar(imp, c, dt, lambd, "lambd")?;
+    let b = scalar(imp, c, dt, bias, "bias")?;
+    let zero = scalar(imp, c, dt, 0.0, "zero")?;
+    let below = step(imp, c, "lt", Attrs::new(), &[x.clone(), lo], "below")?;
+    let above = step(imp, c, "gt", Attrs::new(), &[x.clone(), hi], "above")?;
+    let up = step(imp, c, "add", Attrs::new(), &[x.clone(), b.clone()], "plus_bias")?;
+    let down = step(imp, c, "sub", Attrs::new(), &[x, b], "minus_bias")?;
+    let upper = step(imp, c, "where", Attrs::new(), &[above, down, zero], "upper")?;
+    out(imp, c, "where", Attrs::new(), &[below, up, upper])
+}
+
+/// `x · sigmoid(alpha · x)`.
+fn swish(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let alpha = c.f("alpha").unwrap_or(1.0);
+    let mut z = x.clone();
+    if alpha != 1.0 {
+        let a = scalar(imp, c, x.ty.dtype, alpha, "alpha")?;
+        z = step(imp, c, "mul", Attrs::new(), &[x.clone(), a], "scaled")?;
+    }
+    let s = step(imp, c, "sigmoid", Attrs::new(), &[z], "sigmoid")?;
+    out(imp, c, "mul", Attrs::new(), &[x, s])
 }
 
 /// `where(x < 0, alpha·x, x)`.

@@ -42,6 +42,24 @@ pub(crate) fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>>
         .collect())
 }
 
+/// Inputs `0..n`, then the optional ones up to the last one given, an
+/// empty i64 constant standing for each one left out before it (the ops
+/// that take these read an empty tensor as absent).
+pub(crate) fn inputs_up_to(imp: &mut Importer, c: &NodeCtx, n: usize, max: usize) -> Result<Vec<Value>> {
+    let mut ins = (0..n).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+    let last = (n..max).rev().find(|&k| c.proto.input.get(k).is_some_and(|s| !s.is_empty()));
+    for k in n..last.map_or(n, |l| l + 1) {
+        match optional(imp, c, k)? {
+            Some(v) => ins.push(v),
+            None => {
+                let empty = Tensor::from_vec(&[0], Vec::<i64>::new()).map_err(|e| c.unsupported(e.to_string()))?;
+                ins.push(imp.constant(&format!("{}.absent{k}", c.onnx_name), empty));
+            }
+        }
+    }
+    Ok(ins)
+}
+
 /// A 0-d constant of `dtype` holding `v`.
 pub(crate) fn scalar(imp: &mut Importer, c: &NodeCtx, dtype: DType, v: f64, tag: &str) -> Result<Value> {
     fn make<T: Element>(v: f64) -> vigil_engine::Result<Tensor> {

@@ -1,6 +1,6 @@
 //! Ops whose extra ONNX inputs are counts, axes or indices: Range,
 //! CumSum, CumProd, Trilu, Gather, GatherElements, ScatterElements and
-//! TopK. Range's bounds and
+//! TopK, and ReverseSequence. Range's bounds, ReverseSequence's lengths and
 //! the element indices are read at run time; CumSum's axis and Trilu's k
 //! become Vigil attrs, so they must be known at import time.
 
@@ -22,6 +22,7 @@ pub(super) const OPS: &[Op] = &[
     Op::new("ScatterElements", 11, elements),
     Op::new("Scatter", 9, elements),
     Op::new("TopK", 1, top_k),
+    Op::new("ReverseSequence", 10, reverse_sequence),
 ];
 /// `range`: folded when start, limit and delta are known, else a node
 /// whose length is known only at run time.
@@ -134,4 +135,13 @@ fn top_k(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         imp.bind(&name, vals[1].clone());
     }
     Ok(vals.swap_remove(0))
+}
+
+/// `batch_axis` and `time_axis` kept; the lengths are read at run time.
+fn reverse_sequence(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (x, lens) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    let a = Attrs::new()
+        .with("batch_axis", c.i("batch_axis").unwrap_or(1))
+        .with("time_axis", c.i("time_axis").unwrap_or(0));
+    out(imp, c, "reverse_sequence", a, &[x, lens])
 }

@@ -1,6 +1,7 @@
 //! Ops that move elements around: Pad and Tile (their ONNX tensor inputs
 //! become Vigil attrs, so they must be known at import time) and Split (one
-//! `create_view` per output, so its outputs are views, never copies).
+//! `create_view` per output, so its outputs are views, never copies), and
+//! CenterCropPad (its target lengths read at run time).
 
 use vigil_engine::Attrs;
 
@@ -14,7 +15,16 @@ pub(super) const OPS: &[Op] = &[
     Op::new("Pad", 1, pad),
     Op::new("Tile", 1, tile),
     Op::new("Split", 1, split),
+    Op::new("CenterCropPad", 18, center_crop_pad),
 ];
+
+fn center_crop_pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (x, shape) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    let a = c
+        .ints("axes")
+        .map_or(Attrs::new(), |axes| Attrs::new().with("axes", axes));
+    out(imp, c, "center_crop_pad", a, &[x, shape])
+}
 /// `pad`: pads from the attr (before opset 11; `paddings` in opset 1) or
 /// input 1, the fill from attr `value` or input 2, and from opset 18 input
 /// 3 names the padded axes.
@@ -30,7 +40,11 @@ fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             .ok_or_else(|| c.bad_attr("pads", "is required"))?;
         (pads, c.f("value").unwrap_or(0.0))
     } else {
-        let pads = const_ints(c, &input(imp, c, 1)?, "pads")?;
+        let pv = input(imp, c, 1)?;
+        if pv.known().is_none() {
+            return pad_at_run_time(imp, c, x, pv);
+        }
+        let pads = const_ints(c, &pv, "pads")?;
         let value = match optional(imp, c, 2)? {
             None => 0.0,
             Some(v) => {
@@ -72,6 +86,31 @@ fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .with("mode", mode)
         .with("value", value);
     out(imp, c, "pad", a, &[x])
+}
+
+/// `pad` with its pads read when it runs (computed from run-time values),
+/// for the axes input 3 names (which, like the fill value, must be known
+/// at import time).
+fn pad_at_run_time(imp: &mut Importer, c: &NodeCtx, x: Value, pads: Value) -> Result<Value> {
+    let value = match optional(imp, c, 2)? {
+        None => 0.0,
+        Some(v) => {
+            let t = v
+                .known()
+                .ok_or_else(|| c.unsupported("input 'constant_value' must be known at import time"))?;
+            let vals = t.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?;
+            *vals
+                .first()
+                .ok_or_else(|| c.unsupported("input 'constant_value' is empty"))?
+        }
+    };
+    let mut a = Attrs::new()
+        .with("mode", c.s("mode").unwrap_or_else(|| "constant".into()))
+        .with("value", value);
+    if let Some(axes) = optional(imp, c, 3)? {
+        a = a.with("axes", const_ints(c, &axes, "axes")?);
+    }
+    out(imp, c, "pad", a, &[x, pads])
 }
 
 /// `tile`: repeats from input 1 (opset 6 on; opset 1's `tiles`/`axis`

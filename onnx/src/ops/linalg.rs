@@ -1,5 +1,5 @@
 //! Matrix products: MatMul, Gemm (written as views, `matmul`, `mul`
-//! and `add`) and Einsum.
+//! and `add`), Einsum and Det.
 
 use vigil_engine::Attrs;
 
@@ -14,6 +14,7 @@ pub(super) const OPS: &[Op] = &[
     Op::new("MatMul", 1, matmul),
     Op::new("Gemm", 1, gemm),
     Op::new("Einsum", 12, einsum),
+    Op::new("Det", 11, det),
 ];
 
 fn matmul(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
@@ -63,4 +64,9 @@ fn einsum(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .s("equation")
         .ok_or_else(|| c.bad_attr("equation", "is required"))?;
     out(imp, c, "einsum", Attrs::new().with("equation", eq), &ins)
+}
+
+fn det(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    out(imp, c, "det", Attrs::new(), &[x])
 }

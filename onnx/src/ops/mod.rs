@@ -12,6 +12,7 @@ mod activation;
 mod cast;
 mod constant;
 pub(crate) mod emit;
+mod generate;
 mod index;
 mod layout;
 mod linalg;
@@ -22,10 +23,12 @@ mod nd;
 mod nn;
 mod norm;
 mod quant;
+mod recurrent;
 mod reduce;
 mod resize;
 mod select;
 mod shape;
+mod signal;
 mod softmax;
 
 use crate::error::{ImportError, Result};
@@ -82,6 +85,9 @@ const FAMILIES: &[&[Op]] = &[
     nd::OPS,
     quant::OPS,
     select::OPS,
+    generate::OPS,
+    signal::OPS,
+    recurrent::OPS,
 ];
 
 /// Every registered op.

@@ -1,11 +1,12 @@
-//! Convolutions, pooling and inference-mode Dropout.
+//! Convolutions, Col2Im, pooling, GridSample, AffineGrid and
+//! inference-mode Dropout.
 
 use vigil_engine::Attrs;
 
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
 
-use super::emit::{const_ints, copy_attrs, input, optional, out};
+use super::emit::{const_ints, copy_attrs, input, optional, out, scalar, step};
 use super::Op;
 
 /// This family's ONNX ops: `(op_type, since_opset, translate)`.
@@ -16,6 +17,10 @@ pub(super) const OPS: &[Op] = &[
     Op::new("AveragePool", 1, pool),
     Op::new("GlobalAveragePool", 1, global_pool),
     Op::new("GlobalMaxPool", 1, global_pool),
+    Op::new("LpPool", 1, lp_pool),
+    Op::new("GridSample", 16, grid_sample),
+    Op::new("AffineGrid", 20, affine_grid),
+    Op::new("Col2Im", 18, col2im),
     Op::new("Dropout", 1, dropout),
 ];
 
@@ -64,6 +69,69 @@ fn pool(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let a = copy_attrs(c, &keys, &["auto_pad"]);
     let name = if max { "max_pool" } else { "average_pool" };
     out(imp, c, name, a, &[x])
+}
+
+/// `(Σ |x|^p)^(1/p)` over each window, padding counting as 0: the mean of
+/// `|x|^p` with the padding counted (`count_include_pad`), times the
+/// window's size, to the power `1/p`. Without `ceil_mode` every window
+/// lies inside the padded input, so that mean's divisor is the window's
+/// size; `ceil_mode` (whose last windows may be cut short) is refused.
+fn lp_pool(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    if c.i("ceil_mode").unwrap_or(0) != 0 {
+        return Err(c.bad_attr("ceil_mode", "only 0 is supported"));
+    }
+    // LpPool-1 gives `p` as a float.
+    let p = c.i("p").or_else(|| c.f("p").map(|f| f as i64)).unwrap_or(2);
+    if p < 1 {
+        return Err(c.bad_attr("p", format!("must be at least 1, got {p}")));
+    }
+    let kernel = c
+        .ints("kernel_shape")
+        .ok_or_else(|| c.bad_attr("kernel_shape", "is required"))?;
+    let x = input(imp, c, 0)?;
+    let dt = x.ty.dtype;
+    let abs = step(imp, c, "abs", Attrs::new(), &[x], "abs")?;
+    let pw = scalar(imp, c, dt, p as f64, "p")?;
+    let powered = step(imp, c, "pow", Attrs::new(), &[abs, pw], "pow")?;
+    let a = copy_attrs(c, &["kernel_shape", "strides", "dilations", "pads"], &["auto_pad"])
+        .with("count_include_pad", 1);
+    let mean = step(imp, c, "average_pool", a, &[powered], "mean")?;
+    let size = scalar(imp, c, dt, kernel.iter().product::<i64>() as f64, "size")?;
+    let sum = step(imp, c, "mul", Attrs::new(), &[mean, size], "sum")?;
+    let root = scalar(imp, c, dt, 1.0 / p as f64, "root")?;
+    out(imp, c, "pow", Attrs::new(), &[sum, root])
+}
+
+/// `grid_sample`: opset 16's `bilinear`/`bicubic` are opset 20's
+/// `linear`/`cubic`.
+fn grid_sample(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (x, grid) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    let mode = match c.s("mode").as_deref().unwrap_or("linear") {
+        "bilinear" | "linear" => "linear",
+        "bicubic" | "cubic" => "cubic",
+        "nearest" => "nearest",
+        m => return Err(c.bad_attr("mode", format!("unknown value '{m}'"))),
+    };
+    let a = Attrs::new()
+        .with("mode", mode)
+        .with("padding_mode", c.s("padding_mode").unwrap_or_else(|| "zeros".into()))
+        .with("align_corners", c.i("align_corners").unwrap_or(0) != 0);
+    out(imp, c, "grid_sample", a, &[x, grid])
+}
+
+/// `affine_grid`; the size is read at run time.
+fn affine_grid(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let (theta, size) = (input(imp, c, 0)?, input(imp, c, 1)?);
+    let a = Attrs::new().with("align_corners", c.i("align_corners").unwrap_or(0) != 0);
+    out(imp, c, "affine_grid", a, &[theta, size])
+}
+
+/// `col2im`, its window attrs kept; the image and block shapes are read
+/// at run time.
+fn col2im(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = (0..3).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+    let a = copy_attrs(c, &["strides", "dilations", "pads"], &[]);
+    out(imp, c, "col2im", a, &ins)
 }
 
 fn global_pool(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

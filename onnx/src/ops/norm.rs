@@ -1,13 +1,13 @@
 //! Normalizations: BatchNormalization (inference), LRN,
 //! LayerNormalization, RMSNormalization, GroupNormalization and
-//! LpNormalization.
+//! LpNormalization, and MeanVarianceNormalization in ONNX's own steps.
 
 use vigil_engine::Attrs;
 
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
 
-use super::emit::{input, optional, out};
+use super::emit::{input, optional, out, scalar, step};
 use super::Op;
 use crate::tensor::dtype_of;
 
@@ -19,7 +19,30 @@ pub(super) const OPS: &[Op] = &[
     Op::new("RMSNormalization", 23, rms_norm),
     Op::new("GroupNormalization", 18, group_norm),
     Op::new("LpNormalization", 1, lp_norm),
+    Op::new("MeanVarianceNormalization", 9, mvn),
 ];
+
+/// ONNX's definition step by step: `(x − E[x]) / (sqrt(E[x²] − E[x]²) +
+/// 1e-9)`, the means over `axes` (default `[0, 2, 3]`) kept as length 1.
+fn mvn(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let dt = x.ty.dtype;
+    let axes = c.ints("axes").unwrap_or_else(|| vec![0, 2, 3]);
+    let mean = |imp: &mut Importer, v: Value, tag: &str| {
+        let a = Attrs::new().with("axes", axes.clone()).with("keepdims", true);
+        step(imp, c, "mean", a, &[v], tag)
+    };
+    let m = mean(imp, x.clone(), "mean")?;
+    let m2 = step(imp, c, "mul", Attrs::new(), &[m.clone(), m.clone()], "mean_sq")?;
+    let x2 = step(imp, c, "mul", Attrs::new(), &[x.clone(), x.clone()], "x_sq")?;
+    let ex2 = mean(imp, x2, "sq_mean")?;
+    let var = step(imp, c, "sub", Attrs::new(), &[ex2, m2], "variance")?;
+    let sd = step(imp, c, "sqrt", Attrs::new(), &[var], "std")?;
+    let eps = scalar(imp, c, dt, 1e-9, "eps")?;
+    let den = step(imp, c, "add", Attrs::new(), &[sd, eps], "den")?;
+    let centred = step(imp, c, "sub", Attrs::new(), &[x, m], "centred")?;
+    out(imp, c, "div", Attrs::new(), &[centred, den])
+}
 
 /// `group_norm`: `num_groups` and `epsilon` kept; scale and bias are per
 /// group (opset 18) or per channel (21), which the engine op tells apart

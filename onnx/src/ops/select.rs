@@ -1,14 +1,51 @@
-//! Ops laid out by index values: OneHot and Compress.
+//! Ops laid out by index values: OneHot, Compress, NonMaxSuppression and
+//! Unique (whose output lengths are decided when they run).
 
 use vigil_engine::Attrs;
 
-use super::emit::{const_ints, input, out};
+use super::emit::{const_ints, input, inputs_up_to, out};
 use super::Op;
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
 
 /// This family's ONNX ops: `(op_type, since_opset, translate)`.
-pub(super) const OPS: &[Op] = &[Op::new("OneHot", 9, one_hot), Op::new("Compress", 9, compress)];
+pub(super) const OPS: &[Op] = &[
+    Op::new("OneHot", 9, one_hot),
+    Op::new("Compress", 9, compress),
+    Op::new("NonMaxSuppression", 10, non_max_suppression),
+    Op::new("Unique", 11, unique),
+];
+
+/// `unique`: `axis` and `sorted` kept; its four outputs bound by name.
+fn unique(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let mut a = Attrs::new().with("sorted", c.i("sorted").unwrap_or(1) != 0);
+    if let Some(axis) = c.i("axis") {
+        a = a.with("axis", axis);
+    }
+    let names: Vec<String> = (0..4)
+        .map(|k| match c.proto.output.get(k).filter(|o| !o.is_empty()) {
+            Some(o) => o.clone(),
+            None => format!("{}.output{k}", c.onnx_name),
+        })
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut vals = imp.emit_n(c, "unique", a, &[x], &refs)?;
+    for k in 1..4 {
+        if let Some(o) = c.proto.output.get(k).filter(|o| !o.is_empty()) {
+            imp.bind(o, vals[k].clone());
+        }
+    }
+    Ok(vals.swap_remove(0))
+}
+
+/// `non_max_suppression`; an optional input left out before a given one
+/// becomes an empty constant, which the op reads as absent.
+fn non_max_suppression(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = inputs_up_to(imp, c, 2, 5)?;
+    let a = Attrs::new().with("center_point_box", c.i("center_point_box").unwrap_or(0));
+    out(imp, c, "non_max_suppression", a, &ins)
+}
 
 /// `one_hot`: `depth` (input 1, which sets the output's shape) must be
 /// known at import time; `axis` kept.

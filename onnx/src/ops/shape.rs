@@ -1,6 +1,7 @@
 //! Ops that change a tensor's shape or take a part of it: Identity,
 //! Transpose, Reshape, Flatten, Unsqueeze, Squeeze, Concat, Slice (a view,
-//! never a copy) and Expand. Shapes and axes become Vigil attrs, so they
+//! never a copy), Expand, and DepthToSpace and SpaceToDepth (a reshape, a
+//! transpose and a reshape). Shapes and axes become Vigil attrs, so they
 //! must be known at import time.
 
 use vigil_engine::Attrs;
@@ -22,7 +23,59 @@ pub(super) const OPS: &[Op] = &[
     Op::new("Concat", 1, concat),
     Op::new("Slice", 1, slice),
     Op::new("Expand", 8, expand),
+    Op::new("DepthToSpace", 1, depth_space),
+    Op::new("SpaceToDepth", 1, depth_space),
 ];
+
+/// DepthToSpace and SpaceToDepth on `[b, c, h, w]`, as ONNX defines them:
+/// a reshape that splits the block out of the channels (or the spatial
+/// axes), a transpose that moves it, and a reshape that merges it in.
+/// `mode` DCR (default) takes the block from the outer channels, CRD from
+/// the inner ones.
+fn depth_space(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    let bs = c
+        .i("blocksize")
+        .filter(|&b| b > 0)
+        .ok_or_else(|| c.bad_attr("blocksize", "is required and must be positive"))?;
+    let [b, ch, h, w] = x
+        .ty
+        .static_shape()
+        .and_then(|s| <[usize; 4]>::try_from(s).ok())
+        .map(|s| s.map(|d| d as i64))
+        .ok_or_else(|| c.unsupported("x must be 4-D with its shape known at import time"))?;
+    let crd = match c.s("mode").as_deref().unwrap_or("DCR") {
+        "DCR" => false,
+        "CRD" => true,
+        m => return Err(c.bad_attr("mode", format!("must be DCR or CRD, got '{m}'"))),
+    };
+    let (split, perm, merged) = if c.op_type == "DepthToSpace" {
+        if ch % (bs * bs) != 0 {
+            return Err(c.unsupported(format!("{ch} channels do not split into blocks of {bs}x{bs}")));
+        }
+        let cc = ch / (bs * bs);
+        let merged = vec![b, cc, h * bs, w * bs];
+        if crd {
+            (vec![b, cc, bs, bs, h, w], vec![0, 1, 4, 2, 5, 3], merged)
+        } else {
+            (vec![b, bs, bs, cc, h, w], vec![0, 3, 4, 1, 5, 2], merged)
+        }
+    } else {
+        if h % bs != 0 || w % bs != 0 {
+            return Err(c.unsupported(format!("{h}x{w} does not split into blocks of {bs}x{bs}")));
+        }
+        let split = vec![b, ch, h / bs, bs, w / bs, bs];
+        let merged = vec![b, ch * bs * bs, h / bs, w / bs];
+        if crd {
+            (split, vec![0, 1, 3, 5, 2, 4], merged)
+        } else {
+            (split, vec![0, 3, 5, 1, 2, 4], merged)
+        }
+    };
+    let t = step(imp, c, "reshape", Attrs::new().with("shape", split), &[x], "split")?;
+    let t = step(imp, c, "transpose", Attrs::new().with("perm", perm), &[t], "moved")?;
+    out(imp, c, "reshape", Attrs::new().with("shape", merged), &[t])
+}
 
 /// The input itself: no node.
 fn identity(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
