@@ -180,7 +180,8 @@ impl DebugConfig {
         match dtype {
             DType::F32 => self.tolerance_f32,
             DType::F64 => self.tolerance_f64,
-            DType::F16 => Tolerance::default_for(DType::F16),
+            DType::F16 | DType::BF16 => Tolerance::default_for(dtype),
+            d if d.is_small_float() => Tolerance::default_for(d),
             _ => Tolerance::EXACT,
         }
     }

@@ -56,20 +56,7 @@ impl Plain {
 }
 
 fn clone_any(a: &AnyVec) -> AnyVec {
-    match a {
-        AnyVec::F32(v) => AnyVec::F32(v.clone()),
-        AnyVec::F16(v) => AnyVec::F16(v.clone()),
-        AnyVec::F64(v) => AnyVec::F64(v.clone()),
-        AnyVec::I64(v) => AnyVec::I64(v.clone()),
-        AnyVec::I32(v) => AnyVec::I32(v.clone()),
-        AnyVec::Bool(v) => AnyVec::Bool(v.clone()),
-        AnyVec::U8(v) => AnyVec::U8(v.clone()),
-        AnyVec::I8(v) => AnyVec::I8(v.clone()),
-        AnyVec::U16(v) => AnyVec::U16(v.clone()),
-        AnyVec::I16(v) => AnyVec::I16(v.clone()),
-        AnyVec::U32(v) => AnyVec::U32(v.clone()),
-        AnyVec::U64(v) => AnyVec::U64(v.clone()),
-    }
+    a.clone()
 }
 
 enum PlainKind {

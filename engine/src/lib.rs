@@ -14,11 +14,12 @@ pub mod tensor;
 pub use dtype::{DType, Element, Float, Num, Scalar};
 pub use error::{Error, FeedFault, NpyError, Result};
 /// The f16 element type, for code outside the engine that names it.
-pub use half::f16;
+pub use half::{bf16, f16};
 /// The kernel layer's comparison and summary, at the paths the harness
 /// crates name.
 pub use kernels::{compare, summary};
 pub use ops::{Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo, ViewKind};
+pub use tensor::small;
 pub use tensor::{IndexSpec, Layout, Tensor};
 pub mod destroy;
 pub mod exec;

@@ -937,7 +937,7 @@ fn math_expected(kind: UnKind, x: f64) -> f64 {
 #[test]
 fn cast_follows_numpy_astype() {
     let f = f64s(&[5], &[1.7, -1.7, 2.5, -0.0, 1e10]);
-    let c = |t: &Tensor, d: DType| run(&Cast { dtype: d }, std::slice::from_ref(t)).unwrap();
+    let c = |t: &Tensor, d: DType| run(&Cast::to(d), std::slice::from_ref(t)).unwrap();
     // Float to int truncates toward zero.
     assert_eq!(vals::<i64>(&c(&f, DType::I64)), vec![1, -1, 2, 0, 10_000_000_000]);
     assert_eq!(
@@ -996,7 +996,7 @@ fn cast_follows_numpy_astype() {
         &[0, 2]
     );
     // The attr and the inferred type.
-    let op = Cast { dtype: DType::I32 };
+    let op = Cast::to(DType::I32);
     assert_eq!(op.attrs(), vigil_engine::Attrs::new().with("dtype", "i32"));
     assert_eq!(
         op.infer(&[TypeInfo::new(DType::F64, Some(vec![-1, 2]))]).unwrap(),
@@ -1007,7 +1007,7 @@ fn cast_follows_numpy_astype() {
 #[test]
 fn cast_i64_to_i32_wraps_like_numpy() {
     let out = run(
-        &Cast { dtype: DType::I32 },
+        &Cast::to(DType::I32),
         &[i64s(&[3], &[1 << 31, -(1 << 31) - 1, (1 << 32) + 5])],
     )
     .unwrap();

@@ -32,6 +32,23 @@ fn decode(dtype: DType, b: &[u8]) -> (Value, f64) {
             let v = vigil_engine::f16::from_ne_bytes(arr(b)).to_f64();
             (json_f64(v), v)
         }
+        DType::BF16 => {
+            let v = vigil_engine::bf16::from_ne_bytes(arr(b)).to_f64();
+            (json_f64(v), v)
+        }
+        d @ (DType::I4 | DType::U4 | DType::I2 | DType::U2) => {
+            let v = vigil_engine::small::value_of(d, b[0]).unwrap_or(f64::NAN);
+            (json!(v as i64), v)
+        }
+        d @ (DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F4E2M1
+        | DType::F8E8M0) => {
+            let v = vigil_engine::small::value_of(d, b[0]).unwrap_or(f64::NAN);
+            (json_f64(v), v)
+        }
         DType::I64 => int(i64::from_ne_bytes(arr(b))),
         DType::I32 => int(i32::from_ne_bytes(arr(b))),
         DType::U8 => int(b[0]),

@@ -146,8 +146,15 @@ fn random_input(ty: &TypeInfo, rng: &mut rand_chacha::ChaCha8Rng) -> Result<Tens
     Ok(match ty.dtype {
         DType::F32 => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?,
         DType::F64 => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f64>()).collect())?,
-        DType::F16 => {
-            Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?.cast(DType::F16)?
+        d @ DType::F16 | d @ DType::BF16 => {
+            Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?.cast(d)?
+        }
+        d if d.is_small_float() => {
+            Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<f32>()).collect())?.cast(d)?
+        }
+        // 0 and 1, which the 2-bit integers hold.
+        d if d.is_small_int() => {
+            Tensor::from_vec(&shape, (0..n).map(|_| rng.gen_range(0..2i64)).collect())?.cast(d)?
         }
         DType::Bool => Tensor::from_vec(&shape, (0..n).map(|_| rng.gen::<bool>()).collect())?,
         // Integers: 0..10, which every integer dtype holds.

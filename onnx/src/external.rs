@@ -153,9 +153,12 @@ impl ExternalData {
             self.verify(name, &file, sum)?;
         }
         let n = vigil_engine::tensor::limit::numel(shape).map_err(|x| self.err(name, x.to_string()))?;
-        let need = (n as u64)
-            .checked_mul(dtype.size() as u64)
-            .ok_or_else(|| self.err(name, format!("dims {shape:?} need more bytes than memory holds")))?;
+        let packed = vigil_engine::small::file_bits(dtype);
+        let need = match packed {
+            Some(bits) => crate::tensor::packed_len(bits, n).map(|b| b as u64),
+            None => (n as u64).checked_mul(dtype.size() as u64),
+        }
+        .ok_or_else(|| self.err(name, format!("dims {shape:?} need more bytes than memory holds")))?;
         if let Some(len) = e.length.filter(|&l| l != need) {
             return Err(self.err(
                 name,
@@ -181,6 +184,26 @@ impl ExternalData {
         f.seek(SeekFrom::Start(e.offset)).map_err(io)?;
         let mut src = f.take(need);
         let built = match dtype {
+            d @ (DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1
+            | DType::F8E8M0
+            | DType::I4
+            | DType::U4
+            | DType::I2
+            | DType::U2) => {
+                let bytes = decode(&mut src, need as usize, u8::from_le_bytes).map_err(io)?;
+                return crate::tensor::small_from_bytes(d, shape, n, &bytes).map_err(|m| self.err(name, m));
+            }
+            DType::BF16 => Tensor::from_vec(
+                shape,
+                decode(&mut src, n, |b| {
+                    vigil_engine::bf16::from_bits(u16::from_le_bytes(b))
+                })
+                .map_err(io)?,
+            ),
             DType::F32 => Tensor::from_vec(shape, decode(&mut src, n, f32::from_le_bytes).map_err(io)?),
             DType::F64 => Tensor::from_vec(shape, decode(&mut src, n, f64::from_le_bytes).map_err(io)?),
             DType::F16 => Tensor::from_vec(

@@ -3,10 +3,16 @@
 use onnx_protobuf::tensor_proto::{DataLocation, DataType};
 use onnx_protobuf::TensorProto;
 use protobuf::Enum;
-use vigil_engine::{DType, Tensor};
+use vigil_engine::{small, DType, Tensor};
 
 use crate::error::{ImportError, Result};
 use crate::external::ExternalData;
+
+/// ONNX element types the protobuf bindings do not name.
+const FLOAT4E2M1: i32 = 23;
+const FLOAT8E8M0: i32 = 24;
+const UINT2: i32 = 25;
+const INT2: i32 = 26;
 
 /// The Vigil dtype of an ONNX element type, or an error naming `what`.
 pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
@@ -23,6 +29,18 @@ pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
         Some(DataType::INT16) => Ok(DType::I16),
         Some(DataType::UINT32) => Ok(DType::U32),
         Some(DataType::UINT64) => Ok(DType::U64),
+        Some(DataType::BFLOAT16) => Ok(DType::BF16),
+        Some(DataType::FLOAT8E4M3FN) => Ok(DType::F8E4M3FN),
+        Some(DataType::FLOAT8E4M3FNUZ) => Ok(DType::F8E4M3FNUZ),
+        Some(DataType::FLOAT8E5M2) => Ok(DType::F8E5M2),
+        Some(DataType::FLOAT8E5M2FNUZ) => Ok(DType::F8E5M2FNUZ),
+        Some(DataType::UINT4) => Ok(DType::U4),
+        Some(DataType::INT4) => Ok(DType::I4),
+        // Newer than the protobuf bindings: FLOAT4E2M1, FLOAT8E8M0, UINT2, INT2.
+        None if elem == FLOAT4E2M1 => Ok(DType::F4E2M1),
+        None if elem == FLOAT8E8M0 => Ok(DType::F8E8M0),
+        None if elem == UINT2 => Ok(DType::U2),
+        None if elem == INT2 => Ok(DType::I2),
         Some(d) => Err(ImportError::UnsupportedDtype {
             what: what.to_string(),
             dtype: format!("{d:?}").to_lowercase(),
@@ -35,8 +53,8 @@ pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
 }
 
 /// The ONNX element type of a Vigil dtype.
-pub fn elem_of(d: DType) -> DataType {
-    match d {
+pub fn elem_of(d: DType) -> i32 {
+    let e = match d {
         DType::F32 => DataType::FLOAT,
         DType::F64 => DataType::DOUBLE,
         DType::F16 => DataType::FLOAT16,
@@ -49,7 +67,67 @@ pub fn elem_of(d: DType) -> DataType {
         DType::I16 => DataType::INT16,
         DType::U32 => DataType::UINT32,
         DType::U64 => DataType::UINT64,
+        DType::BF16 => DataType::BFLOAT16,
+        DType::F8E4M3FN => DataType::FLOAT8E4M3FN,
+        DType::F8E4M3FNUZ => DataType::FLOAT8E4M3FNUZ,
+        DType::F8E5M2 => DataType::FLOAT8E5M2,
+        DType::F8E5M2FNUZ => DataType::FLOAT8E5M2FNUZ,
+        DType::U4 => DataType::UINT4,
+        DType::I4 => DataType::INT4,
+        DType::F4E2M1 => return FLOAT4E2M1,
+        DType::F8E8M0 => return FLOAT8E8M0,
+        DType::U2 => return UINT2,
+        DType::I2 => return INT2,
+    };
+    e.value()
+}
+
+/// `n` elements of `bits` bits each, packed low bits first, as ONNX stores
+/// the 4- and 2-bit dtypes (one byte each for 8 bits).
+fn unpack(bytes: &[u8], bits: u32, n: usize) -> Vec<u8> {
+    let per = (8 / bits) as usize;
+    let mask = ((1u16 << bits) - 1) as u8;
+    (0..n)
+        .map(|i| (bytes[i / per] >> ((i % per) as u32 * bits)) & mask)
+        .collect()
+}
+
+/// The inverse of [`unpack`]: codes packed `8 / bits` to a byte, the last
+/// byte padded with zero bits.
+fn pack(codes: &[u8], bits: u32) -> Vec<u8> {
+    let per = (8 / bits) as usize;
+    codes
+        .chunks(per)
+        .map(|c| {
+            c.iter()
+                .enumerate()
+                .fold(0u8, |b, (k, &v)| b | (v << (k as u32 * bits)))
+        })
+        .collect()
+}
+
+/// Bytes that `n` elements of a dtype stored `bits` bits each take.
+pub fn packed_len(bits: u32, n: usize) -> Option<usize> {
+    n.checked_mul(bits as usize).map(|b| b.div_ceil(8))
+}
+
+/// A tensor of a one-byte storage dtype (`vigil_engine::small`) from the
+/// bytes a file holds for it (packed for the 4- and 2-bit dtypes).
+pub fn small_from_bytes(
+    dtype: DType,
+    shape: &[usize],
+    n: usize,
+    bytes: &[u8],
+) -> std::result::Result<Tensor, String> {
+    let bits = small::file_bits(dtype).ok_or_else(|| format!("{dtype} is not a packed dtype"))?;
+    let need = packed_len(bits, n).ok_or("too many elements")?;
+    if bytes.len() != need {
+        return Err(format!(
+            "has {} bytes, {n} elements of {dtype} ({bits} bits each) need {need}",
+            bytes.len()
+        ));
     }
+    small::from_codes(dtype, shape, unpack(bytes, bits, n)).map_err(|e| e.to_string())
 }
 
 fn bad(t: &TensorProto, what: &str, msg: String) -> ImportError {
@@ -174,6 +252,35 @@ pub fn to_tensor_from(t: &TensorProto, what: &str, external: Option<&mut Externa
         };
     }
     let built = match dtype {
+        // The one-byte formats: packed bytes in raw_data, or one byte per
+        // int32_data entry (ONNX packs 4- and 2-bit values there too).
+        d @ (DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F4E2M1
+        | DType::F8E8M0
+        | DType::I4
+        | DType::U4
+        | DType::I2
+        | DType::U2) => {
+            let typed;
+            let bytes: &[u8] = if !t.raw_data.is_empty() || t.int32_data.is_empty() {
+                &t.raw_data
+            } else {
+                typed = narrow::<i32, u8>(t, what, &t.int32_data)?;
+                &typed
+            };
+            return small_from_bytes(d, &shape, n, bytes).map_err(|m| bad(t, what, m));
+        }
+        // BFLOAT16 keeps its bit patterns, as FLOAT16.
+        DType::BF16 => Tensor::from_vec(
+            &shape,
+            elements(t, what, n, u16::from_le_bytes, narrow(t, what, &t.int32_data)?)?
+                .into_iter()
+                .map(vigil_engine::bf16::from_bits)
+                .collect(),
+        ),
         DType::F32 => Tensor::from_vec(
             &shape,
             elements(t, what, n, f32::from_le_bytes, t.float_data.clone())?,
@@ -238,10 +345,13 @@ pub fn to_proto(t: &Tensor, name: &str) -> Result<TensorProto> {
     let mut p = TensorProto::new();
     p.name = name.to_string();
     p.dims = t.shape().iter().map(|&d| d as i64).collect();
-    p.data_type = elem_of(t.dtype()).value();
-    p.raw_data = vigil_engine::dispatch_num!(t.dtype(),
-        T => t.to_array::<T>()?.iter().flat_map(|&v| LeBytes::le_bytes(v)).collect(),
-        t.to_array::<bool>()?.iter().map(|&v| v as u8).collect());
+    p.data_type = elem_of(t.dtype());
+    p.raw_data = match small::file_bits(t.dtype()) {
+        Some(bits) => pack(&small::codes(t)?, bits),
+        None => vigil_engine::dispatch_num!(t.dtype(),
+            T => t.to_array::<T>()?.iter().flat_map(|&v| LeBytes::le_bytes(v)).collect(),
+            t.to_array::<bool>()?.iter().map(|&v| v as u8).collect()),
+    };
     Ok(p)
 }
 
@@ -259,7 +369,20 @@ macro_rules! le_bytes {
         }
     )*};
 }
-le_bytes!(f32, f64, i64, i32, u8, i8, u16, i16, u32, u64, vigil_engine::f16);
+le_bytes!(
+    f32,
+    f64,
+    i64,
+    i32,
+    u8,
+    i8,
+    u16,
+    i16,
+    u32,
+    u64,
+    vigil_engine::f16,
+    vigil_engine::bf16
+);
 
 #[cfg(test)]
 mod tests {
@@ -293,6 +416,77 @@ mod tests {
     }
 
     #[test]
+    fn packed_int4_uint4_and_int2_unpack_low_bits_first() {
+        use vigil_engine::small::{I2, I4, U4};
+        let proto = |elem: i32, dims: &[i64], raw: &[u8], typed: &[i32]| {
+            let mut p = TensorProto::new();
+            p.data_type = elem;
+            p.dims = dims.to_vec();
+            p.raw_data = raw.to_vec();
+            p.int32_data = typed.to_vec();
+            p
+        };
+        // int4 [7, -8, -1]: nibbles 0x7, 0x8 in byte 0, 0xF in byte 1's low half.
+        let t = to_tensor(&proto(DataType::INT4.value(), &[3], &[0x87, 0x0F], &[]), "w").unwrap();
+        assert_eq!(t.dtype(), DType::I4);
+        assert_eq!(
+            t.to_array::<I4>()
+                .unwrap()
+                .iter()
+                .map(|v| v.get())
+                .collect::<Vec<_>>(),
+            [7, -8, -1]
+        );
+        // The same bytes from int32_data, one packed byte per entry.
+        let t = to_tensor(&proto(DataType::UINT4.value(), &[3], &[], &[0x87, 0x0F]), "w").unwrap();
+        assert_eq!(
+            t.to_array::<U4>()
+                .unwrap()
+                .iter()
+                .map(|v| v.get())
+                .collect::<Vec<_>>(),
+            [7, 8, 15]
+        );
+        // int2 (ONNX 26): four to a byte; 0b10_01_00_11 is [-1, 0, 1, -2].
+        let t = to_tensor(&proto(26, &[2, 2], &[0b1001_0011], &[]), "w").unwrap();
+        assert_eq!(
+            t.to_array::<I2>()
+                .unwrap()
+                .iter()
+                .map(|v| v.get())
+                .collect::<Vec<_>>(),
+            [-1, 0, 1, -2]
+        );
+        // A byte count that does not fit the dims names the tensor.
+        let e = to_tensor(&proto(DataType::INT4.value(), &[3], &[0x87], &[]), "w").unwrap_err();
+        assert!(matches!(e, ImportError::BadTensor { .. }), "{e}");
+        // Written back packed, and read again the same.
+        let t = Tensor::from_vec(&[3], vec![I4(-3), I4(5), I4(-8)]).unwrap();
+        let p = to_proto(&t, "q").unwrap();
+        assert_eq!(p.raw_data, [0x5D, 0x08]);
+        let back = to_tensor(&p, "q").unwrap();
+        assert_eq!(back.to_array::<I4>().unwrap(), t.to_array::<I4>().unwrap());
+    }
+
+    #[test]
+    fn bfloat16_and_float8_keep_their_bit_patterns() {
+        let mut p = TensorProto::new();
+        p.data_type = DataType::BFLOAT16.value();
+        p.dims = vec![2];
+        p.int32_data = vec![0x3FC0, 0xC000];
+        let t = to_tensor(&p, "b").unwrap();
+        assert_eq!(t.to_f64_vec().unwrap(), [1.5, -2.0]);
+        let mut p = TensorProto::new();
+        p.data_type = DataType::FLOAT8E4M3FN.value();
+        p.dims = vec![3];
+        p.raw_data = vec![0x7E, 0xFF, 0x01];
+        let v = to_tensor(&p, "f").unwrap().to_f64_vec().unwrap();
+        assert_eq!((v[0], v[1].is_nan(), v[2]), (448.0, true, 2f64.powi(-9)));
+        assert_eq!(dtype_of(24, "x").unwrap(), DType::F8E8M0);
+        assert_eq!(elem_of(DType::F4E2M1), 23);
+    }
+
+    #[test]
     fn float16_comes_from_raw_data_or_int32_data_bit_patterns() {
         use vigil_engine::f16;
         let bits =
@@ -319,7 +513,7 @@ mod tests {
         assert_eq!(back.data_type, DataType::FLOAT16.value());
         assert_eq!(back.raw_data.len(), 12);
         assert_eq!(bits(&to_tensor(&back, "h").unwrap()), want);
-        assert_eq!(elem_of(DType::F16), DataType::FLOAT16);
+        assert_eq!(elem_of(DType::F16), DataType::FLOAT16.value());
     }
 
     #[test]

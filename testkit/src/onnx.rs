@@ -61,7 +61,7 @@ pub fn value(name: &str, dtype: DType, shape: &[i64]) -> ValueInfoProto {
     let mut v = ValueInfoProto::new();
     v.name = name.into();
     let mut tt = type_proto::Tensor::new();
-    tt.elem_type = vigil_onnx::tensor::elem_of(dtype) as i32;
+    tt.elem_type = vigil_onnx::tensor::elem_of(dtype);
     let mut s = TensorShapeProto::new();
     for &d in shape {
         let mut dim = Dimension::new();

@@ -33,6 +33,14 @@ impl Tolerance {
     pub fn default_for(dtype: DType) -> Tolerance {
         match dtype {
             DType::F16 => Tolerance::new(1e-3, 1e-5),
+            // bf16's epsilon is 2^-7.
+            DType::BF16 => Tolerance::new(8e-3, 1e-5),
+            // One step of the format's mantissa: a value rounded from f32
+            // and one rounded from f64 may differ by one code.
+            DType::F8E4M3FN | DType::F8E4M3FNUZ => Tolerance::new(0.125, 0.0),
+            DType::F8E5M2 | DType::F8E5M2FNUZ => Tolerance::new(0.25, 0.0),
+            DType::F4E2M1 => Tolerance::new(0.5, 0.0),
+            DType::F8E8M0 => Tolerance::new(1.0, 0.0),
             DType::F32 => Tolerance::new(1e-5, 1e-6),
             DType::F64 => Tolerance::new(1e-12, 1e-12),
             _ => Tolerance::EXACT,
@@ -228,6 +236,14 @@ pub fn ulp_distance(x: f64, y: f64, dtype: DType) -> u64 {
     match dtype {
         DType::F32 => (ordered32(x as f32) - ordered32(y as f32)).unsigned_abs(),
         DType::F16 => (ordered16(x) - ordered16(y)).unsigned_abs(),
+        DType::BF16 => {
+            let o = |v: f64| {
+                let b = crate::dtype::bf16_from_f64(v).to_bits() as i16;
+                (if b < 0 { i16::MIN - b } else { b }) as i64
+            };
+            (o(x) - o(y)).unsigned_abs()
+        }
+        d if d.is_small_float() => (crate::small::ordinal(d, x) - crate::small::ordinal(d, y)).unsigned_abs(),
         DType::F64 => (ordered64(x) - ordered64(y)).unsigned_abs().min(u64::MAX as u128) as u64,
         _ => 0,
     }

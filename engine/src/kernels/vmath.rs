@@ -401,30 +401,35 @@ impl VMath for f64 {
 /// f32 and rounded once, as numpy's float16 loops do.
 const F16_BLOCK: usize = 256;
 
-impl VMath for half::f16 {
-    fn map(f: MathFn, src: &[half::f16], dst: &mut [half::f16]) {
-        use half::slice::HalfFloatSliceExt;
-        let (mut wide, mut out) = ([0f32; F16_BLOCK], [0f32; F16_BLOCK]);
-        for (s, d) in src.chunks(F16_BLOCK).zip(dst.chunks_mut(F16_BLOCK)) {
-            let n = s.len();
-            s.convert_to_f32_slice(&mut wide[..n]);
-            f32::map(f, &wide[..n], &mut out[..n]);
-            d.convert_from_f32_slice(&out[..n]);
-        }
-    }
+macro_rules! vmath_half {
+    ($($t:ty),*) => {$(
+        impl VMath for $t {
+            fn map(f: MathFn, src: &[$t], dst: &mut [$t]) {
+                use half::slice::HalfFloatSliceExt;
+                let (mut wide, mut out) = ([0f32; F16_BLOCK], [0f32; F16_BLOCK]);
+                for (s, d) in src.chunks(F16_BLOCK).zip(dst.chunks_mut(F16_BLOCK)) {
+                    let n = s.len();
+                    s.convert_to_f32_slice(&mut wide[..n]);
+                    f32::map(f, &wide[..n], &mut out[..n]);
+                    d.convert_from_f32_slice(&out[..n]);
+                }
+            }
 
-    fn map_inplace(f: MathFn, buf: &mut [half::f16]) {
-        use half::slice::HalfFloatSliceExt;
-        let mut wide = [0f32; F16_BLOCK];
-        for b in buf.chunks_mut(F16_BLOCK) {
-            let n = b.len();
-            b.convert_to_f32_slice(&mut wide[..n]);
-            f32::map_inplace(f, &mut wide[..n]);
-            b.convert_from_f32_slice(&wide[..n]);
-        }
-    }
+            fn map_inplace(f: MathFn, buf: &mut [$t]) {
+                use half::slice::HalfFloatSliceExt;
+                let mut wide = [0f32; F16_BLOCK];
+                for b in buf.chunks_mut(F16_BLOCK) {
+                    let n = b.len();
+                    b.convert_to_f32_slice(&mut wide[..n]);
+                    f32::map_inplace(f, &mut wide[..n]);
+                    b.convert_from_f32_slice(&wide[..n]);
+                }
+            }
 
-    fn one(f: MathFn, x: half::f16) -> half::f16 {
-        half::f16::from_f32(f32::one(f, x.to_f32()))
-    }
+            fn one(f: MathFn, x: $t) -> $t {
+                <$t>::from_f32(f32::one(f, x.to_f32()))
+            }
+        }
+    )*};
 }
+vmath_half!(half::f16, half::bf16);

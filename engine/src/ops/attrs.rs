@@ -87,6 +87,14 @@ impl Attrs {
         }
     }
 
+    pub fn str(&self, key: &str) -> Result<Option<&str>> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Self::bad(key, "a string", v),
+        }
+    }
+
     pub fn dtype(&self, key: &str) -> Result<Option<DType>> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),

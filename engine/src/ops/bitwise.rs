@@ -204,7 +204,19 @@ macro_rules! raw_float {
         }
     )*};
 }
-raw_float!(f32 => u32, f64 => u64, crate::f16 => u16);
+raw_float!(f32 => u32, f64 => u64, crate::f16 => u16, crate::bf16 => u16);
+raw_float!(
+    crate::small::F8E4M3Fn => u8,
+    crate::small::F8E4M3Fnuz => u8,
+    crate::small::F8E5M2 => u8,
+    crate::small::F8E5M2Fnuz => u8,
+    crate::small::F4E2M1 => u8,
+    crate::small::F8E8M0 => u8,
+    crate::small::I4 => u8,
+    crate::small::U4 => u8,
+    crate::small::I2 => u8,
+    crate::small::U2 => u8
+);
 
 impl Raw for bool {
     fn raw(self) -> u64 {

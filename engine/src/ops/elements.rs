@@ -262,7 +262,7 @@ impl Op for ScatterElements {
         let out = ctx.output(0, x.dtype(), x.shape())?;
         let r = self.reduction;
         crate::dispatch_num!(x.dtype(), T => scatter_num::<T>(r, x, upd, &offsets, &out)?,
-            scatter_kernel::<bool>(x, upd, &offsets, &out, |_, b| b)?);
+            crate::dispatch_all!(x.dtype(), T => scatter_kernel::<T>(x, upd, &offsets, &out, |_, b| b)?));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

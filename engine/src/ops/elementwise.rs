@@ -17,6 +17,7 @@ use crate::kernels::vmath::{par_map, par_map_inplace, VMath};
 use crate::kernels::MathFn;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::tensor::small::{self, RoundMode};
 use crate::tensor::Tensor;
 
 /// Comparisons, giving bool.
@@ -592,10 +593,26 @@ impl Op for Unary {
 
 // ----- cast ---------------------------------------------------------------
 
-/// `cast` to the `dtype` attr, with numpy's `astype` semantics.
+/// `cast` to the `dtype` attr, with numpy's `astype` semantics. Into the
+/// small float formats it rounds to nearest even and, with `saturate`
+/// (the default), clamps to the largest finite value instead of giving
+/// NaN or infinity; F8E8M0 rounds by `round_mode` (see `tensor::small`).
 #[derive(Clone, Debug)]
 pub struct Cast {
     pub dtype: DType,
+    pub saturate: bool,
+    pub round_mode: RoundMode,
+}
+
+impl Cast {
+    /// A cast with the default rounding.
+    pub fn to(dtype: DType) -> Cast {
+        Cast {
+            dtype,
+            saturate: true,
+            round_mode: RoundMode::Up,
+        }
+    }
 }
 
 impl Op for Cast {
@@ -611,11 +628,23 @@ impl Op for Cast {
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let out = ctx.output(0, self.dtype, inputs[0].shape())?;
-        inputs[0].cast_into(&out)?;
+        let default = self.saturate && self.round_mode == RoundMode::Up;
+        if self.dtype.is_small_float() && !default && inputs[0].dtype() != self.dtype {
+            small::write_f64s(&out, &inputs[0].to_f64_vec()?, self.saturate, self.round_mode)?;
+        } else {
+            inputs[0].cast_into(&out)?;
+        }
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
-        Attrs::new().with("dtype", self.dtype.name())
+        let mut a = Attrs::new().with("dtype", self.dtype.name());
+        if !self.saturate {
+            a = a.with("saturate", false);
+        }
+        if self.round_mode != RoundMode::Up {
+            a = a.with("round_mode", self.round_mode.name());
+        }
+        a
     }
 }
 
@@ -633,10 +662,22 @@ pub fn register(r: &mut OpRegistry) {
     }
     r.register_op(Arc::new(Where));
     r.register("cast", |a: &Attrs| {
-        a.only("cast", &["dtype"])?;
+        a.only("cast", &["dtype", "saturate", "round_mode"])?;
         let dtype = a
             .dtype("dtype")?
             .ok_or_else(|| crate::error::Error::Attr("op 'cast' needs attr 'dtype'".into()))?;
-        Ok(Arc::new(Cast { dtype }) as Arc<dyn Op>)
+        let round_mode = match a.str("round_mode")? {
+            None => RoundMode::Up,
+            Some(m) => RoundMode::parse(m).ok_or_else(|| {
+                crate::error::Error::Attr(format!(
+                    "op 'cast': attr 'round_mode' must be up, down or nearest, got '{m}'"
+                ))
+            })?,
+        };
+        Ok(Arc::new(Cast {
+            dtype,
+            saturate: a.bool("saturate")?.unwrap_or(true),
+            round_mode,
+        }) as Arc<dyn Op>)
     });
 }

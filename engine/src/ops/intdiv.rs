@@ -82,17 +82,22 @@ rem_float!(f32);
 rem_float!(f64);
 
 /// In f32, rounded once: numpy's float16 fmod and floor_divide loops.
-impl Rem for half::f16 {
-    fn div_trunc(a: Self, b: Self) -> Self {
-        half::f16::from_f32((a.to_f32() / b.to_f32()).trunc())
-    }
-    fn rem_trunc(a: Self, b: Self) -> Self {
-        a % b
-    }
-    fn is_negative(a: Self) -> bool {
-        a.is_sign_negative()
-    }
+macro_rules! rem_half {
+    ($($t:ty),*) => {$(
+        impl Rem for $t {
+            fn div_trunc(a: Self, b: Self) -> Self {
+                <$t>::from_f32((a.to_f32() / b.to_f32()).trunc())
+            }
+            fn rem_trunc(a: Self, b: Self) -> Self {
+                a % b
+            }
+            fn is_negative(a: Self) -> bool {
+                a.is_sign_negative()
+            }
+        }
+    )*};
 }
+rem_half!(half::f16, half::bf16);
 
 fn apply<T: Rem>(kind: DivKind, a: T, b: T) -> T {
     match kind {

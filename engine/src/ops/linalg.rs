@@ -101,14 +101,19 @@ matmul_float!(f64);
 
 /// f16 blocks are widened to f32, multiplied there (sums accumulate in
 /// f32, as numpy's float16 matmul does) and each result rounded once.
-impl MatMulElem for half::f16 {
-    fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
-        let (a, b) = (a.mapv(half::f16::to_f32), b.mapv(half::f16::to_f32));
-        let mut wide = ndarray::Array2::<f32>::zeros(c.dim());
-        f32::gemm(&a.view(), &b.view(), &mut wide.view_mut());
-        c.zip_mut_with(&wide, |c, &w| *c = half::f16::from_f32(w));
-    }
+macro_rules! matmul_half {
+    ($($t:ty),*) => {$(
+        impl MatMulElem for $t {
+            fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
+                let (a, b) = (a.mapv(<$t>::to_f32), b.mapv(<$t>::to_f32));
+                let mut wide = ndarray::Array2::<f32>::zeros(c.dim());
+                f32::gemm(&a.view(), &b.view(), &mut wide.view_mut());
+                c.zip_mut_with(&wide, |c, &w| *c = <$t>::from_f32(w));
+            }
+        }
+    )*};
 }
+matmul_half!(half::f16, half::bf16);
 
 macro_rules! matmul_int {
     ($t:ty) => {

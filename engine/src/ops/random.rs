@@ -57,6 +57,7 @@ fn finite_in(v: f64, dtype: DType) -> bool {
     match dtype {
         DType::F32 => (v as f32).is_finite(),
         DType::F16 => crate::dtype::f16_from_f64(v).is_finite(),
+        DType::BF16 => crate::dtype::bf16_from_f64(v).is_finite(),
         _ => v.is_finite(),
     }
 }
@@ -85,6 +86,7 @@ impl RandomUniform {
         let range_ok = match dtype {
             DType::F32 => ((high as f32) - (low as f32)).is_finite(),
             DType::F16 => (crate::dtype::f16_from_f64(high) - crate::dtype::f16_from_f64(low)).is_finite(),
+            DType::BF16 => (crate::dtype::bf16_from_f64(high) - crate::dtype::bf16_from_f64(low)).is_finite(),
             _ => (high - low).is_finite(),
         };
         if !finite_in(low, dtype) || !finite_in(high, dtype) || !range_ok {
@@ -135,14 +137,19 @@ macro_rules! draw {
 }
 draw!(f32, f64);
 
-impl Draw for half::f16 {
-    fn standard(rng: &mut ChaCha8Rng) -> Self {
-        half::f16::from_f32(f32::standard(rng))
-    }
-    fn standard_normal(rng: &mut ChaCha8Rng) -> Self {
-        half::f16::from_f32(f32::standard_normal(rng))
-    }
+macro_rules! draw_half {
+    ($($t:ty),*) => {$(
+        impl Draw for $t {
+            fn standard(rng: &mut ChaCha8Rng) -> Self {
+                <$t>::from_f32(f32::standard(rng))
+            }
+            fn standard_normal(rng: &mut ChaCha8Rng) -> Self {
+                <$t>::from_f32(f32::standard_normal(rng))
+            }
+        }
+    )*};
 }
+draw_half!(half::f16, half::bf16);
 
 fn uniform_kernel<T: Draw>(out: &Tensor, rng: &mut ChaCha8Rng, low: f64, high: f64) -> Result<()> {
     let (low, high) = (T::from_f64(low), T::from_f64(high));

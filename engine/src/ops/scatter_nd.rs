@@ -120,7 +120,7 @@ impl Op for ScatterNd {
         };
         let r = self.reduction;
         crate::dispatch_num!(x.dtype(), T => scatter_num::<T>(r, upd, &offsets, inner, &out)?,
-            scatter_kernel::<bool>(upd, &offsets, inner, &out, |_, b| b)?);
+            crate::dispatch_all!(x.dtype(), T => scatter_kernel::<T>(upd, &offsets, inner, &out, |_, b| b)?));
         if self.inplace && !out.same_buffer(x) {
             // A strided x: the result goes back through its own layout.
             crate::dispatch_all!(x.dtype(), T => x.write(|mut o: ndarray::ArrayViewMutD<'_, T>| -> Result<()> {

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tensor::small::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F4E2M1, F8E5M2, F8E8M0, I2, I4, U2, U4};
 use crate::tensor::storage::{AnyVec, Buffer, Storage};
 
 /// The element type of a tensor.
@@ -25,6 +26,22 @@ pub enum DType {
     I16,
     U32,
     U64,
+    /// bfloat16 (8 exponent bits, 7 mantissa bits). Computes like F16.
+    BF16,
+    /// The formats below (see `tensor::small`) are stored one element per
+    /// byte. Only casts, quantization and ops that move elements without
+    /// computing take them; arithmetic refuses them (cast first).
+    F8E4M3FN,
+    F8E4M3FNUZ,
+    F8E5M2,
+    F8E5M2FNUZ,
+    F4E2M1,
+    /// An unsigned power of two (a block scale).
+    F8E8M0,
+    I4,
+    U4,
+    I2,
+    U2,
 }
 
 impl DType {
@@ -43,11 +60,21 @@ impl DType {
                     .and_then(|t| t.parse::<f64>().ok())
                     .map_or_else(|| h.to_string(), |v| v.to_string())
             }
+            DType::BF16 => {
+                let h = bf16_from_f64(x);
+                (1..=4)
+                    .map(|p| format!("{:.*e}", p - 1, h.to_f64()))
+                    .find(|t| t.parse::<f64>().map(bf16_from_f64) == Ok(h))
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .map_or_else(|| h.to_string(), |v| v.to_string())
+            }
+            // Every value of the small formats is exact in f32.
+            _ if self.is_float() => (x as f32).to_string(),
             _ => x.to_string(),
         }
     }
 
-    pub const ALL: [DType; 12] = [
+    pub const ALL: [DType; 23] = [
         DType::F32,
         DType::F16,
         DType::F64,
@@ -60,6 +87,17 @@ impl DType {
         DType::I16,
         DType::U32,
         DType::U64,
+        DType::BF16,
+        DType::F8E4M3FN,
+        DType::F8E4M3FNUZ,
+        DType::F8E5M2,
+        DType::F8E5M2FNUZ,
+        DType::F4E2M1,
+        DType::F8E8M0,
+        DType::I4,
+        DType::U4,
+        DType::I2,
+        DType::U2,
     ];
 
     /// Size of one element in bytes.
@@ -67,8 +105,18 @@ impl DType {
         match self {
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F64 | DType::I64 | DType::U64 => 8,
-            DType::U16 | DType::I16 | DType::F16 => 2,
+            DType::U16 | DType::I16 | DType::F16 | DType::BF16 => 2,
             DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ
+            | DType::F4E2M1
+            | DType::F8E8M0
+            | DType::I4
+            | DType::U4
+            | DType::I2
+            | DType::U2 => 1,
         }
     }
 
@@ -86,6 +134,17 @@ impl DType {
             DType::I16 => "i16",
             DType::U32 => "u32",
             DType::U64 => "u64",
+            DType::BF16 => "bf16",
+            DType::F8E4M3FN => "f8e4m3fn",
+            DType::F8E4M3FNUZ => "f8e4m3fnuz",
+            DType::F8E5M2 => "f8e5m2",
+            DType::F8E5M2FNUZ => "f8e5m2fnuz",
+            DType::F4E2M1 => "f4e2m1",
+            DType::F8E8M0 => "f8e8m0",
+            DType::I4 => "i4",
+            DType::U4 => "u4",
+            DType::I2 => "i2",
+            DType::U2 => "u2",
         }
     }
 
@@ -94,7 +153,32 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64 | DType::F16)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16) || self.is_small_float()
+    }
+
+    /// The float8, float4 and e8m0 formats: stored, cast and quantized,
+    /// never computed in.
+    pub fn is_small_float(self) -> bool {
+        matches!(
+            self,
+            DType::F8E4M3FN
+                | DType::F8E4M3FNUZ
+                | DType::F8E5M2
+                | DType::F8E5M2FNUZ
+                | DType::F4E2M1
+                | DType::F8E8M0
+        )
+    }
+
+    /// The 4- and 2-bit integers.
+    pub fn is_small_int(self) -> bool {
+        matches!(self, DType::I4 | DType::U4 | DType::I2 | DType::U2)
+    }
+
+    /// Dtypes kernels compute in (as opposed to storage-only formats and
+    /// bool): what `dispatch_num!` runs its body for.
+    pub fn is_computable(self) -> bool {
+        self.is_numeric() && !self.is_small_float() && !self.is_small_int()
     }
 
     pub fn is_numeric(self) -> bool {
@@ -107,7 +191,10 @@ impl DType {
     }
 
     pub fn is_unsigned(self) -> bool {
-        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+        matches!(
+            self,
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::U4 | DType::U2
+        )
     }
 }
 
@@ -224,6 +311,116 @@ element!(
     // Through f64: exact for |v| < 2^53, and i64 beyond that rounds to a
     // value far above f16's range (inf) either way.
     |v: i64| f16_from_f64(v as f64)
+);
+/// [`f16_from_f64`] for bfloat16: round to odd into f32, then once to
+/// nearest even into bf16.
+pub fn bf16_from_f64(v: f64) -> half::bf16 {
+    let r = v as f32;
+    if v.is_nan() || r as f64 == v {
+        return half::bf16::from_f32(r);
+    }
+    let toward_zero = if (r as f64).abs() > v.abs() {
+        f32::from_bits(r.to_bits() - 1)
+    } else {
+        r
+    };
+    half::bf16::from_f32(f32::from_bits(toward_zero.to_bits() | 1))
+}
+
+element!(
+    half::bf16,
+    BF16,
+    half::bf16::NAN,
+    |x: half::bf16| x.to_f64(),
+    bf16_from_f64,
+    |v: i64| bf16_from_f64(v as f64)
+);
+// The small formats: floats convert with ONNX Cast's defaults (saturate,
+// e8m0 rounding up), integers truncate and wrap. Poison is NaN where the
+// format has one, else a recognizable value.
+element!(
+    F8E4M3Fn,
+    F8E4M3FN,
+    F8E4M3Fn(0x7F),
+    |x: F8E4M3Fn| f64::from(x.to_f32()),
+    |v: f64| F8E4M3Fn::from_f64_sat(v, true),
+    |v: i64| F8E4M3Fn::from_f64_sat(v as f64, true)
+);
+element!(
+    F8E4M3Fnuz,
+    F8E4M3FNUZ,
+    F8E4M3Fnuz(0x80),
+    |x: F8E4M3Fnuz| f64::from(x.to_f32()),
+    |v: f64| F8E4M3Fnuz::from_f64_sat(v, true),
+    |v: i64| F8E4M3Fnuz::from_f64_sat(v as f64, true)
+);
+element!(
+    F8E5M2,
+    F8E5M2,
+    F8E5M2(0x7E),
+    |x: F8E5M2| f64::from(x.to_f32()),
+    |v: f64| F8E5M2::from_f64_sat(v, true),
+    |v: i64| F8E5M2::from_f64_sat(v as f64, true)
+);
+element!(
+    F8E5M2Fnuz,
+    F8E5M2FNUZ,
+    F8E5M2Fnuz(0x80),
+    |x: F8E5M2Fnuz| f64::from(x.to_f32()),
+    |v: f64| F8E5M2Fnuz::from_f64_sat(v, true),
+    |v: i64| F8E5M2Fnuz::from_f64_sat(v as f64, true)
+);
+element!(
+    F4E2M1,
+    F4E2M1,
+    F4E2M1(0x5),
+    |x: F4E2M1| f64::from(x.to_f32()),
+    |v: f64| F4E2M1::from_f64_sat(v, true),
+    |v: i64| F4E2M1::from_f64_sat(v as f64, true)
+);
+element!(
+    F8E8M0,
+    F8E8M0,
+    F8E8M0(0xFF),
+    |x: F8E8M0| f64::from(x.to_f32()),
+    |v: f64| F8E8M0(crate::tensor::small::e8m0_encode(v, true, Default::default())),
+    |v: i64| F8E8M0(crate::tensor::small::e8m0_encode(
+        v as f64,
+        true,
+        Default::default()
+    ))
+);
+element!(
+    I4,
+    I4,
+    I4(5),
+    |x: I4| x.get() as f64,
+    I4::from_f64_trunc,
+    I4::wrapping
+);
+element!(
+    U4,
+    U4,
+    U4(5),
+    |x: U4| x.get() as f64,
+    U4::from_f64_trunc,
+    U4::wrapping
+);
+element!(
+    I2,
+    I2,
+    I2(1),
+    |x: I2| x.get() as f64,
+    I2::from_f64_trunc,
+    I2::wrapping
+);
+element!(
+    U2,
+    U2,
+    U2(1),
+    |x: U2| x.get() as f64,
+    U2::from_f64_trunc,
+    U2::wrapping
 );
 element!(f64, F64, f64::NAN, |x: f64| x, |v: f64| v, |v: i64| v as f64);
 /// Float to integer as numpy does on x86-64: truncation, and the integer
@@ -483,6 +680,7 @@ num_float!(f64);
 // half's arithmetic widens to f32, computes and rounds once: per op, as
 // numpy's float16 loops do.
 num_float!(half::f16);
+num_float!(half::bf16);
 
 /// Float elements.
 pub trait Float: Num + num_traits::Float {
@@ -499,19 +697,69 @@ impl Float for half::f16 {
         half::f16::from_f32(v.iter().map(|x| x.to_f32()).sum())
     }
 }
+impl Float for half::bf16 {
+    fn sum_of<D: ndarray::Dimension>(v: &ndarray::ArrayView<'_, Self, D>) -> Self {
+        half::bf16::from_f32(v.iter().map(|x| x.to_f32()).sum())
+    }
+}
 
 /// Runs `$body` with `$T` bound to the Rust type of `$dt`, for every dtype.
 #[macro_export]
 macro_rules! dispatch_all {
     ($dt:expr, $T:ident => $body:expr) => {
-        $crate::dispatch_num!($dt, $T => $body, {
-            type $T = bool;
-            $body
-        })
+        match $dt {
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::DType::F8E4M3FN => {
+                type $T = $crate::small::F8E4M3Fn;
+                $body
+            }
+            $crate::DType::F8E4M3FNUZ => {
+                type $T = $crate::small::F8E4M3Fnuz;
+                $body
+            }
+            $crate::DType::F8E5M2 => {
+                type $T = $crate::small::F8E5M2;
+                $body
+            }
+            $crate::DType::F8E5M2FNUZ => {
+                type $T = $crate::small::F8E5M2Fnuz;
+                $body
+            }
+            $crate::DType::F4E2M1 => {
+                type $T = $crate::small::F4E2M1;
+                $body
+            }
+            $crate::DType::F8E8M0 => {
+                type $T = $crate::small::F8E8M0;
+                $body
+            }
+            $crate::DType::I4 => {
+                type $T = $crate::small::I4;
+                $body
+            }
+            $crate::DType::U4 => {
+                type $T = $crate::small::U4;
+                $body
+            }
+            $crate::DType::I2 => {
+                type $T = $crate::small::I2;
+                $body
+            }
+            $crate::DType::U2 => {
+                type $T = $crate::small::U2;
+                $body
+            }
+            dt => $crate::dispatch_num!(dt, $T => $body, unreachable!("numeric dtype {dt}")),
+        }
     };
 }
 
-/// Like [`dispatch_all!`] for numeric dtypes; `$else` handles bool.
+/// Like [`dispatch_all!`] for the dtypes kernels compute in; `$else`
+/// handles bool and the storage-only formats (see
+/// [`DType::is_computable`]).
 #[macro_export]
 macro_rules! dispatch_num {
     ($dt:expr, $T:ident => $body:expr, $else:expr) => {
@@ -560,7 +808,11 @@ macro_rules! dispatch_num {
                 type $T = u64;
                 $body
             }
-            $crate::DType::Bool => $else,
+            $crate::DType::BF16 => {
+                type $T = $crate::bf16;
+                $body
+            }
+            _ => $else,
         }
     };
 }
@@ -580,6 +832,10 @@ macro_rules! dispatch_float {
             }
             $crate::DType::F16 => {
                 type $T = $crate::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::bf16;
                 $body
             }
             _ => $else,
@@ -602,6 +858,17 @@ pub enum Scalar {
     I16(i16),
     U32(u32),
     U64(u64),
+    BF16(half::bf16),
+    F8E4M3FN(F8E4M3Fn),
+    F8E4M3FNUZ(F8E4M3Fnuz),
+    F8E5M2(F8E5M2),
+    F8E5M2FNUZ(F8E5M2Fnuz),
+    F4E2M1(F4E2M1),
+    F8E8M0(F8E8M0),
+    I4(I4),
+    U4(U4),
+    I2(I2),
+    U2(U2),
 }
 
 impl Scalar {
@@ -619,6 +886,17 @@ impl Scalar {
             Scalar::I16(_) => DType::I16,
             Scalar::U32(_) => DType::U32,
             Scalar::U64(_) => DType::U64,
+            Scalar::BF16(_) => DType::BF16,
+            Scalar::F8E4M3FN(_) => DType::F8E4M3FN,
+            Scalar::F8E4M3FNUZ(_) => DType::F8E4M3FNUZ,
+            Scalar::F8E5M2(_) => DType::F8E5M2,
+            Scalar::F8E5M2FNUZ(_) => DType::F8E5M2FNUZ,
+            Scalar::F4E2M1(_) => DType::F4E2M1,
+            Scalar::F8E8M0(_) => DType::F8E8M0,
+            Scalar::I4(_) => DType::I4,
+            Scalar::U4(_) => DType::U4,
+            Scalar::I2(_) => DType::I2,
+            Scalar::U2(_) => DType::U2,
         }
     }
 
@@ -636,6 +914,17 @@ impl Scalar {
             Scalar::I16(v) => v as f64,
             Scalar::U32(v) => v as f64,
             Scalar::U64(v) => v as f64,
+            Scalar::BF16(v) => v.to_f64(),
+            Scalar::F8E4M3FN(v) => v.to_f64(),
+            Scalar::F8E4M3FNUZ(v) => v.to_f64(),
+            Scalar::F8E5M2(v) => v.to_f64(),
+            Scalar::F8E5M2FNUZ(v) => v.to_f64(),
+            Scalar::F4E2M1(v) => v.to_f64(),
+            Scalar::F8E8M0(v) => v.to_f64(),
+            Scalar::I4(v) => v.to_f64(),
+            Scalar::U4(v) => v.to_f64(),
+            Scalar::I2(v) => v.to_f64(),
+            Scalar::U2(v) => v.to_f64(),
         }
     }
 
@@ -650,7 +939,11 @@ impl Scalar {
             Scalar::I16(x) => i128::from(x),
             Scalar::U32(x) => i128::from(x),
             Scalar::U64(x) => i128::from(x),
-            Scalar::F32(_) | Scalar::F16(_) | Scalar::F64(_) | Scalar::Bool(_) => return None,
+            Scalar::I4(x) => i128::from(x.get()),
+            Scalar::U4(x) => i128::from(x.get()),
+            Scalar::I2(x) => i128::from(x.get()),
+            Scalar::U2(x) => i128::from(x.get()),
+            _ => return None,
         })
     }
 
@@ -666,12 +959,25 @@ impl Scalar {
             DType::I16 => Scalar::I16(i16::try_from(v).ok()?),
             DType::U32 => Scalar::U32(u32::try_from(v).ok()?),
             DType::U64 => Scalar::U64(u64::try_from(v).ok()?),
-            DType::F32 | DType::F16 | DType::F64 | DType::Bool => return None,
+            DType::I4 | DType::U4 | DType::I2 | DType::U2 => {
+                let v = i64::try_from(v).ok()?;
+                let s = Scalar::I64(v).cast_to(dt);
+                if s.to_i128() != Some(i128::from(v)) {
+                    return None;
+                }
+                s
+            }
+            _ => return None,
         })
     }
 
     /// The value as `T`: exact when the dtypes match, else through f64.
     pub fn cast<T: Element>(self) -> T {
         T::from_scalar(self)
+    }
+
+    /// The value as a scalar of dtype `dt` (see [`Scalar::cast`]).
+    pub fn cast_to(self, dt: DType) -> Scalar {
+        crate::dispatch_all!(dt, T => self.cast::<T>().to_scalar())
     }
 }

@@ -10,6 +10,7 @@ pub mod limit;
 mod npy;
 pub mod overlap;
 pub mod region;
+pub mod small;
 pub mod storage;
 
 use std::rc::Rc;
@@ -547,6 +548,10 @@ fn cast_one<S: Element, D: Element>(s: S) -> D {
         Scalar::U32(v) => D::from_i64_wrapping(v as i64),
         Scalar::U16(v) => D::from_i64_wrapping(v as i64),
         Scalar::U8(v) => D::from_i64_wrapping(v as i64),
+        Scalar::I4(v) => D::from_i64_wrapping(v.get()),
+        Scalar::U4(v) => D::from_i64_wrapping(v.get()),
+        Scalar::I2(v) => D::from_i64_wrapping(v.get()),
+        Scalar::U2(v) => D::from_i64_wrapping(v.get()),
         // Above i64::MAX a u64 is not an i64: floats round it once.
         Scalar::U64(v) if D::DTYPE == DType::F32 => D::from_scalar(Scalar::F32(v as f32)),
         Scalar::U64(v) if D::DTYPE.is_float() => D::from_f64(v as f64),

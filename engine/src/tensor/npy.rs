@@ -51,6 +51,25 @@ fn dtype_of(descr: &str) -> Option<DType> {
     })
 }
 
+/// The one-field structured descriptor Vigil writes for a dtype numpy
+/// lacks: the field is named after the dtype and holds its bit patterns
+/// (`[('bf16', '<u2')]`, `[('f8e4m3fn', '|u1')]`); numpy reads it as a
+/// structured array (`np.load(f)['bf16']` gives the bits).
+fn bits_descr(d: DType) -> String {
+    let carrier = if d.size() == 2 { "<u2" } else { "|u1" };
+    format!("[('{}', '{carrier}')]", d.name())
+}
+
+/// The dtype whose [`bits_descr`] is `text` (spacing ignored).
+fn bits_dtype_of(text: &str) -> Option<DType> {
+    let squeeze = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let want = squeeze(text);
+    DType::ALL
+        .into_iter()
+        .filter(|d| *d == DType::BF16 || d.is_small_float() || d.is_small_int())
+        .find(|&d| squeeze(&bits_descr(d)) == want)
+}
+
 /// What the header declares.
 struct Header {
     dtype: DType,
@@ -113,14 +132,14 @@ fn read_header(f: &mut impl Read, file_len: u64) -> std::result::Result<Header, 
     let (descr, shape) = parse_dict(text.trim_end()).map_err(NpyError::Header)?;
     let dtype = match &descr {
         Descr::Str(s) => dtype_of(s),
-        Descr::Other(_) => None,
+        Descr::Other(s) => bits_dtype_of(s),
     }
     .ok_or_else(|| {
         let shown = match &descr {
             Descr::Str(s) => format!("'{s}'"),
             Descr::Other(s) => s.clone(),
         };
-        NpyError::DType(format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <f2, <i8, <i4, |b1, |u1, |i1, <u2, <i2, <u4, <u8, and their > forms)"))
+        NpyError::DType(format!("unsupported .npy dtype {shown} (supported: <f4, <f8, <f2, <i8, <i4, |b1, |u1, |i1, <u2, <i2, <u4, <u8, and their > forms, and Vigil's bit-pattern records such as [('bf16', '<u2')])"))
     })?;
     if shape.len() > limit::MAX_RANK {
         return Err(NpyError::Shape(format!(
@@ -423,6 +442,93 @@ impl NpyElement for half::f16 {
         Ok(w.write_all(&image).map_err(|e| e.to_string()))
     }
 }
+/// Dtypes numpy has no dtype for (bf16 and `tensor::small`'s) are
+/// stored as their bit patterns under [`bits_descr`], C order, written and
+/// read here (ndarray-npy has no structured dtypes).
+macro_rules! npy_bits {
+    ($($t:ty),*) => {$(
+        impl NpyElement for $t {
+            fn read(raw: &[u8], rest: impl Read) -> std::result::Result<Tensor, String> {
+                read_bits(<$t as Element>::DTYPE, raw, rest)
+            }
+            fn write(t: &Tensor, w: impl std::io::Write) -> Result<std::result::Result<(), String>> {
+                write_bits(t, w)
+            }
+        }
+    )*};
+}
+npy_bits!(
+    half::bf16,
+    crate::small::F8E4M3Fn,
+    crate::small::F8E4M3Fnuz,
+    crate::small::F8E5M2,
+    crate::small::F8E5M2Fnuz,
+    crate::small::F4E2M1,
+    crate::small::F8E8M0,
+    crate::small::I4,
+    crate::small::U4,
+    crate::small::I2,
+    crate::small::U2
+);
+
+fn read_bits(d: DType, raw: &[u8], mut rest: impl Read) -> std::result::Result<Tensor, String> {
+    let dict = raw.iter().position(|&b| b == b'{').unwrap_or(raw.len());
+    let text = String::from_utf8_lossy(&raw[dict..]);
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if squeezed.contains("'fortran_order':True") {
+        return Err(format!("{d} files must be in C order"));
+    }
+    let (_, shape) = parse_dict(text.trim_end())?;
+    let n: usize = shape.iter().product();
+    let mut bytes = vec![0u8; n * d.size()];
+    rest.read_exact(&mut bytes)
+        .map_err(|e| format!("cannot read .npy data: {e}"))?;
+    let t = if d == DType::BF16 {
+        let v = bytes
+            .chunks_exact(2)
+            .map(|c| half::bf16::from_bits(u16::from_le_bytes([c[0], c[1]])))
+            .collect();
+        Tensor::from_vec(&shape, v)
+    } else {
+        crate::small::from_codes(d, &shape, bytes)
+    };
+    t.map_err(|e| e.to_string())
+}
+
+fn write_bits(t: &Tensor, mut w: impl std::io::Write) -> Result<std::result::Result<(), String>> {
+    let d = t.dtype();
+    let bytes: Vec<u8> = if d == DType::BF16 {
+        t.to_array::<half::bf16>()?
+            .iter()
+            .flat_map(|v| v.to_bits().to_le_bytes())
+            .collect()
+    } else {
+        crate::small::codes(t)?
+    };
+    let shape = match t.shape() {
+        [n] => format!("({n},)"),
+        s => format!(
+            "({})",
+            s.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let mut dict = format!(
+        "{{'descr': {}, 'fortran_order': False, 'shape': {shape}, }}",
+        bits_descr(d)
+    );
+    // Version 1.0: the preamble (10 bytes) and header end on a multiple of
+    // 64 bytes, the header with a newline.
+    let total = (10 + dict.len() + 1).div_ceil(64) * 64;
+    dict.push_str(&" ".repeat(total - 10 - dict.len() - 1));
+    dict.push('\n');
+    let mut image = MAGIC.to_vec();
+    image.extend_from_slice(&[1, 0]);
+    image.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    image.extend_from_slice(dict.as_bytes());
+    image.extend_from_slice(&bytes);
+    Ok(w.write_all(&image).map_err(|e| e.to_string()))
+}
+
 pub fn read(path: &Path) -> Result<Tensor> {
     let mut f = File::open(path).map_err(|e| Error::file(path, e))?;
     let file_len = f.metadata().map_err(|e| Error::file(path, e))?.len();

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::tensor::buffer_pool;
+use crate::tensor::{buffer_pool, small};
 
 /// A stable identity for a buffer, unique in the process.
 pub type BufferId = u64;
@@ -115,6 +115,17 @@ pub enum Storage {
     I16(Rc<Buffer<i16>>),
     U32(Rc<Buffer<u32>>),
     U64(Rc<Buffer<u64>>),
+    BF16(Rc<Buffer<half::bf16>>),
+    F8E4M3FN(Rc<Buffer<small::F8E4M3Fn>>),
+    F8E4M3FNUZ(Rc<Buffer<small::F8E4M3Fnuz>>),
+    F8E5M2(Rc<Buffer<small::F8E5M2>>),
+    F8E5M2FNUZ(Rc<Buffer<small::F8E5M2Fnuz>>),
+    F4E2M1(Rc<Buffer<small::F4E2M1>>),
+    F8E8M0(Rc<Buffer<small::F8E8M0>>),
+    I4(Rc<Buffer<small::I4>>),
+    U4(Rc<Buffer<small::U4>>),
+    I2(Rc<Buffer<small::I2>>),
+    U2(Rc<Buffer<small::U2>>),
 }
 
 macro_rules! on_buffer {
@@ -132,6 +143,17 @@ macro_rules! on_buffer {
             Storage::I16($b) => $e,
             Storage::U32($b) => $e,
             Storage::U64($b) => $e,
+            Storage::BF16($b) => $e,
+            Storage::F8E4M3FN($b) => $e,
+            Storage::F8E4M3FNUZ($b) => $e,
+            Storage::F8E5M2($b) => $e,
+            Storage::F8E5M2FNUZ($b) => $e,
+            Storage::F4E2M1($b) => $e,
+            Storage::F8E8M0($b) => $e,
+            Storage::I4($b) => $e,
+            Storage::U4($b) => $e,
+            Storage::I2($b) => $e,
+            Storage::U2($b) => $e,
         }
     };
 }
@@ -151,6 +173,17 @@ impl Storage {
             Storage::I16(_) => DType::I16,
             Storage::U32(_) => DType::U32,
             Storage::U64(_) => DType::U64,
+            Storage::BF16(_) => DType::BF16,
+            Storage::F8E4M3FN(_) => DType::F8E4M3FN,
+            Storage::F8E4M3FNUZ(_) => DType::F8E4M3FNUZ,
+            Storage::F8E5M2(_) => DType::F8E5M2,
+            Storage::F8E5M2FNUZ(_) => DType::F8E5M2FNUZ,
+            Storage::F4E2M1(_) => DType::F4E2M1,
+            Storage::F8E8M0(_) => DType::F8E8M0,
+            Storage::I4(_) => DType::I4,
+            Storage::U4(_) => DType::U4,
+            Storage::I2(_) => DType::I2,
+            Storage::U2(_) => DType::U2,
         }
     }
 
@@ -211,6 +244,7 @@ impl Storage {
 }
 
 /// A vector of any dtype, as the pool keeps them.
+#[derive(Clone)]
 pub enum AnyVec {
     F32(Vec<f32>),
     F16(Vec<half::f16>),
@@ -224,6 +258,17 @@ pub enum AnyVec {
     I16(Vec<i16>),
     U32(Vec<u32>),
     U64(Vec<u64>),
+    BF16(Vec<half::bf16>),
+    F8E4M3FN(Vec<small::F8E4M3Fn>),
+    F8E4M3FNUZ(Vec<small::F8E4M3Fnuz>),
+    F8E5M2(Vec<small::F8E5M2>),
+    F8E5M2FNUZ(Vec<small::F8E5M2Fnuz>),
+    F4E2M1(Vec<small::F4E2M1>),
+    F8E8M0(Vec<small::F8E8M0>),
+    I4(Vec<small::I4>),
+    U4(Vec<small::U4>),
+    I2(Vec<small::I2>),
+    U2(Vec<small::U2>),
 }
 
 impl AnyVec {
@@ -241,6 +286,17 @@ impl AnyVec {
             AnyVec::I16(_) => DType::I16,
             AnyVec::U32(_) => DType::U32,
             AnyVec::U64(_) => DType::U64,
+            AnyVec::BF16(_) => DType::BF16,
+            AnyVec::F8E4M3FN(_) => DType::F8E4M3FN,
+            AnyVec::F8E4M3FNUZ(_) => DType::F8E4M3FNUZ,
+            AnyVec::F8E5M2(_) => DType::F8E5M2,
+            AnyVec::F8E5M2FNUZ(_) => DType::F8E5M2FNUZ,
+            AnyVec::F4E2M1(_) => DType::F4E2M1,
+            AnyVec::F8E8M0(_) => DType::F8E8M0,
+            AnyVec::I4(_) => DType::I4,
+            AnyVec::U4(_) => DType::U4,
+            AnyVec::I2(_) => DType::I2,
+            AnyVec::U2(_) => DType::U2,
         }
     }
 
@@ -258,6 +314,17 @@ impl AnyVec {
             AnyVec::I16(v) => v.len(),
             AnyVec::U32(v) => v.len(),
             AnyVec::U64(v) => v.len(),
+            AnyVec::BF16(v) => v.len(),
+            AnyVec::F8E4M3FN(v) => v.len(),
+            AnyVec::F8E4M3FNUZ(v) => v.len(),
+            AnyVec::F8E5M2(v) => v.len(),
+            AnyVec::F8E5M2FNUZ(v) => v.len(),
+            AnyVec::F4E2M1(v) => v.len(),
+            AnyVec::F8E8M0(v) => v.len(),
+            AnyVec::I4(v) => v.len(),
+            AnyVec::U4(v) => v.len(),
+            AnyVec::I2(v) => v.len(),
+            AnyVec::U2(v) => v.len(),
         }
     }
 

@@ -45,7 +45,10 @@ fn axis_attrs(c: &NodeCtx, attr: &str) -> Result<Attrs> {
 fn quantize_linear(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
     ins.extend(optional(imp, c, 2)?);
-    let a = axis_attrs(c, "output_dtype")?;
+    let mut a = axis_attrs(c, "output_dtype")?;
+    if c.i("saturate") == Some(0) {
+        a = a.with("saturate", false);
+    }
     out(imp, c, "quantize_linear", a, &ins)
 }
 

@@ -401,23 +401,57 @@ exact_summary!(i16);
 exact_summary!(u32);
 exact_summary!(u64);
 
+/// The one-byte formats through f64 (exact), one element at a time: they
+/// are storage formats, never the bulk of a model's tensors.
+macro_rules! small_summary {
+    ($($t:ty),*) => {$(
+        impl Summarize for $t {
+            fn summarize_run(run: &[$t], acc: &mut Acc) {
+                for &x in run {
+                    acc.push(x.to_f64());
+                }
+            }
+            fn all_finite(run: &[$t]) -> bool {
+                run.iter().all(|x| x.to_f64().is_finite())
+            }
+        }
+    )*};
+}
+small_summary!(
+    crate::small::F8E4M3Fn,
+    crate::small::F8E4M3Fnuz,
+    crate::small::F8E5M2,
+    crate::small::F8E5M2Fnuz,
+    crate::small::F4E2M1,
+    crate::small::F8E8M0,
+    crate::small::I4,
+    crate::small::U4,
+    crate::small::I2,
+    crate::small::U2
+);
+
 /// f16 widened to f32 a block at a time and summarized by the f32 kernel
 /// (exact: every f16 is an f32). Blocks match f32's, so summarizing block
 /// by block still gives the bits of the whole.
-impl Summarize for crate::f16 {
-    const BLOCK: usize = <f32 as Summarize>::BLOCK;
-    fn summarize_run(run: &[Self], acc: &mut Acc) {
-        let mut wide = vec![0f32; run.len().min(Self::BLOCK)];
-        for block in run.chunks(Self::BLOCK) {
-            let w = &mut wide[..block.len()];
-            w.iter_mut().zip(block).for_each(|(w, x)| *w = x.to_f32());
-            f32::summarize_run(w, acc);
+macro_rules! summarize_half {
+    ($($t:ty),*) => {$(
+        impl Summarize for $t {
+            const BLOCK: usize = <f32 as Summarize>::BLOCK;
+            fn summarize_run(run: &[Self], acc: &mut Acc) {
+                let mut wide = vec![0f32; run.len().min(Self::BLOCK)];
+                for block in run.chunks(Self::BLOCK) {
+                    let w = &mut wide[..block.len()];
+                    w.iter_mut().zip(block).for_each(|(w, x)| *w = x.to_f32());
+                    f32::summarize_run(w, acc);
+                }
+            }
+            fn all_finite(run: &[Self]) -> bool {
+                run.iter().all(|x| x.is_finite())
+            }
         }
-    }
-    fn all_finite(run: &[Self]) -> bool {
-        run.iter().all(|x| x.is_finite())
-    }
+    )*};
 }
+summarize_half!(half::f16, half::bf16);
 
 impl Summarize for bool {
     /// Masks (`gt`, `eq`...) are common outputs: count the trues in one

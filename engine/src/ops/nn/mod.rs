@@ -68,7 +68,11 @@ fn softmax_kernel<T: Float>(x: &ArrayViewD<'_, T>, o: &mut ArrayViewMutD<'_, T>,
 fn run_softmax<T: Float + VMath>(x: &Tensor, out: &Tensor, ax: usize, log: bool) -> Result<()> {
     // The last axis of contiguous f32/f64 views: the row kernel (f16 keeps
     // the lane walk, whose sum accumulates in f32 as numpy's does).
-    if ax + 1 == x.ndim() && x.is_contiguous() && out.is_contiguous() && T::DTYPE != DType::F16 {
+    if ax + 1 == x.ndim()
+        && x.is_contiguous()
+        && out.is_contiguous()
+        && !matches!(T::DTYPE, DType::F16 | DType::BF16)
+    {
         let inner = x.shape()[ax];
         return x.read_contiguous(|xs: &[T]| {
             out.write_contiguous(|o: &mut [T]| softmax_rows(xs, o, inner, log))

@@ -40,9 +40,13 @@ use crate::ops::window::{Window, WINDOW_ATTRS};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
-/// The dtypes a quantized value may have.
+/// The dtypes a quantized value may have: 8- and 16-bit integers, the
+/// 4- and 2-bit ones, and the float8 and float4 formats (not F8E8M0, a
+/// scale format).
 fn is_quantized(d: DType) -> bool {
     matches!(d, DType::U8 | DType::I8 | DType::U16 | DType::I16)
+        || d.is_small_int()
+        || (d.is_small_float() && d != DType::F8E8M0)
 }
 
 /// How a scale or zero point lines up with x.
@@ -138,6 +142,7 @@ fn write_f64s(out: &Tensor, vals: &[f64]) -> Result<()> {
 fn div_in(d: DType, a: f64, b: f64) -> f64 {
     match d {
         DType::F16 => (half::f16::from_f64(a) / half::f16::from_f64(b)).to_f64(),
+        DType::BF16 => (half::bf16::from_f64(a) / half::bf16::from_f64(b)).to_f64(),
         DType::F32 => f64::from(a as f32 / b as f32),
         _ => a / b,
     }
@@ -149,6 +154,10 @@ fn range_of(d: DType) -> (f64, f64) {
         DType::U8 => (0.0, 255.0),
         DType::I8 => (-128.0, 127.0),
         DType::U16 => (0.0, 65535.0),
+        DType::I4 => (-8.0, 7.0),
+        DType::U4 => (0.0, 15.0),
+        DType::I2 => (-2.0, 1.0),
+        DType::U2 => (0.0, 3.0),
         _ => (-32768.0, 32767.0),
     }
 }
@@ -171,6 +180,9 @@ pub struct QuantizeLinear {
     pub dtype: Option<DType>,
     /// The dtype the division is done in, when not x's.
     pub precision: Option<DType>,
+    /// Into a float8 format: clamp to its largest finite value (else NaN or
+    /// infinity past it), as Cast's `saturate`.
+    pub saturate: bool,
 }
 
 impl QuantizeLinear {
@@ -193,7 +205,7 @@ impl QuantizeLinear {
         };
         if !is_quantized(d) {
             return dtype_err(format!(
-                "op 'quantize_linear' quantizes into u8, i8, u16 or i16, not {d}"
+                "op 'quantize_linear' quantizes into u8, i8, u16, i16, i4, u4, i2, u2 or a float8 or float4 format, not {d}"
             ));
         }
         Ok(d)
@@ -217,6 +229,7 @@ impl QuantizeLinear {
         match (x, s) {
             (DType::F64, _) | (_, DType::F64) => DType::F64,
             (DType::F16, DType::F16) => DType::F16,
+            (DType::BF16, DType::BF16) => DType::BF16,
             _ => DType::F32,
         }
     }
@@ -261,6 +274,20 @@ impl Op for QuantizeLinear {
             None => None,
         };
         let dd = self.div_dtype(x.dtype(), inputs[1].dtype());
+        let out = ctx.output(0, d, x.shape())?;
+        if d.is_small_float() {
+            // Rounded (and saturated) by the format, not to an integer.
+            let y: Vec<f64> = xs
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    let z = zero.as_ref().map_or(0.0, |(z, zl)| z[zl.at(i)]);
+                    div_in(dd, v, scale[sl.at(i)]) + z
+                })
+                .collect();
+            crate::small::write_f64s(&out, &y, self.saturate, Default::default())?;
+            return Ok(vec![out]);
+        }
         let (lo, hi) = range_of(d);
         let y: Vec<f64> = xs
             .iter()
@@ -276,7 +303,6 @@ impl Op for QuantizeLinear {
                 }
             })
             .collect();
-        let out = ctx.output(0, d, x.shape())?;
         write_f64s(&out, &y)?;
         Ok(vec![out])
     }
@@ -290,6 +316,9 @@ impl Op for QuantizeLinear {
         }
         if let Some(p) = self.precision {
             a = a.with("precision", p.name());
+        }
+        if !self.saturate {
+            a = a.with("saturate", false);
         }
         a
     }
@@ -309,7 +338,7 @@ impl DequantizeLinear {
         let (x, s) = (inputs[0].dtype, inputs[1].dtype);
         if !(is_quantized(x) || x == DType::I32) || !s.is_float() {
             return dtype_err(format!(
-                "op 'dequantize_linear' needs an u8, i8, u16, i16 or i32 x and a float scale, got {x} and {s}"
+                "op 'dequantize_linear' needs a quantized (u8, i8, u16, i16, i4, u4, i2, u2, float8, float4) or i32 x and a float scale, got {x} and {s}"
             ));
         }
         if let Some(z) = inputs.get(2) {
@@ -600,7 +629,10 @@ impl Op for ConvInteger {
 
 pub fn register(r: &mut OpRegistry) {
     r.register("quantize_linear", |a: &Attrs| {
-        a.only("quantize_linear", &["axis", "block_size", "dtype", "precision"])?;
+        a.only(
+            "quantize_linear",
+            &["axis", "block_size", "dtype", "precision", "saturate"],
+        )?;
         let (axis, block_size) = axis_attrs("quantize_linear", a)?;
         let precision = a.dtype("precision")?;
         if precision.is_some_and(|p| !p.is_float()) {
@@ -611,6 +643,7 @@ pub fn register(r: &mut OpRegistry) {
             block_size,
             dtype: a.dtype("dtype")?,
             precision,
+            saturate: a.bool("saturate")?.unwrap_or(true),
         }) as Arc<dyn Op>)
     });
     r.register("dequantize_linear", |a: &Attrs| {

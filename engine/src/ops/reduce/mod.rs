@@ -174,16 +174,21 @@ reducible_float!(f32);
 reducible_float!(f64);
 
 /// Sums accumulate in f32 and round once, as numpy's float16 reductions.
-impl Reducible for half::f16 {
-    fn sum_all(v: &ArrayViewD<'_, Self>) -> Self {
-        half::f16::from_f32(v.mapv(half::f16::to_f32).sum())
-    }
-    fn sum_along(v: &ArrayViewD<'_, Self>, ax: usize) -> ArrayD<Self> {
-        v.mapv(half::f16::to_f32)
-            .sum_axis(Axis(ax))
-            .mapv(half::f16::from_f32)
-    }
+macro_rules! reducible_half {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            fn sum_all(v: &ArrayViewD<'_, Self>) -> Self {
+                <$t>::from_f32(v.mapv(<$t>::to_f32).sum())
+            }
+            fn sum_along(v: &ArrayViewD<'_, Self>, ax: usize) -> ArrayD<Self> {
+                v.mapv(<$t>::to_f32)
+                    .sum_axis(Axis(ax))
+                    .mapv(<$t>::from_f32)
+            }
+        }
+    )*};
 }
+reducible_half!(half::f16, half::bf16);
 
 macro_rules! reducible_int {
     ($t:ty) => {

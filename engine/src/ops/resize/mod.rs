@@ -314,7 +314,7 @@ impl Op for Resize {
                 stride *= a.input;
             }
             crate::dispatch_num!(dtype, T => run_nearest::<T>(x, &out, &maps, &shape, saturate::<T>(e))?,
-                run_nearest::<bool>(x, &out, &maps, &shape, e != 0.0)?);
+                crate::dispatch_all!(dtype, T => run_nearest::<T>(x, &out, &maps, &shape, <T as crate::Element>::from_f64(e))?));
         } else {
             crate::dispatch_float!(dtype, T => self.interpolate_as::<T>(x, &axes, &out)?,
                 return dtype_err(format!("op 'resize' takes float inputs in mode '{}'", name_of(&INTERPOLATIONS, self.mode))));
