@@ -66,7 +66,9 @@ fn noisy_reference_miss(path: &str, r: &vigil_reports::Case) -> bool {
         && !r.findings.is_empty()
         && r.findings.iter().all(|f| {
             f.kind.as_str() == "output_mismatch"
-                && f.details["max_abs_err"].as_f64().is_some_and(|e| e <= NOISY_REFERENCE_ERR)
+                && f.details["max_abs_err"]
+                    .as_f64()
+                    .is_some_and(|e| e <= NOISY_REFERENCE_ERR)
         })
 }
 
@@ -282,7 +284,9 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
             .cases
             .par_iter()
             .map(|c| (c, run_case(c, &cfg(mode), &registry)))
-            .filter(|(c, r)| (r.status != Status::Pass || !r.findings.is_empty()) && !noisy_reference_miss(&c.path, r))
+            .filter(|(c, r)| {
+                (r.status != Status::Pass || !r.findings.is_empty()) && !noisy_reference_miss(&c.path, r)
+            })
             .map(|(c, r)| format!("{}: {:?} {:?}", c.path, r.error, r.findings))
             .collect();
         assert!(

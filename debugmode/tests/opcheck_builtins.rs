@@ -9,11 +9,23 @@ use vigil_engine::OpRegistry;
 /// Their node tests run under validate and debug instead
 /// (tests/onnx_suites.rs).
 const NO_SAMPLES: &[(&str, &str)] = &[
-    ("col2im", "image_shape and block_shape must describe x's columns exactly"),
-    ("affine_grid", "size must name theta's batch and as many spatial axes as theta maps"),
-    ("non_max_suppression", "boxes need a last axis of 4; sampled dimensions stop at 3"),
+    (
+        "col2im",
+        "image_shape and block_shape must describe x's columns exactly",
+    ),
+    (
+        "affine_grid",
+        "size must name theta's batch and as many spatial axes as theta maps",
+    ),
+    (
+        "non_max_suppression",
+        "boxes need a last axis of 4; sampled dimensions stop at 3",
+    ),
     ("lstm", "w needs 4·hidden_size rows; sampled dimensions stop at 3"),
-    ("reverse_sequence", "every length must lie within the time axis; sampled integers are -5..=5"),
+    (
+        "reverse_sequence",
+        "every length must lie within the time axis; sampled integers are -5..=5",
+    ),
 ];
 
 #[test]

@@ -105,7 +105,10 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         )
             .prop_map(|(k, p)| Attrs::new().with("kind", k).with("periodic", p))
             .boxed(),
-        "rnn" | "gru" | "lstm" => (1i64..=3, prop::sample::select(vec!["forward", "reverse", "bidirectional"]))
+        "rnn" | "gru" | "lstm" => (
+            1i64..=3,
+            prop::sample::select(vec!["forward", "reverse", "bidirectional"]),
+        )
             .prop_map(|(h, d)| Attrs::new().with("hidden_size", h).with("direction", d))
             .boxed(),
         // Optional attributes.

@@ -41,7 +41,12 @@ impl AffineGrid {
 
     /// The spatial rank (2 or 3) theta's shape says, when known.
     fn rank(&self, theta: &TypeInfo) -> Result<Option<usize>> {
-        TypeInfo::common_dtype("affine_grid", std::slice::from_ref(theta), "float", DType::is_float)?;
+        TypeInfo::common_dtype(
+            "affine_grid",
+            std::slice::from_ref(theta),
+            "float",
+            DType::is_float,
+        )?;
         match theta.shape.as_deref() {
             None => Ok(None),
             Some([_, 2, 3]) => Ok(Some(2)),
@@ -166,7 +171,10 @@ mod tests {
         let aligned = op("affine_grid", Attrs::new().with("align_corners", true));
         let (s, v) = run_vec::<f64>(&*aligned, &[id.clone(), size.clone()]).unwrap();
         assert_eq!(s, [1, 2, 3, 2]);
-        assert_eq!(v, [-1.0, -1.0, 0.0, -1.0, 1.0, -1.0, -1.0, 1.0, 0.0, 1.0, 1.0, 1.0]);
+        assert_eq!(
+            v,
+            [-1.0, -1.0, 0.0, -1.0, 1.0, -1.0, -1.0, 1.0, 0.0, 1.0, 1.0, 1.0]
+        );
         let (_, v) = run_vec::<f64>(&*op("affine_grid", Attrs::new()), &[id, size]).unwrap();
         let third = 1.0 / 3.0;
         let want = [-2.0 * third, -0.5, 0.0, -0.5, 2.0 * third, -0.5];

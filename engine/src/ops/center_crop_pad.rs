@@ -56,7 +56,12 @@ impl CenterCropPad {
     }
 }
 
-fn crop_pad<T: Element>(x: &Tensor, src: &[SliceInfoElem], dst: &[SliceInfoElem], out: &Tensor) -> Result<()> {
+fn crop_pad<T: Element>(
+    x: &Tensor,
+    src: &[SliceInfoElem],
+    dst: &[SliceInfoElem],
+    out: &Tensor,
+) -> Result<()> {
     let a = x.to_array::<T>()?;
     let part = a.slice(src);
     out.write(|mut o: ArrayViewMutD<'_, T>| {
@@ -101,10 +106,16 @@ impl Op for CenterCropPad {
         self.check(&TypeInfo::of(x), &TypeInfo::of(&inputs[1]))?;
         let lens: Vec<i64> = inputs[1].to_array::<i64>()?.iter().copied().collect();
         if lens.iter().any(|&l| l < 0) {
-            return op_err(format!("op 'center_crop_pad': shape {lens:?} must not be negative"));
+            return op_err(format!(
+                "op 'center_crop_pad': shape {lens:?} must not be negative"
+            ));
         }
         let mut shape = x.shape().to_vec();
-        let full = SliceInfoElem::Slice { start: 0, end: None, step: 1 };
+        let full = SliceInfoElem::Slice {
+            start: 0,
+            end: None,
+            step: 1,
+        };
         let (mut src, mut dst) = (vec![full; shape.len()], vec![full; shape.len()]);
         for (&a, &l) in self.axes(shape.len())?.iter().zip(&lens) {
             let (n, l) = (shape[a], l as usize);
@@ -145,7 +156,11 @@ mod tests {
     fn crops_and_pads_about_the_centre() {
         // Axis 0: 5 -> 2 (crop from 1: rows 1, 2); axis 1: 1 -> 4 (pad: column at 1).
         let x = t(&[5, 1], vec![0i64, 1, 2, 3, 4]);
-        let (s, v) = run_vec::<i64>(&*op("center_crop_pad", Attrs::new()), &[x.clone(), t(&[2], vec![2i64, 4])]).unwrap();
+        let (s, v) = run_vec::<i64>(
+            &*op("center_crop_pad", Attrs::new()),
+            &[x.clone(), t(&[2], vec![2i64, 4])],
+        )
+        .unwrap();
         assert_eq!(s, [2, 4]);
         assert_eq!(v, [0, 1, 0, 0, 0, 2, 0, 0]);
         let o = op("center_crop_pad", Attrs::new().with("axes", vec![-2]));

@@ -58,7 +58,9 @@ impl Col2Im {
             ));
         }
         if image.iter().chain(block).any(|&d| d < 1) {
-            return bad(format!("image_shape {image:?} and block_shape {block:?} must be positive"));
+            return bad(format!(
+                "image_shape {image:?} and block_shape {block:?} must be positive"
+            ));
         }
         let image: Vec<usize> = image.iter().map(|&d| d as usize).collect();
         let block: Vec<usize> = block.iter().map(|&d| d as usize).collect();
@@ -67,7 +69,9 @@ impl Col2Im {
         let dilations = self.dilations.clone().unwrap_or(ones);
         let pads = self.pads.clone().unwrap_or_else(|| vec![0; 2 * r]);
         if strides.len() != r || dilations.len() != r || pads.len() != 2 * r {
-            return bad(format!("strides, dilations and pads must be for {r} spatial axes"));
+            return bad(format!(
+                "strides, dilations and pads must be for {r} spatial axes"
+            ));
         }
         let mut positions = Vec::with_capacity(r);
         for d in 0..r {
@@ -118,7 +122,8 @@ fn col2im_kernel<T: Float>(g: &Geometry, x: &Tensor, out: &Tensor) -> Result<()>
                     unravel(l, &g.positions, &mut pos);
                     let mut at = 0;
                     for d in 0..r {
-                        let p = (pos[d] * g.strides[d] + kb[d] * g.dilations[d]) as i64 - g.pad_begin[d] as i64;
+                        let p =
+                            (pos[d] * g.strides[d] + kb[d] * g.dilations[d]) as i64 - g.pad_begin[d] as i64;
                         if p < 0 || p as usize >= g.image[d] {
                             continue 'col;
                         }
@@ -195,7 +200,11 @@ impl Op for Col2Im {
     }
     fn attrs(&self) -> Attrs {
         let mut a = Attrs::new();
-        for (k, v) in [("strides", &self.strides), ("dilations", &self.dilations), ("pads", &self.pads)] {
+        for (k, v) in [
+            ("strides", &self.strides),
+            ("dilations", &self.dilations),
+            ("pads", &self.pads),
+        ] {
             if let Some(v) = v {
                 a = a.with(k, v.clone());
             }
@@ -242,13 +251,19 @@ mod tests {
         let x = t(&[1, 2, 2], vec![5.0f64, 7.0, 6.0, 8.0]);
         let o = op(
             "col2im",
-            Attrs::new().with("pads", vec![0, 1, 0, 1]).with("strides", vec![1, 2]),
+            Attrs::new()
+                .with("pads", vec![0, 1, 0, 1])
+                .with("strides", vec![1, 2]),
         );
         let (_, v) = run_vec::<f64>(&*o, &[x, t(&[2], vec![1i64, 2]), t(&[2], vec![1i64, 2])]).unwrap();
         assert_eq!(v, [6.0, 7.0]);
         let e = run_vec::<f64>(
             &*op("col2im", Attrs::new()),
-            &[t(&[1, 2, 5], vec![0.0f64; 10]), t(&[2], vec![1i64, 3]), t(&[2], vec![1i64, 2])],
+            &[
+                t(&[1, 2, 5], vec![0.0f64; 10]),
+                t(&[2], vec![1i64, 3]),
+                t(&[2], vec![1i64, 2]),
+            ],
         )
         .unwrap_err();
         assert!(matches!(e, crate::Error::Op(_)), "{e:?}");

@@ -41,7 +41,10 @@ impl Op for EyeLike {
         if x.rank().is_some_and(|r| r != 2) {
             return rank_err(format!("op 'eye_like': x must be 2-D, got {}", x.shape_string()));
         }
-        Ok(vec![TypeInfo::new(self.dtype.unwrap_or(x.dtype), x.shape.clone())])
+        Ok(vec![TypeInfo::new(
+            self.dtype.unwrap_or(x.dtype),
+            x.shape.clone(),
+        )])
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         self.infer(&[TypeInfo::of(&inputs[0])])?;

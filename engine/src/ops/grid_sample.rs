@@ -259,10 +259,7 @@ fn sample_kernel<T: Float>(op: &GridSample, inputs: &[Tensor], out: &Tensor) -> 
             }
             for ch in 0..c {
                 let src = &xs[(b * c + ch) * plane..][..plane];
-                y[(b * c + ch) * points + p] = taps
-                    .iter()
-                    .map(|&(e, w)| w * Element::to_f64(src[e]))
-                    .sum();
+                y[(b * c + ch) * points + p] = taps.iter().map(|&(e, w)| w * Element::to_f64(src[e])).sum();
             }
         }
     }

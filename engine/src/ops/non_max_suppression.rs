@@ -48,7 +48,12 @@ impl NonMaxSuppression {
         }
         if let (Some(bs), Some(ss)) = (&b.shape, &s.shape) {
             let known = |a: i64, b: i64| a < 0 || b < 0 || a == b;
-            if bs.len() != 3 || ss.len() != 3 || (bs[2] >= 0 && bs[2] != 4) || !known(bs[0], ss[0]) || !known(bs[1], ss[2]) {
+            if bs.len() != 3
+                || ss.len() != 3
+                || (bs[2] >= 0 && bs[2] != 4)
+                || !known(bs[0], ss[0])
+                || !known(bs[1], ss[2])
+            {
                 return op_err(format!(
                     "op 'non_max_suppression': boxes must be [B, N, 4] and scores [B, C, N], got {} and {}",
                     b.shape_string(),
@@ -187,9 +192,15 @@ mod tests {
 
     #[test]
     fn centre_boxes_and_flipped_corners_measure_the_same_overlap() {
-        let a = NonMaxSuppression { center_point_box: true }.corners(&[1.0, 2.0, 2.0, 4.0]);
+        let a = NonMaxSuppression {
+            center_point_box: true,
+        }
+        .corners(&[1.0, 2.0, 2.0, 4.0]);
         assert_eq!(a, [0.0, 0.0, 2.0, 4.0]);
-        let b = NonMaxSuppression { center_point_box: false }.corners(&[4.0, 2.0, 0.0, 0.0]);
+        let b = NonMaxSuppression {
+            center_point_box: false,
+        }
+        .corners(&[4.0, 2.0, 0.0, 0.0]);
         assert_eq!(b, a);
         assert!(suppresses(&a, &b, 0.99));
         assert!(!suppresses(&a, &[2.0, 0.0, 3.0, 1.0], 0.0));

@@ -137,7 +137,10 @@ impl Pad {
         for (k, &a) in axes.iter().enumerate() {
             let a = if a < 0 { a + rank as i64 } else { a };
             if !(0..rank as i64).contains(&a) {
-                return op_err(format!("op 'pad': axis {} is out of range for rank {rank}", axes[k]));
+                return op_err(format!(
+                    "op 'pad': axis {} is out of range for rank {rank}",
+                    axes[k]
+                ));
             }
             pads[a as usize] = given[k];
             pads[rank + a as usize] = given[axes.len() + k];
@@ -193,7 +196,10 @@ impl Op for Pad {
         let x = &inputs[0];
         if let Some(p) = inputs.get(1) {
             if p.dtype != crate::dtype::DType::I64 || p.rank().is_some_and(|r| r != 1) {
-                return op_err(format!("op 'pad': pads (input 1) must be an i64 vector, got {}", p.dtype));
+                return op_err(format!(
+                    "op 'pad': pads (input 1) must be an i64 vector, got {}",
+                    p.dtype
+                ));
             }
         }
         let Some(s) = &x.shape else {
@@ -225,7 +231,11 @@ impl Op for Pad {
             None => None,
         };
         let pads = self.full_pads(dims.len(), given.as_deref())?;
-        let shape: Vec<usize> = self.out_shape(&dims, &pads)?.iter().map(|&d| d as usize).collect();
+        let shape: Vec<usize> = self
+            .out_shape(&dims, &pads)?
+            .iter()
+            .map(|&d| d as usize)
+            .collect();
         let maps: AxisMaps = shape
             .iter()
             .enumerate()

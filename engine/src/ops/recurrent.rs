@@ -191,7 +191,9 @@ fn floats(a: &Attrs, key: &str) -> Result<Vec<f64>> {
             .map(|x| x.as_f64().ok_or(()))
             .collect::<std::result::Result<Vec<f64>, ()>>()
             .or_else(|_| attr_err(format!("recurrent op: attr '{key}' must be a list of numbers"))),
-        Some(v) => attr_err(format!("recurrent op: attr '{key}' must be a list of numbers, got {v}")),
+        Some(v) => attr_err(format!(
+            "recurrent op: attr '{key}' must be a list of numbers, got {v}"
+        )),
     }
 }
 
@@ -226,9 +228,15 @@ impl Recurrent {
         let names: Vec<String> = match a.0.get("activations") {
             None | Some(Json::Null) => {
                 let d = cell.default_activations();
-                reverse.iter().flat_map(|_| d.iter().map(|s| s.to_string())).collect()
+                reverse
+                    .iter()
+                    .flat_map(|_| d.iter().map(|s| s.to_string()))
+                    .collect()
             }
-            Some(Json::Array(v)) => v.iter().map(|s| s.as_str().unwrap_or_default().to_string()).collect(),
+            Some(Json::Array(v)) => v
+                .iter()
+                .map(|s| s.as_str().unwrap_or_default().to_string())
+                .collect(),
             Some(v) => return attr_err(format!("op '{name}': attr 'activations' must be a list, got {v}")),
         };
         let per = cell.default_activations().len();
@@ -304,7 +312,11 @@ impl Recurrent {
             .map(|(_, t)| t.clone())
             .collect();
         TypeInfo::common_dtype(name, &floats, "float", DType::is_float)?;
-        let (g, h, d) = (self.cell.gates() as i64, self.hidden as i64, self.reverse.len() as i64);
+        let (g, h, d) = (
+            self.cell.gates() as i64,
+            self.hidden as i64,
+            self.reverse.len() as i64,
+        );
         let want = |k: usize, what: &str, dims: &[i64]| -> Result<()> {
             let Some(s) = inputs.get(k).and_then(|t| t.shape.as_ref()) else {
                 return Ok(());
@@ -373,14 +385,32 @@ fn run_kernel(op: &Recurrent, inputs: &[Tensor], seq: usize, batch: usize, input
         ));
     }
     let h0 = optional(inputs, 5)?;
-    let c0 = if op.cell == Cell::Lstm { optional(inputs, 6)? } else { None };
-    let p = if op.cell == Cell::Lstm { optional(inputs, 7)? } else { None };
+    let c0 = if op.cell == Cell::Lstm {
+        optional(inputs, 6)?
+    } else {
+        None
+    };
+    let p = if op.cell == Cell::Lstm {
+        optional(inputs, 7)?
+    } else {
+        None
+    };
     let x_at = |t: usize, n: usize| -> &[f64] {
-        let at = if op.batch_first { n * seq + t } else { t * batch + n };
+        let at = if op.batch_first {
+            n * seq + t
+        } else {
+            t * batch + n
+        };
         &x[at * input..][..input]
     };
     // State index (dir, n) in the layout's order.
-    let state_at = |d: usize, n: usize| if op.batch_first { n * dirs + d } else { d * batch + n };
+    let state_at = |d: usize, n: usize| {
+        if op.batch_first {
+            n * dirs + d
+        } else {
+            d * batch + n
+        }
+    };
     let y_at = |t: usize, d: usize, n: usize| {
         if op.batch_first {
             ((n * seq + t) * dirs + d) * hs
@@ -400,7 +430,10 @@ fn run_kernel(op: &Recurrent, inputs: &[Tensor], seq: usize, batch: usize, input
         let wd = &w[d * g * hs * input..][..g * hs * input];
         let rd = &r[d * g * hs * hs..][..g * hs * hs];
         let (wb, rb) = match &b {
-            Some(b) => (&b[d * 2 * g * hs..][..g * hs], &b[(d * 2 + 1) * g * hs..][..g * hs]),
+            Some(b) => (
+                &b[d * 2 * g * hs..][..g * hs],
+                &b[(d * 2 + 1) * g * hs..][..g * hs],
+            ),
             None => (&[][..], &[][..]),
         };
         let acts = &op.acts[d];
@@ -454,7 +487,8 @@ fn run_kernel(op: &Recurrent, inputs: &[Tensor], seq: usize, batch: usize, input
                     }
                     Cell::Lstm => {
                         let (f, gg, hh) = (acts[0], acts[1], acts[2]);
-                        let peep = |k: usize, j: usize| p.as_ref().map_or(0.0, |p| p[d * 3 * hs + k * hs + j]);
+                        let peep =
+                            |k: usize, j: usize| p.as_ref().map_or(0.0, |p| p[d * 3 * hs + k * hs + j]);
                         for j in 0..hs {
                             let pre = |k: usize| gx[k * hs + j] + gh[k * hs + j];
                             let i = f.apply(clip(pre(0) + peep(0, j) * c[j]));
@@ -496,7 +530,10 @@ impl Op for Recurrent {
     }
     fn arity(&self) -> Arity {
         let max = if self.cell == Cell::Lstm { 8 } else { 6 };
-        Arity { min: 3, max: Some(max) }
+        Arity {
+            min: 3,
+            max: Some(max),
+        }
     }
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
@@ -616,7 +653,11 @@ mod tests {
         let g = op("gru", Attrs::new().with("hidden_size", 1));
         let out = run_all(
             &*g,
-            &[x.clone(), t(&[1, 3, 1], vec![0.5f64, 1.0, 2.0]), t(&[1, 3, 1], vec![0.0f64; 3])],
+            &[
+                x.clone(),
+                t(&[1, 3, 1], vec![0.5f64, 1.0, 2.0]),
+                t(&[1, 3, 1], vec![0.0f64; 3]),
+            ],
         )
         .unwrap();
         let want = (1.0 - sig(0.5)) * 2.0f64.tanh();
@@ -625,7 +666,11 @@ mod tests {
         let l = op("lstm", Attrs::new().with("hidden_size", 1));
         let out = run_all(
             &*l,
-            &[x, t(&[1, 4, 1], vec![1.0f64, 2.0, 3.0, 4.0]), t(&[1, 4, 1], vec![0.0f64; 4])],
+            &[
+                x,
+                t(&[1, 4, 1], vec![1.0f64, 2.0, 3.0, 4.0]),
+                t(&[1, 4, 1], vec![0.0f64; 4]),
+            ],
         )
         .unwrap();
         assert_eq!(out.len(), 3);
@@ -640,14 +685,23 @@ mod tests {
         let o = op("rnn", Attrs::new().with("hidden_size", 2));
         let e = run_all(
             &*o,
-            &[t(&[1, 1, 1], vec![0.0f64]), t(&[1, 3, 1], vec![0.0f64; 3]), t(&[1, 2, 2], vec![0.0f64; 4])],
+            &[
+                t(&[1, 1, 1], vec![0.0f64]),
+                t(&[1, 3, 1], vec![0.0f64; 3]),
+                t(&[1, 2, 2], vec![0.0f64; 4]),
+            ],
         )
         .unwrap_err();
         assert!(matches!(e, crate::Error::Op(_)), "{e:?}");
         let r = OpRegistry::builtin();
         assert!(r.make("gru", &Attrs::new()).is_err());
         assert!(r
-            .make("lstm", &Attrs::new().with("hidden_size", 1).with("activations", vec!["Tanh"]))
+            .make(
+                "lstm",
+                &Attrs::new()
+                    .with("hidden_size", 1)
+                    .with("activations", vec!["Tanh"])
+            )
             .is_err());
     }
 }

@@ -122,11 +122,21 @@ mod tests {
         // time along axis 0, batch along axis 1: column b reversed over its first lens[b] rows.
         let x = t(&[3, 2], vec![0i64, 10, 1, 11, 2, 12]);
         let lens = t(&[2], vec![3i64, 2]);
-        let o = op("reverse_sequence", Attrs::new().with("batch_axis", 1).with("time_axis", 0));
+        let o = op(
+            "reverse_sequence",
+            Attrs::new().with("batch_axis", 1).with("time_axis", 0),
+        );
         let (_, v) = run_vec::<i64>(&*o, &[x.clone(), lens]).unwrap();
         assert_eq!(v, [2, 11, 1, 10, 0, 12]);
-        let o = op("reverse_sequence", Attrs::new().with("batch_axis", 0).with("time_axis", 1));
-        let (_, v) = run_vec::<i64>(&*o, &[t(&[2, 3], vec![0i64, 1, 2, 3, 4, 5]), t(&[2], vec![1i64, 3])]).unwrap();
+        let o = op(
+            "reverse_sequence",
+            Attrs::new().with("batch_axis", 0).with("time_axis", 1),
+        );
+        let (_, v) = run_vec::<i64>(
+            &*o,
+            &[t(&[2, 3], vec![0i64, 1, 2, 3, 4, 5]), t(&[2], vec![1i64, 3])],
+        )
+        .unwrap();
         assert_eq!(v, [0, 1, 2, 5, 4, 3]);
         let e = run_vec::<i64>(&*o, &[t(&[2, 3], vec![0i64; 6]), t(&[2], vec![4i64, 0])]).unwrap_err();
         assert!(matches!(e, crate::Error::Op(_)), "{e:?}");

@@ -224,7 +224,11 @@ mod tests {
     fn distinct_slices_along_an_axis() {
         // Rows [1, 0], [1, 0], [0, 1] along axis 0 -> [0, 1], [1, 0].
         let x = t(&[3, 2], vec![1i64, 0, 1, 0, 0, 1]);
-        let o = run_all(&*op("unique", Attrs::new().with("axis", 0)), std::slice::from_ref(&x)).unwrap();
+        let o = run_all(
+            &*op("unique", Attrs::new().with("axis", 0)),
+            std::slice::from_ref(&x),
+        )
+        .unwrap();
         assert_eq!(o[0].shape(), &[2, 2]);
         assert_eq!(i64s(&o[0]), [0, 1, 1, 0]);
         assert_eq!(i64s(&o[2]), [1, 1, 0]);

@@ -47,12 +47,15 @@ pub(crate) fn const_ints(c: &NodeCtx, v: &Value, what: &str) -> Result<Vec<i64>>
 /// that take these read an empty tensor as absent).
 pub(crate) fn inputs_up_to(imp: &mut Importer, c: &NodeCtx, n: usize, max: usize) -> Result<Vec<Value>> {
     let mut ins = (0..n).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
-    let last = (n..max).rev().find(|&k| c.proto.input.get(k).is_some_and(|s| !s.is_empty()));
+    let last = (n..max)
+        .rev()
+        .find(|&k| c.proto.input.get(k).is_some_and(|s| !s.is_empty()));
     for k in n..last.map_or(n, |l| l + 1) {
         match optional(imp, c, k)? {
             Some(v) => ins.push(v),
             None => {
-                let empty = Tensor::from_vec(&[0], Vec::<i64>::new()).map_err(|e| c.unsupported(e.to_string()))?;
+                let empty =
+                    Tensor::from_vec(&[0], Vec::<i64>::new()).map_err(|e| c.unsupported(e.to_string()))?;
                 ins.push(imp.constant(&format!("{}.absent{k}", c.onnx_name), empty));
             }
         }

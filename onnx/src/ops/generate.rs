@@ -17,7 +17,10 @@ fn eye_like(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let mut a = Attrs::new().with("k", c.i("k").unwrap_or(0));
     if let Some(e) = c.i("dtype") {
-        let d = dtype_of(e as i32, &format!("node '{}' (EyeLike): attr 'dtype'", c.onnx_name))?;
+        let d = dtype_of(
+            e as i32,
+            &format!("node '{}' (EyeLike): attr 'dtype'", c.onnx_name),
+        )?;
         a = a.with("dtype", d.name());
     }
     out(imp, c, "eye_like", a, &[x])

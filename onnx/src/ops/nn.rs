@@ -93,8 +93,12 @@ fn lp_pool(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let abs = step(imp, c, "abs", Attrs::new(), &[x], "abs")?;
     let pw = scalar(imp, c, dt, p as f64, "p")?;
     let powered = step(imp, c, "pow", Attrs::new(), &[abs, pw], "pow")?;
-    let a = copy_attrs(c, &["kernel_shape", "strides", "dilations", "pads"], &["auto_pad"])
-        .with("count_include_pad", 1);
+    let a = copy_attrs(
+        c,
+        &["kernel_shape", "strides", "dilations", "pads"],
+        &["auto_pad"],
+    )
+    .with("count_include_pad", 1);
     let mean = step(imp, c, "average_pool", a, &[powered], "mean")?;
     let size = scalar(imp, c, dt, kernel.iter().product::<i64>() as f64, "size")?;
     let sum = step(imp, c, "mul", Attrs::new(), &[mean, size], "sum")?;
@@ -114,7 +118,10 @@ fn grid_sample(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     };
     let a = Attrs::new()
         .with("mode", mode)
-        .with("padding_mode", c.s("padding_mode").unwrap_or_else(|| "zeros".into()))
+        .with(
+            "padding_mode",
+            c.s("padding_mode").unwrap_or_else(|| "zeros".into()),
+        )
         .with("align_corners", c.i("align_corners").unwrap_or(0) != 0);
     out(imp, c, "grid_sample", a, &[x, grid])
 }

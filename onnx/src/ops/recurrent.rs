@@ -33,7 +33,11 @@ fn recurrent(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         }
     }
     if let Some(at) = c.attr("activations") {
-        let names: Vec<String> = at.strings.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+        let names: Vec<String> = at
+            .strings
+            .iter()
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect();
         a = a.with("activations", names);
     }
     for key in ["activation_alpha", "activation_beta"] {

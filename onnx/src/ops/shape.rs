@@ -38,12 +38,11 @@ fn depth_space(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .i("blocksize")
         .filter(|&b| b > 0)
         .ok_or_else(|| c.bad_attr("blocksize", "is required and must be positive"))?;
-    let [b, ch, h, w] = x
-        .ty
-        .static_shape()
-        .and_then(|s| <[usize; 4]>::try_from(s).ok())
-        .map(|s| s.map(|d| d as i64))
-        .ok_or_else(|| c.unsupported("x must be 4-D with its shape known at import time"))?;
+    let [b, ch, h, w] =
+        x.ty.static_shape()
+            .and_then(|s| <[usize; 4]>::try_from(s).ok())
+            .map(|s| s.map(|d| d as i64))
+            .ok_or_else(|| c.unsupported("x must be 4-D with its shape known at import time"))?;
     let crd = match c.s("mode").as_deref().unwrap_or("DCR") {
         "DCR" => false,
         "CRD" => true,
@@ -72,8 +71,22 @@ fn depth_space(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             (split, vec![0, 3, 5, 1, 2, 4], merged)
         }
     };
-    let t = step(imp, c, "reshape", Attrs::new().with("shape", split), &[x], "split")?;
-    let t = step(imp, c, "transpose", Attrs::new().with("perm", perm), &[t], "moved")?;
+    let t = step(
+        imp,
+        c,
+        "reshape",
+        Attrs::new().with("shape", split),
+        &[x],
+        "split",
+    )?;
+    let t = step(
+        imp,
+        c,
+        "transpose",
+        Attrs::new().with("perm", perm),
+        &[t],
+        "moved",
+    )?;
     out(imp, c, "reshape", Attrs::new().with("shape", merged), &[t])
 }
 

@@ -45,7 +45,11 @@ fn window(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 /// input 2 (default -2).
 fn dft(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let ins = inputs_up_to(imp, c, 1, 3)?;
-    let axis = if imp.opset < 20 { c.i("axis").unwrap_or(1) } else { -2 };
+    let axis = if imp.opset < 20 {
+        c.i("axis").unwrap_or(1)
+    } else {
+        -2
+    };
     let a = Attrs::new()
         .with("axis", axis)
         .with("inverse", c.i("inverse").unwrap_or(0) != 0)

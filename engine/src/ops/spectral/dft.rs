@@ -68,7 +68,11 @@ impl Dft {
         if n == 0 {
             return op_err("op 'dft': the transform length is 0");
         }
-        let out = if self.onesided && !self.inverse { n / 2 + 1 } else { n };
+        let out = if self.onesided && !self.inverse {
+            n / 2 + 1
+        } else {
+            n
+        };
         Ok((n, out))
     }
 
@@ -85,7 +89,10 @@ impl Dft {
         }
         for (k, t) in inputs.iter().enumerate().skip(1) {
             if t.dtype.is_float() || t.dtype == DType::Bool {
-                return op_err(format!("op 'dft': input {k} must be an integer scalar, got {}", t.dtype));
+                return op_err(format!(
+                    "op 'dft': input {k} must be an integer scalar, got {}",
+                    t.dtype
+                ));
             }
         }
         Ok(())
@@ -233,7 +240,10 @@ mod tests {
     fn dft(inverse: bool, onesided: bool) -> Arc<dyn Op> {
         op(
             "dft",
-            Attrs::new().with("axis", 1).with("inverse", inverse).with("onesided", onesided),
+            Attrs::new()
+                .with("axis", 1)
+                .with("inverse", inverse)
+                .with("onesided", onesided),
         )
     }
 

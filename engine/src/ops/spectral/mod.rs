@@ -60,7 +60,9 @@ mod tests {
             assert!((a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12, "{back:?}");
         }
         // A cosine of frequency 1 over 4 points: bins 1 and 3 hold n/2.
-        let c: Vec<Complex> = (0..4).map(|j| ((std::f64::consts::PI * j as f64 / 2.0).cos(), 0.0)).collect();
+        let c: Vec<Complex> = (0..4)
+            .map(|j| ((std::f64::consts::PI * j as f64 / 2.0).cos(), 0.0))
+            .collect();
         let f = transform(&c, 4, 4, false);
         for (k, want) in [0.0, 2.0, 0.0, 2.0].iter().enumerate() {
             assert!((f[k].0 - want).abs() < 1e-12 && f[k].1.abs() < 1e-12, "{f:?}");

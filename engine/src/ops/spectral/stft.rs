@@ -94,10 +94,22 @@ impl Op for Stft {
         let Some(xs) = &x.shape else {
             return Ok(vec![TypeInfo::new(x.dtype, Some(vec![-1, -1, -1, 2]))]);
         };
-        let value = |k: usize| inputs.get(k).and_then(|t| t.value.as_ref()).and_then(|v| v.first().copied());
+        let value = |k: usize| {
+            inputs
+                .get(k)
+                .and_then(|t| t.value.as_ref())
+                .and_then(|v| v.first().copied())
+        };
         // Given: a present input (absent ones are left out or empty).
-        let given = |k: usize| inputs.get(k).is_some_and(|t| !t.shape.as_ref().is_some_and(|s| s.contains(&0)));
-        let window = inputs.get(2).and_then(|t| t.shape.as_ref()).and_then(|s| s.first().copied());
+        let given = |k: usize| {
+            inputs
+                .get(k)
+                .is_some_and(|t| !t.shape.as_ref().is_some_and(|s| s.contains(&0)))
+        };
+        let window = inputs
+            .get(2)
+            .and_then(|t| t.shape.as_ref())
+            .and_then(|s| s.first().copied());
         let len = if given(3) {
             value(3)
         } else if given(2) {
@@ -142,7 +154,11 @@ impl Op for Stft {
             ));
         }
         let frames = ((l - len) / step + 1) as usize;
-        let bins = if self.onesided { len as usize / 2 + 1 } else { len as usize };
+        let bins = if self.onesided {
+            len as usize / 2 + 1
+        } else {
+            len as usize
+        };
         let out = ctx.output(0, x.dtype(), &[x.shape()[0], frames, bins, 2])?;
         crate::dispatch_float!(x.dtype(), T => stft_kernel::<T>(self, x, &window, step as usize, frames, &out)?,
             return op_err("op 'stft' takes float inputs"));
@@ -182,7 +198,12 @@ mod tests {
         assert!((v[0] - 6.0).abs() < 1e-12 && (v[6] - 12.0).abs() < 1e-12, "{v:?}");
         let (s, _) = run_vec::<f64>(
             &*op("stft", Attrs::new().with("onesided", false)),
-            &[x.clone(), t(&[], vec![1i64]), t(&[0], Vec::<f64>::new()), t(&[], vec![3i64])],
+            &[
+                x.clone(),
+                t(&[], vec![1i64]),
+                t(&[0], Vec::<f64>::new()),
+                t(&[], vec![3i64]),
+            ],
         )
         .unwrap();
         assert_eq!(s, [1, 4, 3, 2]);

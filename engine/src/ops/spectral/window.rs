@@ -56,7 +56,11 @@ impl SpectralWindow {
     }
 
     fn values(&self, size: usize) -> Vec<f64> {
-        let m = if self.periodic { size } else { size.saturating_sub(1) } as f64;
+        let m = if self.periodic {
+            size
+        } else {
+            size.saturating_sub(1)
+        } as f64;
         (0..size).map(|n| self.point(n as f64, m)).collect()
     }
 
@@ -73,9 +77,7 @@ impl SpectralWindow {
 }
 
 fn fill<T: Element>(out: &Tensor, v: &[f64]) -> Result<()> {
-    out.write(|mut o: ArrayViewMutD<'_, T>| {
-        o.iter_mut().zip(v).for_each(|(o, &x)| *o = T::from_f64(x))
-    })
+    out.write(|mut o: ArrayViewMutD<'_, T>| o.iter_mut().zip(v).for_each(|(o, &x)| *o = T::from_f64(x)))
 }
 
 impl Op for SpectralWindow {
@@ -99,7 +101,9 @@ impl Op for SpectralWindow {
         self.check(&TypeInfo::of(&inputs[0]))?;
         let size = inputs[0].to_f64_vec()?[0];
         if size < 0.0 {
-            return op_err(format!("op 'spectral_window': size must not be negative, got {size}"));
+            return op_err(format!(
+                "op 'spectral_window': size must not be negative, got {size}"
+            ));
         }
         let v = self.values(size as usize);
         let out = ctx.output(0, self.dtype, &[v.len()])?;
@@ -107,7 +111,10 @@ impl Op for SpectralWindow {
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
-        let kind = KINDS.iter().find(|(_, k)| *k == self.kind).map_or("?", |(n, _)| n);
+        let kind = KINDS
+            .iter()
+            .find(|(_, k)| *k == self.kind)
+            .map_or("?", |(n, _)| n);
         Attrs::new()
             .with("kind", kind)
             .with("periodic", self.periodic)
@@ -160,10 +167,7 @@ mod tests {
     #[test]
     fn symmetric_windows_end_where_they_start_and_peak_in_the_middle() {
         close(&window("hann", false, 5), &[0.0, 0.5, 1.0, 0.5, 0.0]);
-        close(
-            &window("hamming", false, 3),
-            &[4.0 / 46.0, 1.0, 4.0 / 46.0],
-        );
+        close(&window("hamming", false, 3), &[4.0 / 46.0, 1.0, 4.0 / 46.0]);
         close(&window("blackman", false, 3), &[0.0, 1.0, 0.0]);
     }
 
