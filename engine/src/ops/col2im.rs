@@ -86,7 +86,7 @@ impl Col2Im {
             positions.push((room - span) / strides[d] + 1);
         }
         let rows = product(&block);
-        if x.len() != 3 || x[1] % rows != 0 || x[2] != product(&positions) {
+        if x.len() != 3 || !x[1].is_multiple_of(rows) || x[2] != product(&positions) {
             return bad(format!(
                 "x of shape {x:?} must be [N, C·{rows}, {}] for these blocks",
                 product(&positions)

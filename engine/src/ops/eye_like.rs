@@ -81,7 +81,7 @@ mod tests {
     fn ones_on_the_kth_diagonal_in_the_given_dtype() {
         let x = t(&[3, 4], vec![7.5f32; 12]);
         let o = op("eye_like", Attrs::new().with("k", 1).with("dtype", "i64"));
-        let (s, v) = run_vec::<i64>(&*o, &[x.clone()]).unwrap();
+        let (s, v) = run_vec::<i64>(&*o, std::slice::from_ref(&x)).unwrap();
         assert_eq!(s, [3, 4]);
         assert_eq!(v, [0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
         let (_, v) = run_vec::<f32>(&*op("eye_like", Attrs::new().with("k", -2)), &[x]).unwrap();

@@ -437,14 +437,14 @@ fn run_kernel(op: &Recurrent, inputs: &[Tensor], seq: usize, batch: usize, input
             None => (&[][..], &[][..]),
         };
         let acts = &op.acts[d];
-        for n in 0..batch {
+        for (n, &len) in lens.iter().enumerate() {
             let s = state_at(d, n) * hs;
             let mut h: Vec<f64> = h0.as_ref().map_or(vec![0.0; hs], |v| v[s..s + hs].to_vec());
             let mut c: Vec<f64> = c0.as_ref().map_or(vec![0.0; hs], |v| v[s..s + hs].to_vec());
             let steps: Vec<usize> = if rev {
-                (0..lens[n]).rev().collect()
+                (0..len).rev().collect()
             } else {
-                (0..lens[n]).collect()
+                (0..len).collect()
             };
             for t in steps {
                 gx.iter_mut().for_each(|v| *v = 0.0);

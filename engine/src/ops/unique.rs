@@ -25,12 +25,16 @@ pub struct Unique {
     pub sorted: bool,
 }
 
-/// A total order on elements: NaN (the only value unequal to itself)
-/// after every number.
+/// Whether `a` is NaN: the only value unordered against itself.
+fn is_nan<T: Element>(a: T) -> bool {
+    a.partial_cmp(&a).is_none()
+}
+
+/// A total order on elements: NaN after every number.
 fn order<T: Element>(a: T, b: T) -> Ordering {
     match a.partial_cmp(&b) {
         Some(o) => o,
-        None => (a != a).cmp(&(b != b)),
+        None => is_nan(a).cmp(&is_nan(b)),
     }
 }
 
@@ -100,22 +104,21 @@ fn find<T: Element>(rows: &[Vec<T>], sorted: bool) -> Found<T> {
 fn unique_kernel<T: Element>(op: &Unique, x: &Tensor, ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
     let a = x.to_array::<T>()?;
     let axis = op.axis(a.ndim())?;
-    let (rows, shape_of): (Vec<Vec<T>>, Box<dyn Fn(usize) -> Vec<usize>>) = match axis {
-        None => (a.iter().map(|&v| vec![v]).collect(), Box::new(|n| vec![n])),
-        Some(ax) => {
-            let rows = a
-                .axis_iter(Axis(ax))
-                .map(|s| s.iter().copied().collect())
-                .collect();
-            let shape = a.shape().to_vec();
-            (
-                rows,
-                Box::new(move |n| {
-                    let mut s = shape.clone();
-                    s[ax] = n;
-                    s
-                }),
-            )
+    let rows: Vec<Vec<T>> = match axis {
+        None => a.iter().map(|&v| vec![v]).collect(),
+        Some(ax) => a
+            .axis_iter(Axis(ax))
+            .map(|s| s.iter().copied().collect())
+            .collect(),
+    };
+    let shape_of = |n: usize| -> Vec<usize> {
+        match axis {
+            None => vec![n],
+            Some(ax) => {
+                let mut s = a.shape().to_vec();
+                s[ax] = n;
+                s
+            }
         }
     };
     let f = find(&rows, op.sorted);

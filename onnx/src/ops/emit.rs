@@ -105,6 +105,31 @@ pub(crate) fn out(
     imp.emit(c, op, attrs, inputs, &name)
 }
 
+/// The final node of a translation whose op has `n` outputs, each bound
+/// to the ONNX output of its position when the model names it (an unnamed
+/// one gets the ONNX node's name and its position). Returns output 0.
+pub(crate) fn out_n(
+    imp: &mut Importer,
+    c: &NodeCtx,
+    op: &str,
+    attrs: Attrs,
+    inputs: &[Value],
+    n: usize,
+) -> Result<Value> {
+    let named = |k: usize| c.proto.output.get(k).filter(|o| !o.is_empty()).cloned();
+    let names: Vec<String> = (0..n)
+        .map(|k| named(k).unwrap_or_else(|| format!("{}.output{k}", c.onnx_name)))
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let vals = imp.emit_n(c, op, attrs, inputs, &refs)?;
+    for (k, v) in vals.iter().enumerate().skip(1) {
+        if let Some(o) = named(k) {
+            imp.bind(&o, v.clone());
+        }
+    }
+    Ok(vals[0].clone())
+}
+
 /// A helper node of a translation.
 pub(crate) fn step(
     imp: &mut Importer,

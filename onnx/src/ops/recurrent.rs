@@ -6,7 +6,7 @@ use vigil_engine::Attrs;
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
 
-use super::emit::inputs_up_to;
+use super::emit::{inputs_up_to, out_n};
 use super::Op;
 
 /// This family's ONNX ops: `(op_type, since_opset, translate)`.
@@ -53,19 +53,5 @@ fn recurrent(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             a = a.with(key, v);
         }
     }
-    // Every output gets a name; ONNX's unnamed ones are the node's own.
-    let names: Vec<String> = (0..outs)
-        .map(|k| match c.proto.output.get(k).filter(|o| !o.is_empty()) {
-            Some(o) => o.clone(),
-            None => format!("{}.output{k}", c.onnx_name),
-        })
-        .collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut vals = imp.emit_n(c, name, a, &ins, &refs)?;
-    for k in 1..outs {
-        if let Some(o) = c.proto.output.get(k).filter(|o| !o.is_empty()) {
-            imp.bind(o, vals[k].clone());
-        }
-    }
-    Ok(vals.swap_remove(0))
+    out_n(imp, c, name, a, &ins, outs)
 }

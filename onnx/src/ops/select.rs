@@ -3,7 +3,7 @@
 
 use vigil_engine::Attrs;
 
-use super::emit::{const_ints, input, inputs_up_to, out};
+use super::emit::{const_ints, input, inputs_up_to, out, out_n};
 use super::Op;
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
@@ -23,20 +23,7 @@ fn unique(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if let Some(axis) = c.i("axis") {
         a = a.with("axis", axis);
     }
-    let names: Vec<String> = (0..4)
-        .map(|k| match c.proto.output.get(k).filter(|o| !o.is_empty()) {
-            Some(o) => o.clone(),
-            None => format!("{}.output{k}", c.onnx_name),
-        })
-        .collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut vals = imp.emit_n(c, "unique", a, &[x], &refs)?;
-    for k in 1..4 {
-        if let Some(o) = c.proto.output.get(k).filter(|o| !o.is_empty()) {
-            imp.bind(o, vals[k].clone());
-        }
-    }
-    Ok(vals.swap_remove(0))
+    out_n(imp, c, "unique", a, &[x], 4)
 }
 
 /// `non_max_suppression`; an optional input left out before a given one

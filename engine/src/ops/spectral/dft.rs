@@ -251,7 +251,7 @@ mod tests {
     fn forward_onesided_and_the_real_inverse_round_trip() {
         // One real signal of 4 along axis 1: [1, 2, 3, 4].
         let x = t(&[1, 4, 1], vec![1.0f64, 2.0, 3.0, 4.0]);
-        let (s, f) = run_vec::<f64>(&*dft(false, false), &[x.clone()]).unwrap();
+        let (s, f) = run_vec::<f64>(&*dft(false, false), std::slice::from_ref(&x)).unwrap();
         assert_eq!(s, [1, 4, 2]);
         let want = [10.0, 0.0, -2.0, 2.0, -2.0, 0.0, -2.0, -2.0];
         for (g, w) in f.iter().zip(want) {
