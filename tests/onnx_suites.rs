@@ -153,12 +153,13 @@ fn every_supported_generated_node_test_passes() {
 /// ScatterElements (and Scatter), ReduceProd, Hardmax, LayerNormalization,
 /// RMSNormalization, Einsum, TopK, NegativeLogLikelihoodLoss,
 /// SoftmaxCrossEntropyLoss, the quantized ops, GroupNormalization,
-/// LpNormalization, OneHot and Compress pass under validate and debug too, with no finding:
+/// LpNormalization, OneHot, Compress, Attention, RotaryEmbedding,
+/// TensorScatter and SwiGLU pass under validate and debug too, with no finding:
 /// their kernels keep their declarations and write every output element.
 #[test]
 fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
     let Some(dir) = node_data() else { return };
-    const PREFIXES: [&str; 31] = [
+    const PREFIXES: [&str; 35] = [
         "test_isnan",
         "test_isinf",
         "test_range_",
@@ -190,6 +191,10 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
         "test_lpnormalization",
         "test_onehot",
         "test_compress",
+        "test_attention",
+        "test_rotary_embedding",
+        "test_tensorscatter",
+        "test_swiglu",
     ];
     let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

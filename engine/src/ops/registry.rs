@@ -62,6 +62,9 @@ impl OpRegistry {
                 super::quant::register(&mut r);
                 super::group_norm::register(&mut r);
                 super::selection::register(&mut r);
+                super::attention::register(&mut r);
+                super::rotary::register(&mut r);
+                super::tensor_scatter::register(&mut r);
                 r
             })
             .clone()

@@ -9,6 +9,7 @@
 //! nodes.
 
 mod activation;
+mod attention;
 mod cast;
 mod constant;
 pub(crate) mod emit;
@@ -82,6 +83,7 @@ const FAMILIES: &[&[Op]] = &[
     nd::OPS,
     quant::OPS,
     select::OPS,
+    attention::OPS,
 ];
 
 /// Every registered op.
