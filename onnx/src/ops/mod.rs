@@ -9,6 +9,7 @@
 //! nodes.
 
 mod activation;
+mod attention;
 mod cast;
 mod constant;
 pub(crate) mod emit;
@@ -88,6 +89,7 @@ const FAMILIES: &[&[Op]] = &[
     generate::OPS,
     signal::OPS,
     recurrent::OPS,
+    attention::OPS,
 ];
 
 /// Every registered op.
