@@ -68,6 +68,7 @@ impl DType {
                     .and_then(|t| t.parse::<f64>().ok())
                     .map_or_else(|| h.to_string(), |v| v.to_string())
             }
+            DType::F64 => x.to_string(),
             // Every value of the small formats is exact in f32.
             _ if self.is_float() => (x as f32).to_string(),
             _ => x.to_string(),

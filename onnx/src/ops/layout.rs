@@ -45,18 +45,7 @@ fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             return pad_at_run_time(imp, c, x, pv);
         }
         let pads = const_ints(c, &pv, "pads")?;
-        let value = match optional(imp, c, 2)? {
-            None => 0.0,
-            Some(v) => {
-                let t = v
-                    .known()
-                    .ok_or_else(|| c.unsupported("input 'constant_value' must be known at import time"))?;
-                let vals = t.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?;
-                *vals
-                    .first()
-                    .ok_or_else(|| c.unsupported("input 'constant_value' is empty"))?
-            }
-        };
+        let value = fill_value(imp, c)?;
         (pads, value)
     };
     let axes: Vec<i64> = match optional(imp, c, 3)? {
@@ -88,22 +77,26 @@ fn pad(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     out(imp, c, "pad", a, &[x])
 }
 
+/// Pad's fill value: input 2 (opset 11 on), which must be known at import
+/// time; 0 when absent.
+fn fill_value(imp: &Importer, c: &NodeCtx) -> Result<f64> {
+    let Some(v) = optional(imp, c, 2)? else {
+        return Ok(0.0);
+    };
+    let t = v
+        .known()
+        .ok_or_else(|| c.unsupported("input 'constant_value' must be known at import time"))?;
+    let vals = t.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?;
+    vals.first()
+        .copied()
+        .ok_or_else(|| c.unsupported("input 'constant_value' is empty"))
+}
+
 /// `pad` with its pads read when it runs (computed from run-time values),
 /// for the axes input 3 names (which, like the fill value, must be known
 /// at import time).
 fn pad_at_run_time(imp: &mut Importer, c: &NodeCtx, x: Value, pads: Value) -> Result<Value> {
-    let value = match optional(imp, c, 2)? {
-        None => 0.0,
-        Some(v) => {
-            let t = v
-                .known()
-                .ok_or_else(|| c.unsupported("input 'constant_value' must be known at import time"))?;
-            let vals = t.to_f64_vec().map_err(|e| c.unsupported(e.to_string()))?;
-            *vals
-                .first()
-                .ok_or_else(|| c.unsupported("input 'constant_value' is empty"))?
-        }
-    };
+    let value = fill_value(imp, c)?;
     let mut a = Attrs::new()
         .with("mode", c.s("mode").unwrap_or_else(|| "constant".into()))
         .with("value", value);
