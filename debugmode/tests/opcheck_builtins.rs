@@ -22,6 +22,9 @@ const NO_SAMPLES: &[(&str, &str)] = &[
         "boxes need a last axis of 4; sampled dimensions stop at 3",
     ),
     ("lstm", "w needs 4·hidden_size rows; sampled dimensions stop at 3"),
+    ("rnn", "x, w and r need related shapes ([seq, batch, in], [dirs, H, in], [dirs, H, H]) samples do not draw"),
+    ("gru", "x, w and r need related shapes ([seq, batch, in], [dirs, 3·H, in], [dirs, 3·H, H]) samples do not draw"),
+    ("rotary_embedding", "the rotated head size must be even and the cos/sin caches match it; samples do not draw that"),
     (
         "reverse_sequence",
         "every length must lie within the time axis; sampled integers are -5..=5",
