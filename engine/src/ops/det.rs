@@ -123,8 +123,9 @@ mod tests {
         let (s, v) = run_vec::<f64>(&Det, &[x]).unwrap();
         assert_eq!(s, [3]);
         assert_eq!(v, [-2.0, -1.0, 0.0]);
-        let mut m = vec![2.0, 0.0, 1.0, 1.0, 3.0, 2.0, 1.0, 1.0, 1.0];
-        assert!((determinant(&mut m, 3) - 1.0).abs() < 1e-12);
+        // 2·(3·2 − 2·1) − 0 + 1·(1·1 − 3·1) = 8 − 2.
+        let mut m = vec![2.0, 0.0, 1.0, 1.0, 3.0, 2.0, 1.0, 1.0, 2.0];
+        assert!((determinant(&mut m, 3) - 6.0).abs() < 1e-12);
         let e = run_vec::<f64>(&Det, &[t(&[2, 3], vec![0.0f64; 6])]).unwrap_err();
         assert!(matches!(e, crate::Error::Op(_)), "{e:?}");
     }

@@ -378,24 +378,27 @@ mod tests {
     }
 
     #[test]
-    fn cubic_weights_sum_to_one_and_reproduce_a_line() {
+    fn cubic_weights_sum_to_one_interpolate_and_are_symmetric() {
         for t in [0.0, 0.25, 0.5, 0.9] {
             let w = cubic_weights(t);
             assert!((w.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-            // Keys' kernel reproduces linear functions exactly.
-            let lin: f64 = w.iter().enumerate().map(|(k, w)| w * (k as f64 - 1.0)).sum();
-            assert!((lin - t).abs() < 1e-12, "{t}: {lin}");
+            // The weights of 1 − t are those of t, mirrored.
+            let m = cubic_weights(1.0 - t);
+            for k in 0..4 {
+                assert!((w[k] - m[3 - k]).abs() < 1e-12, "{t}: {w:?} {m:?}");
+            }
         }
-        // Inside a row that is a line, cubic sampling is that line.
+        assert_eq!(cubic_weights(0.0), [0.0, 1.0, 0.0, 0.0]);
+        // At an element's centre, cubic sampling reads that element.
         let (_, v) = run_vec::<f64>(
             &*gs("cubic", "border", true),
             &[
                 t(&[1, 1, 1, 6], (0..6).map(f64::from).collect()),
-                t(&[1, 1, 1, 2], vec![-0.3f64, 0.0]),
+                t(&[1, 1, 1, 2], vec![-0.2f64, 0.0]),
             ],
         )
         .unwrap();
-        assert!((v[0] - 1.75).abs() < 1e-12, "{v:?}");
+        assert!((v[0] - 2.0).abs() < 1e-12, "{v:?}");
     }
 
     #[test]
