@@ -20,7 +20,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
 
 use crate::dtype::{DType, Float};
 use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
-use crate::kernels::depthwise::{depthwise_2d, AxisTaps};
+use crate::kernels::depthwise::{AxisTaps, DepthwiseElem};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
@@ -167,7 +167,7 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, col: &mut Vec<T>) {
 }
 
 /// The convolution of contiguous `x` and `w` into contiguous `out`.
-fn conv_kernel<T: Float + MatMulElem>(
+fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
     d: &Dims,
     group: usize,
     x: &[T],
@@ -185,7 +185,7 @@ fn conv_kernel<T: Float + MatMulElem>(
         for n in 0..d.n {
             let xs = &x[n * d.c * plane..(n + 1) * d.c * plane];
             let os = &mut out[n * d.m * o..(n + 1) * d.m * o];
-            depthwise_2d(xs, w, mg, &ha, &wa, os);
+            T::depthwise_2d(xs, w, mg, &ha, &wa, os);
             add_bias(b, d.m, o, os);
         }
         return Ok(());

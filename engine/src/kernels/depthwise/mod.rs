@@ -6,11 +6,17 @@
 //! the stride is 1. Channels split across the rayon pool when the work is
 //! large enough. Each output is the sum of its taps in tap order (the
 //! GEMM's sum, in another order of roundings).
+//!
+//! f32 on CPUs with AVX2 and FMA (or AVX-512) takes [`simd`] instead: short
+//! runs (a 14-wide row, a 5×5 kernel) left the tap-by-tap loop at a few
+//! GFLOP/s, mostly loop overhead.
 
 use rayon::prelude::*;
 
 use crate::dtype::Float;
 use crate::parallel::intra_op;
+
+mod simd;
 
 /// Multiply-adds from which the channels split across the pool: a
 /// depthwise plane is cheap, so a quarter of a millisecond of work is
@@ -62,11 +68,37 @@ fn plane<T: Float>(x: &[T], wt: &[T], h: &AxisTaps, w: &AxisTaps, out: &mut [T])
     }
 }
 
-/// Depthwise convolution of one image: `x` holds its `C` input planes,
-/// `wts` the `[M, kh·kw]` taps, `out` its `M` output planes; output
-/// channel `m` reads input channel `m / per` (`per = M / C`, the channel
-/// multiplier).
-pub fn depthwise_2d<T: Float>(x: &[T], wts: &[T], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [T]) {
+/// Elements with a depthwise kernel: the tap-by-tap loop of [`plane`] for
+/// every float, f32 overriding it with the run-time SIMD kernel.
+pub trait DepthwiseElem: Float {
+    /// Depthwise convolution of one image: `x` holds its `C` input planes,
+    /// `wts` the `[M, kh·kw]` taps, `out` its `M` output planes; output
+    /// channel `m` reads input channel `m / per` (`per = M / C`, the channel
+    /// multiplier).
+    fn depthwise_2d(x: &[Self], wts: &[Self], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [Self]) {
+        depthwise_taps(x, wts, per, h, w, out);
+    }
+}
+
+impl DepthwiseElem for f64 {}
+impl DepthwiseElem for half::f16 {}
+impl DepthwiseElem for half::bf16 {}
+impl DepthwiseElem for f32 {
+    fn depthwise_2d(x: &[f32], wts: &[f32], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [f32]) {
+        if !simd::depthwise_2d(x, wts, per, h, w, out) {
+            depthwise_taps(x, wts, per, h, w, out);
+        }
+    }
+}
+
+/// Whether the channels of a depthwise conv with `outputs` elements and `k`
+/// taps per output split across the pool.
+fn parallel(outputs: usize, k: usize) -> bool {
+    outputs * k >= PARALLEL_TAPS && intra_op()
+}
+
+/// [`DepthwiseElem::depthwise_2d`] tap by tap, for any float.
+fn depthwise_taps<T: Float>(x: &[T], wts: &[T], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [T]) {
     let (ip, op) = (h.input * w.input, h.output * w.output);
     let k = h.inside.len() * w.inside.len();
     if op == 0 || k == 0 {
@@ -77,7 +109,7 @@ pub fn depthwise_2d<T: Float>(x: &[T], wts: &[T], per: usize, h: &AxisTaps, w: &
         let c = m / per;
         plane(&x[c * ip..(c + 1) * ip], &wts[m * k..(m + 1) * k], h, w, o);
     };
-    if out.len() * k >= PARALLEL_TAPS && intra_op() {
+    if parallel(out.len(), k) {
         out.par_chunks_mut(op).enumerate().for_each(one);
     } else {
         out.chunks_mut(op).enumerate().for_each(one);
