@@ -54,22 +54,51 @@ fn node_data() -> Option<PathBuf> {
 /// Node tests whose expected outputs are themselves further from the exact
 /// result than ONNX's atol: numpy computed them in single precision
 /// (`np.fft.ifft` on complex64 leaves 1.9e-7 where the exact value is 0),
-/// and Vigil's f64 transform gives the exact value. These must fail by an
-/// output mismatch no larger than [`NOISY_REFERENCE_ERR`], nothing else.
+/// and Vigil's f64 transform gives the exact value.
 const NOISY_REFERENCE: [&str; 2] = ["/test_dft_inverse/", "/test_dft_inverse_opset19/"];
 const NOISY_REFERENCE_ERR: f64 = 1e-5;
 
-/// Whether `r` is the expected failure of a [`NOISY_REFERENCE`] test.
-fn noisy_reference_miss(path: &str, r: &vigil_reports::Case) -> bool {
-    NOISY_REFERENCE.iter().any(|t| path.contains(t))
-        && r.status == Status::Fail
-        && !r.findings.is_empty()
-        && r.findings.iter().all(|f| {
-            f.kind.as_str() == "output_mismatch"
-                && f.details["max_abs_err"]
-                    .as_f64()
-                    .is_some_and(|e| e <= NOISY_REFERENCE_ERR)
-        })
+/// Attention in bf16: the `_expanded` graphs round each of their ops'
+/// results to bf16, the Attention op (computed in f32) rounds once, and
+/// both land one or two bf16 steps from ONNX's outputs on a few elements,
+/// past the bf16 rtol floor. Listed in docs/onnx-node-tests.md as failed.
+const BF16_ATTENTION_ROUNDING: [&str; 6] = [
+    "/test_attention_3d_causal_bf16_expanded/",
+    "/test_attention_4d_causal_bf16_expanded/",
+    "/test_attention_4d_causal_padded_kv_bf16_expanded/",
+    "/test_attention_4d_padded_kv_bf16_expanded/",
+    "/test_attention_4d_causal_bf16/",
+    "/test_attention_4d_causal_padded_kv_bf16/",
+];
+/// Two bf16 steps below 1: every expected output of the six is under 1 in
+/// magnitude (at most 0.988), where a bf16 step is at most 2^-8, so two
+/// steps are at most 2^-7 = 7.8e-3 (the misses seen are 3.9e-3 and 7.8e-3).
+const BF16_ATTENTION_ROUNDING_ERR: f64 = 2.0 / 256.0;
+
+/// The largest output error a test may fail by, when it is one of the
+/// known misses above.
+fn known_miss_bound(path: &str) -> Option<f64> {
+    let listed = |tests: &[&str]| tests.iter().any(|t| path.contains(t));
+    if listed(&NOISY_REFERENCE) {
+        Some(NOISY_REFERENCE_ERR)
+    } else if listed(&BF16_ATTENTION_ROUNDING) {
+        Some(BF16_ATTENTION_ROUNDING_ERR)
+    } else {
+        None
+    }
+}
+
+/// Whether `r` is the expected failure of a known miss: output mismatches
+/// no larger than its bound, nothing else.
+fn known_miss(path: &str, r: &vigil_reports::Case) -> bool {
+    known_miss_bound(path).is_some_and(|bound| {
+        r.status == Status::Fail
+            && !r.findings.is_empty()
+            && r.findings.iter().all(|f| {
+                f.kind.as_str() == "output_mismatch"
+                    && f.details["max_abs_err"].as_f64().is_some_and(|e| e <= bound)
+            })
+    })
 }
 
 /// Runs every case (in parallel) and lists each that does not pass.
@@ -79,7 +108,7 @@ fn assert_all_pass_in_plain_mode(cases: &[CaseRef]) {
     let failing: Vec<String> = cases
         .par_iter()
         .map(|c| (c, run_case(c, &cfg(Mode::Plain), &registry)))
-        .filter(|(c, r)| r.status != Status::Pass && !noisy_reference_miss(&c.path, r))
+        .filter(|(c, r)| r.status != Status::Pass && !known_miss(&c.path, r))
         .map(|(c, r)| {
             format!(
                 "{}: {:?} {:?}",
@@ -167,31 +196,7 @@ fn every_supported_generated_node_test_passes() {
         cases.cases.len(),
         cases.failed.len()
     );
-    // Attention in bf16: the `_expanded` graphs round each of their ops'
-    // results to bf16, the Attention op (computed in f32) rounds once, and
-    // both land one or two bf16 steps (up to 1.4% relative) from ONNX's
-    // outputs on a few elements, past the bf16 rtol floor. Listed in
-    // docs/onnx-node-tests.md as failed; every other test passes.
-    const BF16_ATTENTION_ROUNDING: [&str; 6] = [
-        "test_attention_3d_causal_bf16_expanded",
-        "test_attention_4d_causal_bf16_expanded",
-        "test_attention_4d_causal_padded_kv_bf16_expanded",
-        "test_attention_4d_padded_kv_bf16_expanded",
-        "test_attention_4d_causal_bf16",
-        "test_attention_4d_causal_padded_kv_bf16",
-    ];
-    let checked: Vec<CaseRef> = cases
-        .cases
-        .iter()
-        .filter(|c| {
-            !BF16_ATTENTION_ROUNDING
-                .iter()
-                .any(|n| c.path.contains(&format!("{n}/")))
-        })
-        .cloned()
-        .collect();
-    assert_eq!(checked.len() + BF16_ATTENTION_ROUNDING.len(), cases.cases.len());
-    assert_all_pass_in_plain_mode(&checked);
+    assert_all_pass_in_plain_mode(&cases.cases);
 }
 
 /// The node tests of IsNaN, IsInf, Range, CumSum, CumProd, Trilu, GatherElements,
@@ -291,9 +296,7 @@ fn the_index_normalization_and_loss_node_tests_pass_in_every_mode() {
             .cases
             .par_iter()
             .map(|c| (c, run_case(c, &cfg(mode), &registry)))
-            .filter(|(c, r)| {
-                (r.status != Status::Pass || !r.findings.is_empty()) && !noisy_reference_miss(&c.path, r)
-            })
+            .filter(|(c, r)| (r.status != Status::Pass || !r.findings.is_empty()) && !known_miss(&c.path, r))
             .map(|(c, r)| format!("{}: {:?} {:?}", c.path, r.error, r.findings))
             .collect();
         assert!(

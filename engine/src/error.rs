@@ -333,6 +333,14 @@ pub fn dtype_err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::DType(msg.into()))
 }
 
+/// The [`Error::DType`] of op `op` given `dtype`, which it does not compute
+/// in: bool, or a storage-only format (float8, float4, 4- and 2-bit
+/// integers). What a kernel dispatch that falls through returns, naming
+/// the dtype it got.
+pub fn refuse_dtype<T>(op: &str, dtype: crate::DType) -> Result<T> {
+    dtype_err(format!("op '{op}' does not take {dtype} inputs (cast first)"))
+}
+
 /// Shorthand for an [`Error::Shape`] result.
 pub fn shape_err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::Shape(msg.into()))

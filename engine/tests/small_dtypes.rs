@@ -8,7 +8,7 @@
 
 use vigil_engine::compare::{compare, ulp_distance, Tolerance};
 use vigil_engine::small::{F8E4M3Fn, F4E2M1, F8E5M2, I4, U2};
-use vigil_engine::{bf16, Attrs, DType, Element, Error, OpCtx, OpRegistry, Tensor};
+use vigil_engine::{bf16, Attrs, DType, Element, Error, OpCtx, OpRegistry, Tensor, TypeInfo};
 
 /// Runs the builtin op `name` on `inputs`.
 fn op(name: &str, attrs: Attrs, inputs: &[Tensor]) -> vigil_engine::Result<Tensor> {
@@ -221,6 +221,36 @@ fn arithmetic_on_storage_formats_is_a_dtype_error() {
     )
     .unwrap();
     assert_eq!(wide(&t), [1.0, 2.0]);
+}
+
+/// The refusal names the dtype given (not bool), at infer and at compute.
+#[test]
+fn arithmetic_on_float8_is_a_dtype_error_naming_float8() {
+    let x = f32s(&[1.0, 2.0]).cast(DType::F8E4M3FN).unwrap();
+    let m = Tensor::from_vec(&[1, 2], vec![1.0f32, 2.0])
+        .unwrap()
+        .cast(DType::F8E4M3FN)
+        .unwrap();
+    for (name, inputs) in [
+        ("add", vec![x.clone(), x.clone()]),
+        ("mul", vec![x.clone(), x.clone()]),
+        ("neg", vec![x.clone()]),
+        ("exp", vec![x.clone()]),
+        ("sum", vec![x.clone()]),
+        ("cumsum", vec![x.clone()]),
+        ("matmul", vec![m.clone(), m.t(None).unwrap()]),
+    ] {
+        let o = OpRegistry::builtin().make(name, &Attrs::new()).unwrap();
+        let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
+        let errs = [
+            o.infer(&tys).unwrap_err(),
+            o.compute(&inputs, &mut OpCtx::new("n")).unwrap_err(),
+        ];
+        for e in errs {
+            assert!(matches!(e, Error::DType(_)), "{name}: {e}");
+            assert!(e.to_string().contains("f8e4m3fn"), "{name}: {e}");
+        }
+    }
 }
 
 #[test]

@@ -8,53 +8,12 @@ use vigil_engine::{small, DType, Tensor};
 use crate::error::{ImportError, Result};
 use crate::external::ExternalData;
 
-/// ONNX element types the protobuf bindings do not name.
-const FLOAT4E2M1: i32 = 23;
-const FLOAT8E8M0: i32 = 24;
-const UINT2: i32 = 25;
-const INT2: i32 = 26;
-
-/// The Vigil dtype of an ONNX element type, or an error naming `what`.
-pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
-    match DataType::from_i32(elem) {
-        Some(DataType::FLOAT) => Ok(DType::F32),
-        Some(DataType::DOUBLE) => Ok(DType::F64),
-        Some(DataType::FLOAT16) => Ok(DType::F16),
-        Some(DataType::INT64) => Ok(DType::I64),
-        Some(DataType::INT32) => Ok(DType::I32),
-        Some(DataType::BOOL) => Ok(DType::Bool),
-        Some(DataType::UINT8) => Ok(DType::U8),
-        Some(DataType::INT8) => Ok(DType::I8),
-        Some(DataType::UINT16) => Ok(DType::U16),
-        Some(DataType::INT16) => Ok(DType::I16),
-        Some(DataType::UINT32) => Ok(DType::U32),
-        Some(DataType::UINT64) => Ok(DType::U64),
-        Some(DataType::BFLOAT16) => Ok(DType::BF16),
-        Some(DataType::FLOAT8E4M3FN) => Ok(DType::F8E4M3FN),
-        Some(DataType::FLOAT8E4M3FNUZ) => Ok(DType::F8E4M3FNUZ),
-        Some(DataType::FLOAT8E5M2) => Ok(DType::F8E5M2),
-        Some(DataType::FLOAT8E5M2FNUZ) => Ok(DType::F8E5M2FNUZ),
-        Some(DataType::UINT4) => Ok(DType::U4),
-        Some(DataType::INT4) => Ok(DType::I4),
-        // Newer than the protobuf bindings: FLOAT4E2M1, FLOAT8E8M0, UINT2, INT2.
-        None if elem == FLOAT4E2M1 => Ok(DType::F4E2M1),
-        None if elem == FLOAT8E8M0 => Ok(DType::F8E8M0),
-        None if elem == UINT2 => Ok(DType::U2),
-        None if elem == INT2 => Ok(DType::I2),
-        Some(d) => Err(ImportError::UnsupportedDtype {
-            what: what.to_string(),
-            dtype: format!("{d:?}").to_lowercase(),
-        }),
-        None => Err(ImportError::UnsupportedDtype {
-            what: what.to_string(),
-            dtype: format!("#{elem}"),
-        }),
-    }
-}
-
-/// The ONNX element type of a Vigil dtype.
+/// The ONNX element type (TensorProto.DataType) of a Vigil dtype: the one
+/// table between the two, read both ways ([`dtype_of`] searches it), so
+/// the match's exhaustiveness makes a new dtype name its number here. The
+/// last four are newer than the protobuf bindings.
 pub fn elem_of(d: DType) -> i32 {
-    let e = match d {
+    (match d {
         DType::F32 => DataType::FLOAT,
         DType::F64 => DataType::DOUBLE,
         DType::F16 => DataType::FLOAT16,
@@ -74,12 +33,22 @@ pub fn elem_of(d: DType) -> i32 {
         DType::F8E5M2FNUZ => DataType::FLOAT8E5M2FNUZ,
         DType::U4 => DataType::UINT4,
         DType::I4 => DataType::INT4,
-        DType::F4E2M1 => return FLOAT4E2M1,
-        DType::F8E8M0 => return FLOAT8E8M0,
-        DType::U2 => return UINT2,
-        DType::I2 => return INT2,
-    };
-    e.value()
+        DType::F4E2M1 => return 23,
+        DType::F8E8M0 => return 24,
+        DType::U2 => return 25,
+        DType::I2 => return 26,
+    }) as i32
+}
+
+/// The Vigil dtype of an ONNX element type, or an error naming `what`.
+pub fn dtype_of(elem: i32, what: &str) -> Result<DType> {
+    DType::ALL
+        .into_iter()
+        .find(|&d| elem_of(d) == elem)
+        .ok_or_else(|| ImportError::UnsupportedDtype {
+            what: what.to_string(),
+            dtype: dtype_name(elem),
+        })
 }
 
 /// `n` elements of `bits` bits each, packed low bits first, as ONNX stores
@@ -484,6 +453,21 @@ mod tests {
         assert_eq!((v[0], v[1].is_nan(), v[2]), (448.0, true, 2f64.powi(-9)));
         assert_eq!(dtype_of(24, "x").unwrap(), DType::F8E8M0);
         assert_eq!(elem_of(DType::F4E2M1), 23);
+    }
+
+    #[test]
+    fn every_dtype_has_its_own_element_type_and_comes_back_from_it() {
+        let mut seen = std::collections::HashSet::new();
+        for d in DType::ALL {
+            assert!(seen.insert(elem_of(d)), "{d} shares element type {}", elem_of(d));
+            assert_eq!(dtype_of(elem_of(d), "x").unwrap(), d);
+        }
+        for (elem, name) in [(14, "complex64"), (8, "string"), (99, "#99")] {
+            match dtype_of(elem, "x") {
+                Err(ImportError::UnsupportedDtype { dtype, .. }) => assert_eq!(dtype, name),
+                other => panic!("element type {elem}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element, Float, Num};
-use crate::error::{dtype_err, shape_err, Result};
+use crate::error::{dtype_err, refuse_dtype, shape_err, Result};
 use crate::ops::elementwise::{map1, zip2, zip_inplace};
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -288,12 +288,12 @@ impl Op for Prelu {
         let (x, s) = (&inputs[0], &inputs[1]);
         if self.inplace {
             crate::dispatch_num!(x.dtype(), T => zip_inplace::<T>(x, s, prelu_of::<T>)?,
-                return dtype_err("op 'prelu_inplace' does not take bool inputs"));
+                return refuse_dtype("prelu_inplace", x.dtype()));
             return Ok(vec![x.clone()]);
         }
         let out = ctx.output(0, x.dtype(), x.shape())?;
         crate::dispatch_num!(x.dtype(), T => zip2::<T, T, T>(x, s, &out, prelu_of::<T>)?,
-            return dtype_err("op 'prelu' does not take bool inputs"));
+            return refuse_dtype("prelu", x.dtype()));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {

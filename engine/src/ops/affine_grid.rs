@@ -11,9 +11,7 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
-
-use crate::dtype::{DType, Element, Float};
+use crate::dtype::DType;
 use crate::error::{op_err, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -60,7 +58,7 @@ impl AffineGrid {
     }
 }
 
-fn grid_kernel<T: Float>(op: &AffineGrid, theta: &Tensor, spatial: &[usize], out: &Tensor) -> Result<()> {
+fn grid_kernel(op: &AffineGrid, theta: &Tensor, spatial: &[usize], out: &Tensor) -> Result<()> {
     let th = theta.to_f64_vec()?;
     let r = spatial.len();
     let n = theta.shape()[0];
@@ -83,11 +81,7 @@ fn grid_kernel<T: Float>(op: &AffineGrid, theta: &Tensor, spatial: &[usize], out
             }
         }
     }
-    out.write(|mut o: ArrayViewMutD<'_, T>| {
-        o.iter_mut()
-            .zip(y)
-            .for_each(|(o, v)| *o = <T as Element>::from_f64(v))
-    })
+    out.write_f64s(&y)
 }
 
 impl Op for AffineGrid {
@@ -141,8 +135,10 @@ impl Op for AffineGrid {
         shape.extend(&spatial);
         shape.push(r);
         let out = ctx.output(0, theta.dtype(), &shape)?;
-        crate::dispatch_float!(theta.dtype(), T => grid_kernel::<T>(self, theta, &spatial, &out)?,
-            return op_err("op 'affine_grid' takes float inputs"));
+        if !theta.dtype().is_computable() {
+            return op_err("op 'affine_grid' takes float inputs");
+        }
+        grid_kernel(self, theta, &spatial, &out)?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

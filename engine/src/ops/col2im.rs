@@ -9,9 +9,7 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
-
-use crate::dtype::{DType, Element, Float};
+use crate::dtype::DType;
 use crate::error::{op_err, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -103,7 +101,7 @@ impl Col2Im {
     }
 }
 
-fn col2im_kernel<T: Float>(g: &Geometry, x: &Tensor, out: &Tensor) -> Result<()> {
+fn col2im_kernel(g: &Geometry, x: &Tensor, out: &Tensor) -> Result<()> {
     let v = x.to_f64_vec()?;
     let (n, rows, cols) = (x.shape()[0], x.shape()[1], x.shape()[2]);
     let k = product(&g.block);
@@ -134,11 +132,7 @@ fn col2im_kernel<T: Float>(g: &Geometry, x: &Tensor, out: &Tensor) -> Result<()>
             }
         }
     }
-    out.write(|mut o: ArrayViewMutD<'_, T>| {
-        o.iter_mut()
-            .zip(y)
-            .for_each(|(o, v)| *o = <T as Element>::from_f64(v))
-    })
+    out.write_f64s(&y)
 }
 
 fn ints(t: &Tensor) -> Result<Vec<i64>> {
@@ -194,8 +188,10 @@ impl Op for Col2Im {
         let mut shape = vec![x.shape()[0], x.shape()[1] / product(&g.block)];
         shape.extend(&g.image);
         let out = ctx.output(0, x.dtype(), &shape)?;
-        crate::dispatch_float!(x.dtype(), T => col2im_kernel::<T>(&g, x, &out)?,
-            return op_err("op 'col2im' takes float inputs"));
+        if !x.dtype().is_computable() {
+            return op_err("op 'col2im' takes float inputs");
+        }
+        col2im_kernel(&g, x, &out)?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Num};
-use crate::error::{attr_err, dtype_err, op_err, Result};
+use crate::error::{attr_err, op_err, refuse_dtype, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -297,7 +297,7 @@ impl Op for Einsum {
         let plan = Plan::new(&self.equation, &refs)?;
         let out = ctx.output(0, inputs[0].dtype(), &plan.out_shape())?;
         crate::dispatch_num!(inputs[0].dtype(), T => einsum_kernel::<T>(&plan, inputs, &out)?,
-            return dtype_err("op 'einsum' does not take bool inputs"));
+            return refuse_dtype("einsum", inputs[0].dtype()));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

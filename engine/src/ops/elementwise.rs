@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
 
 use crate::dtype::{DType, Element, Float, Num};
-use crate::error::{dtype_err, shape_err, Result};
+use crate::error::{dtype_err, refuse_dtype, shape_err, Result};
 use crate::kernels::pointwise::Pointwise;
 use crate::kernels::pointwise::{
     binary_inplace, relu, sign, small_pow, unary_float, BinaryTarget, UnaryTarget,
@@ -247,8 +247,8 @@ impl Op for Binary {
         check_arity(self, inputs.len())?;
         let (a, b) = (&inputs[0], &inputs[1]);
         same_dtype(&self.name, a, b)?;
-        if a.dtype == DType::Bool {
-            return dtype_err(format!("op '{}' does not take bool inputs", self.name));
+        if !a.dtype.is_computable() {
+            return refuse_dtype(&self.name, a.dtype);
         }
         if self.inplace {
             if !a.dtype.is_float() && self.kind == BinKind::Div {
@@ -280,12 +280,14 @@ impl Op for Binary {
         }
         let kind = self.kind;
         if self.inplace {
-            crate::dispatch_num!(a.dtype(), T => run_binary_inplace::<T>(kind, a, b)?, return dtype_err("bool input"));
+            crate::dispatch_num!(a.dtype(), T => run_binary_inplace::<T>(kind, a, b)?,
+                return refuse_dtype(&self.name, a.dtype()));
             return Ok(vec![a.clone()]);
         }
         let shape = broadcast_concrete(a.shape(), b.shape())?;
         let out = ctx.output(0, kind.out_dtype(a.dtype()), &shape)?;
-        crate::dispatch_num!(a.dtype(), T => run_binary::<T>(kind, a, b, &out)?, return dtype_err("bool input"));
+        crate::dispatch_num!(a.dtype(), T => run_binary::<T>(kind, a, b, &out)?,
+            return refuse_dtype(&self.name, a.dtype()));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {
@@ -548,8 +550,8 @@ impl Op for Unary {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         let a = &inputs[0];
-        if a.dtype == DType::Bool || (self.kind.float_only() && !a.dtype.is_float()) {
-            return dtype_err(format!("op '{}' does not take {} inputs", self.name, a.dtype));
+        if !a.dtype.is_computable() || (self.kind.float_only() && !a.dtype.is_float()) {
+            return refuse_dtype(&self.name, a.dtype);
         }
         Ok(vec![a.clone()])
     }
@@ -563,7 +565,7 @@ impl Op for Unary {
         let kind = self.kind;
         crate::dispatch_float!(a.dtype(), T => run_unary_float::<T>(kind, a, &out)?,
             crate::dispatch_num!(a.dtype(), T => run_unary_num::<T>(kind, a, &out)?,
-                return dtype_err(format!("op '{}' does not take bool inputs", self.name))));
+                return refuse_dtype(&self.name, a.dtype())));
         Ok(vec![out])
     }
     fn destroy_map(&self) -> Vec<(usize, usize)> {

@@ -17,8 +17,6 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
-
 use crate::dtype::{DType, Element, Float};
 use crate::error::{attr_err, op_err, Result};
 use crate::ops::widen;
@@ -263,11 +261,7 @@ fn sample_kernel<T: Float>(op: &GridSample, inputs: &[Tensor], out: &Tensor) -> 
             }
         }
     }
-    out.write(|mut o: ArrayViewMutD<'_, T>| {
-        o.iter_mut()
-            .zip(&y)
-            .for_each(|(o, &v)| *o = <T as Element>::from_f64(v))
-    })
+    out.write_f64s(&y)
 }
 
 impl Op for GridSample {

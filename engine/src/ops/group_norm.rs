@@ -87,11 +87,11 @@ fn group_kernel<T: Float>(op: &GroupNorm, inputs: &[Tensor], out: &Tensor) -> Re
             let first = (b % g) * (c / g);
             y.extend(blk.iter().enumerate().map(|(i, v)| {
                 let ch = first + i / spatial;
-                <T as Element>::from_f64((v - mean) * inv * param(&scale, ch) + param(&bias, ch))
+                (v - mean) * inv * param(&scale, ch) + param(&bias, ch)
             }));
         }
     }
-    out.write_c_order(|o: &mut [T]| o.iter_mut().zip(y).for_each(|(o, v)| *o = v))
+    out.write_f64s(&y)
 }
 
 impl Op for GroupNorm {
@@ -190,7 +190,7 @@ fn lp_kernel<T: Float>(op: &LpNorm, x: &Tensor, out: &Tensor) -> Result<()> {
     let a = op.axis(x.ndim())?;
     let d = x.shape()[a];
     let inner: usize = x.shape()[a + 1..].iter().product();
-    let mut y = vec![T::zero(); xs.len()];
+    let mut y = vec![0.0; xs.len()];
     if d > 0 && inner > 0 {
         for outer in 0..xs.len() / (d * inner) {
             for n in 0..inner {
@@ -201,12 +201,12 @@ fn lp_kernel<T: Float>(op: &LpNorm, x: &Tensor, out: &Tensor) -> Result<()> {
                 };
                 for k in 0..d {
                     let v = if norm == 0.0 { 0.0 } else { xs[at(k)] / norm };
-                    y[at(k)] = <T as Element>::from_f64(v);
+                    y[at(k)] = v;
                 }
             }
         }
     }
-    out.write_c_order(|o: &mut [T]| o.copy_from_slice(&y))
+    out.write_f64s(&y)
 }
 
 impl Op for LpNorm {

@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
-
 use crate::dtype::{DType, Element, Float};
 use crate::error::{op_err, Result};
 use crate::ops::widen;
@@ -71,14 +69,10 @@ fn norm_kernel<T: Float>(eps: f64, inputs: &[Tensor], out: &Tensor) -> Result<()
                 / n;
             let inv = 1.0 / (var + eps).sqrt();
             let (s, o) = (scale[b % c], bias[b % c]);
-            y.extend(
-                block
-                    .iter()
-                    .map(|&v| <T as Element>::from_f64((Element::to_f64(v) - mean) * inv * s + o)),
-            );
+            y.extend(block.iter().map(|&v| (Element::to_f64(v) - mean) * inv * s + o));
         }
     }
-    out.write(|mut o: ArrayViewMutD<'_, T>| o.iter_mut().zip(y).for_each(|(o, v)| *o = v))
+    out.write_f64s(&y)
 }
 
 impl Op for InstanceNorm {

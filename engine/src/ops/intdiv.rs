@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Num};
-use crate::error::{dtype_err, Result};
+use crate::error::{dtype_err, refuse_dtype, Result};
 use crate::ops::elementwise::zip2;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -163,7 +163,7 @@ impl Op for IntDiv {
         let kind = self.kind;
         crate::dispatch_num!(a.dtype(),
             T => zip2::<T, T, T>(a, b, &out, move |x, y| apply(kind, x, y))?,
-            return dtype_err(format!("op '{}' does not take bool inputs", self.name())));
+            return refuse_dtype(self.name(), a.dtype()));
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

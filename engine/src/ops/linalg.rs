@@ -25,7 +25,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, IxDyn};
 
 use crate::dtype::{DType, Num};
-use crate::error::{dtype_err, op_err, rank_err, shape_err, Error, Result};
+use crate::error::{dtype_err, op_err, rank_err, refuse_dtype, shape_err, Error, Result};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::parallel::PARALLEL_MACS;
@@ -280,8 +280,8 @@ fn check_dtypes(a: DType, b: DType) -> Result<()> {
             "op 'matmul' needs inputs of one dtype, got {a} and {b} (insert a cast)"
         ));
     }
-    if a == DType::Bool {
-        return dtype_err("op 'matmul' does not take bool inputs");
+    if !a.is_computable() {
+        return refuse_dtype("matmul", a);
     }
     Ok(())
 }
@@ -347,7 +347,7 @@ impl Op for MatMul {
         let b = if b_1d { b.expand_dims(1)? } else { b.clone() };
         let (a, b) = (a.broadcast_to(&p.a)?, b.broadcast_to(&p.b)?);
         crate::dispatch_num!(dtype, T => run_matmul::<T>(&a, &b, a_1d, b_1d, &out)?,
-            return dtype_err("op 'matmul' does not take bool inputs"));
+            return refuse_dtype("matmul", dtype));
         Ok(vec![out])
     }
 }
@@ -370,7 +370,7 @@ fn stack_times_matrix(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<bool> {
     };
     let (a2, o2) = (a.with_layout(la)?, out.with_layout(lo)?);
     crate::dispatch_num!(a.dtype(), T => run_matmul::<T>(&a2, b, false, false, &o2)?,
-        return dtype_err("op 'matmul' does not take bool inputs"));
+        return refuse_dtype("matmul", a.dtype()));
     Ok(true)
 }
 

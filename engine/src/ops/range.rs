@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element, Num};
-use crate::error::{dtype_err, op_err, shape_err, Result};
+use crate::error::{op_err, refuse_dtype, shape_err, Result};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::limit::check_shape;
 use crate::tensor::Tensor;
@@ -102,7 +102,7 @@ impl Op for Range {
         let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let out = crate::dispatch_num!(inputs[0].dtype(), T => range_kernel::<T>(inputs, ctx)?,
-            return dtype_err("op 'range' does not take bool inputs"));
+            return refuse_dtype("range", inputs[0].dtype()));
         Ok(vec![out])
     }
 }

@@ -26,10 +26,9 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
 use serde_json::Value as Json;
 
-use crate::dtype::{DType, Element, Float};
+use crate::dtype::DType;
 use crate::error::{attr_err, op_err, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -513,14 +512,6 @@ fn run_kernel(op: &Recurrent, inputs: &[Tensor], seq: usize, batch: usize, input
     Ok(out)
 }
 
-fn write<T: Float>(t: &Tensor, v: &[f64]) -> Result<()> {
-    t.write(|mut o: ArrayViewMutD<'_, T>| {
-        o.iter_mut()
-            .zip(v)
-            .for_each(|(o, &x)| *o = <T as Element>::from_f64(x))
-    })
-}
-
 impl Op for Recurrent {
     fn name(&self) -> &str {
         self.cell.name()
@@ -559,8 +550,10 @@ impl Op for Recurrent {
         for (k, (shape, v)) in self.out_shapes(&xs).iter().zip([&o.y, &o.h, &o.c]).enumerate() {
             let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
             let t = ctx.output(k, dtype, &shape)?;
-            crate::dispatch_float!(dtype, T => write::<T>(&t, v)?,
-                return op_err(format!("op '{}' takes float inputs", self.name())));
+            if !dtype.is_computable() {
+                return op_err(format!("op '{}' takes float inputs", self.name()));
+            }
+            t.write_f64s(v)?;
             outs.push(t);
         }
         Ok(outs)

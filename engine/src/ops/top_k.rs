@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Zip};
 
 use crate::dtype::{DType, Num};
-use crate::error::{attr_err, dtype_err, rank_err, Result};
+use crate::error::{attr_err, rank_err, refuse_dtype, Result};
 use crate::ops::copy::axis_of;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -103,8 +103,8 @@ impl Op for TopK {
     fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
         check_arity(self, inputs.len())?;
         let x = &inputs[0];
-        if !x.dtype.is_numeric() {
-            return dtype_err("op 'top_k' does not take bool inputs (cast first)");
+        if !x.dtype.is_computable() {
+            return refuse_dtype("top_k", x.dtype);
         }
         let shape = match &x.shape {
             None => None,
@@ -134,7 +134,7 @@ impl Op for TopK {
             ctx.output(1, DType::I64, &shape)?,
         ];
         crate::dispatch_num!(x.dtype(), T => top_k_kernel::<T>(self, x, ax, k, &outs)?,
-            return dtype_err("op 'top_k' does not take bool inputs (cast first)"));
+            return refuse_dtype("top_k", x.dtype()));
         Ok(outs)
     }
     fn attrs(&self) -> Attrs {

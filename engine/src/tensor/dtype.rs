@@ -753,6 +753,8 @@ macro_rules! dispatch_all {
                 type $T = $crate::small::U2;
                 $body
             }
+            // Infallible: the arms above take bool and the storage-only
+            // formats, and dispatch_num! takes every other dtype.
             dt => $crate::dispatch_num!(dt, $T => $body, unreachable!("numeric dtype {dt}")),
         }
     };

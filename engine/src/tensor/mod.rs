@@ -378,6 +378,18 @@ impl Tensor {
         crate::dispatch_all!(self.dtype(), T => self.read(|v: ArrayViewD<'_, T>| v.iter().map(|x| x.to_f64()).collect()))
     }
 
+    /// Writes `vals`, in C order, into the elements, each rounded once into
+    /// this tensor's dtype (as `Element::from_f64`); extra values on either
+    /// side are left alone. The way out for kernels that compute in f64
+    /// whatever their dtype (one rounding per output, as ONNX's reference
+    /// does), so none of them needs a typed write of its own.
+    pub fn write_f64s(&self, vals: &[f64]) -> Result<()> {
+        fn go<T: Element>(out: &Tensor, vals: &[f64]) -> Result<()> {
+            out.write_c_order(|o: &mut [T]| o.iter_mut().zip(vals).for_each(|(o, &v)| *o = T::from_f64(v)))
+        }
+        crate::dispatch_all!(self.dtype(), T => go::<T>(self, vals))
+    }
+
     pub fn at(&self, index: &[usize]) -> Result<Scalar> {
         let off = self.layout.offset_of(index)?;
         crate::dispatch_all!(self.dtype(), T => Ok(self.buffer::<T>()?.borrow()?[off].to_scalar()))

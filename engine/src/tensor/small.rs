@@ -299,7 +299,7 @@ pub fn write_f64s(out: &crate::Tensor, vals: &[f64], saturate: bool, mode: Round
         crate::DType::F8E5M2FNUZ => go(out, vals, |v| F8E5M2Fnuz(code(v))),
         crate::DType::F4E2M1 => go(out, vals, |v| F4E2M1(code(v))),
         crate::DType::F8E8M0 => go(out, vals, |v| F8E8M0(code(v))),
-        _ => crate::dispatch_all!(d, T => go::<T>(out, vals, <T as crate::Element>::from_f64)),
+        _ => out.write_f64s(vals),
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use crate::dtype::{DType, Float, Num};
-use crate::error::{attr_err, dtype_err, rank_err, shape_err, Result};
+use crate::error::{attr_err, dtype_err, rank_err, refuse_dtype, shape_err, Result};
 use crate::ops::widen;
 use crate::ops::window::{infer_spatial, padded_counts, Axis1, Window, WINDOW_ATTRS};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -202,7 +202,7 @@ impl Op for Pool {
         let out = ctx.output(0, x.dtype(), &shape)?;
         match self.kind {
             PoolKind::Max => crate::dispatch_num!(x.dtype(), T => run_pool::<T>(self, x, &out, &axes)?,
-                return dtype_err(format!("op '{}' does not take bool inputs", self.op_name()))),
+                return refuse_dtype(self.op_name(), x.dtype())),
             PoolKind::Average { .. } => {
                 crate::dispatch_float!(x.dtype(), T => run_float::<T>(self, x, &out, &axes)?,
                 return dtype_err(format!("op '{}' takes float inputs", self.op_name())))

@@ -32,7 +32,7 @@
 
 use std::sync::Arc;
 
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::error::{attr_err, dtype_err, op_err, shape_err, Result};
 use crate::ops::conv::Conv;
 use crate::ops::linalg::MatMul;
@@ -126,16 +126,6 @@ fn static_shapes(inputs: &[TypeInfo]) -> Option<Vec<Vec<usize>>> {
 /// The values of `t` as f64, in C order.
 fn f64s(t: &Tensor) -> Result<Vec<f64>> {
     t.to_f64_vec()
-}
-
-/// Writes `vals` (already in `out`'s dtype's range) into `out` in C order.
-fn write_f64s(out: &Tensor, vals: &[f64]) -> Result<()> {
-    fn go<T: Element>(out: &Tensor, vals: &[f64]) -> Result<()> {
-        out.write_c_order(|o: &mut [T]| {
-            o.iter_mut().zip(vals).for_each(|(o, &v)| *o = T::from_f64(v));
-        })
-    }
-    crate::dispatch_all!(out.dtype(), T => go::<T>(out, vals))
 }
 
 /// `a / b` rounded as dtype `d` computes it.
@@ -303,7 +293,7 @@ impl Op for QuantizeLinear {
                 }
             })
             .collect();
-        write_f64s(&out, &y)?;
+        out.write_f64s(&y)?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -428,7 +418,7 @@ impl Op for DequantizeLinear {
             })
             .collect();
         let out = ctx.output(0, d, x.shape())?;
-        write_f64s(&out, &y)?;
+        out.write_f64s(&y)?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
@@ -485,11 +475,11 @@ impl Op for DynamicQuantizeLinear {
             .map(|&v| f64::from(((v / scale).round_ties_even() + zp).clamp(0.0, 255.0)))
             .collect();
         let out = ctx.output(0, DType::U8, inputs[0].shape())?;
-        write_f64s(&out, &y)?;
+        out.write_f64s(&y)?;
         let s = ctx.output(1, DType::F32, &[])?;
-        write_f64s(&s, &[f64::from(scale)])?;
+        s.write_f64s(&[f64::from(scale)])?;
         let z = ctx.output(2, DType::U8, &[])?;
-        write_f64s(&z, &[f64::from(zp)])?;
+        z.write_f64s(&[f64::from(zp)])?;
         Ok(vec![out, s, z])
     }
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Zip};
 
 use crate::dtype::{DType, Element, Float, Num};
-use crate::error::{attr_err, dtype_err, op_err, shape_err, Error, Result};
+use crate::error::{attr_err, dtype_err, op_err, refuse_dtype, shape_err, Error, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::layout::resolve_axis;
@@ -306,10 +306,8 @@ impl Reduce {
 
     fn check_dtype(&self, dtype: DType) -> Result<()> {
         let name = self.kind.name();
-        if dtype == DType::Bool {
-            return dtype_err(format!(
-                "op '{name}' does not take bool inputs (cast to an integer dtype first)"
-            ));
+        if !dtype.is_computable() {
+            return refuse_dtype(name, dtype);
         }
         if self.kind == ReduceKind::Mean && !dtype.is_float() {
             return dtype_err(format!(
@@ -435,11 +433,8 @@ pub struct ArgMax {
 
 impl ArgMax {
     fn check_dtype(&self, dtype: DType) -> Result<()> {
-        if dtype == DType::Bool {
-            return dtype_err(format!(
-                "op '{}' does not take bool inputs (cast to an integer dtype first)",
-                self.name()
-            ));
+        if !dtype.is_computable() {
+            return refuse_dtype(self.name(), dtype);
         }
         Ok(())
     }
@@ -513,7 +508,7 @@ impl Op for ArgMax {
         let out = ctx.output(0, DType::I64, &shape)?;
         let (min, last) = (self.min, self.select_last);
         let res = crate::dispatch_num!(x.dtype(), T => x.read(|v: ArrayViewD<'_, T>| argmax_kernel(&v, axis, min, last))?,
-            return dtype_err(format!("op '{}' does not take bool inputs", self.name())));
+            return refuse_dtype(self.name(), x.dtype()));
         write_result(&out, res, &flags, self.keepdims)?;
         Ok(vec![out])
     }

@@ -261,10 +261,7 @@ impl Resize {
         check_alloc(DType::F64, out.size())?;
         let mut y = vec![0.0; out.size()];
         self.interpolate(&xs, axes, &mut y)?;
-        out.write(|mut ov: ArrayViewMutD<'_, T>| match ov.as_slice_mut() {
-            Some(o) => o.iter_mut().zip(&y).for_each(|(o, &v)| *o = T::from_f64(v)),
-            None => ov.iter_mut().zip(&y).for_each(|(o, &v)| *o = T::from_f64(v)),
-        })
+        out.write_f64s(&y)
     }
 }
 

@@ -21,10 +21,8 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
-
 use super::{transform, Complex};
-use crate::dtype::{DType, Element, Float};
+use crate::dtype::DType;
 use crate::error::{op_err, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -99,14 +97,7 @@ impl Dft {
     }
 }
 
-fn dft_kernel<T: Float>(
-    op: &Dft,
-    x: &Tensor,
-    axis: usize,
-    n: usize,
-    shape: &[usize],
-    out: &Tensor,
-) -> Result<()> {
+fn dft_kernel(op: &Dft, x: &Tensor, axis: usize, n: usize, shape: &[usize], out: &Tensor) -> Result<()> {
     let v = x.to_contiguous()?.to_f64_vec()?;
     let xs = x.shape();
     let parts = xs[xs.len() - 1];
@@ -145,11 +136,7 @@ fn dft_kernel<T: Float>(
             }
         }
     }
-    out.write(|mut o: ArrayViewMutD<'_, T>| {
-        o.iter_mut()
-            .zip(y)
-            .for_each(|(o, v)| *o = <T as Element>::from_f64(v))
-    })
+    out.write_f64s(&y)
 }
 
 impl Op for Dft {
@@ -209,8 +196,10 @@ impl Op for Dft {
         shape[axis] = bins;
         *shape.last_mut().unwrap_or(&mut 0) = if self.inverse && self.onesided { 1 } else { 2 };
         let out = ctx.output(0, x.dtype(), &shape)?;
-        crate::dispatch_float!(x.dtype(), T => dft_kernel::<T>(self, x, axis, n, &shape, &out)?,
-            return op_err("op 'dft' takes float inputs"));
+        if !x.dtype().is_computable() {
+            return op_err("op 'dft' takes float inputs");
+        }
+        dft_kernel(self, x, axis, n, &shape, &out)?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

@@ -12,10 +12,8 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
-
 use super::{transform, Complex};
-use crate::dtype::{DType, Element, Float};
+use crate::dtype::DType;
 use crate::error::{op_err, Result};
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -47,7 +45,7 @@ impl Stft {
     }
 }
 
-fn stft_kernel<T: Float>(
+fn stft_kernel(
     op: &Stft,
     x: &Tensor,
     window: &[f64],
@@ -73,11 +71,7 @@ fn stft_kernel<T: Float>(
             }
         }
     }
-    out.write(|mut o: ArrayViewMutD<'_, T>| {
-        o.iter_mut()
-            .zip(y)
-            .for_each(|(o, v)| *o = <T as Element>::from_f64(v))
-    })
+    out.write_f64s(&y)
 }
 
 impl Op for Stft {
@@ -160,8 +154,10 @@ impl Op for Stft {
             len as usize
         };
         let out = ctx.output(0, x.dtype(), &[x.shape()[0], frames, bins, 2])?;
-        crate::dispatch_float!(x.dtype(), T => stft_kernel::<T>(self, x, &window, step as usize, frames, &out)?,
-            return op_err("op 'stft' takes float inputs"));
+        if !x.dtype().is_computable() {
+            return op_err("op 'stft' takes float inputs");
+        }
+        stft_kernel(self, x, &window, step as usize, frames, &out)?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

@@ -15,9 +15,7 @@
 use std::f64::consts::PI;
 use std::sync::Arc;
 
-use ndarray::ArrayViewMutD;
-
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::error::{attr_err, op_err, Result};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
@@ -76,10 +74,6 @@ impl SpectralWindow {
     }
 }
 
-fn fill<T: Element>(out: &Tensor, v: &[f64]) -> Result<()> {
-    out.write(|mut o: ArrayViewMutD<'_, T>| o.iter_mut().zip(v).for_each(|(o, &x)| *o = T::from_f64(x)))
-}
-
 impl Op for SpectralWindow {
     fn name(&self) -> &str {
         "spectral_window"
@@ -107,7 +101,7 @@ impl Op for SpectralWindow {
         }
         let v = self.values(size as usize);
         let out = ctx.output(0, self.dtype, &[v.len()])?;
-        crate::dispatch_all!(self.dtype, T => fill::<T>(&out, &v)?);
+        out.write_f64s(&v)?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {
