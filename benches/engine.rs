@@ -178,7 +178,7 @@ fn math_paired(reps: usize) {
     };
     // (name, op, scalar function, half-width of the argument range)
     type MathCase = (&'static str, UnKind, fn(f32) -> f32, f32);
-    let cases: [MathCase; 16] = [
+    let cases: [MathCase; 17] = [
         ("exp", UnKind::Exp, f32::exp, 20.0),
         ("log", UnKind::Log, f32::ln, 1e4),
         ("sqrt", UnKind::Sqrt, f32::sqrt, 1e4),
@@ -195,6 +195,12 @@ fn math_paired(reps: usize) {
         ("expm1", UnKind::Expm1, f32::exp_m1, 10.0),
         ("log1p", UnKind::Log1p, f32::ln_1p, 100.0),
         ("erf", UnKind::Erf, libm::erff, 5.0),
+        (
+            "gelu",
+            UnKind::Gelu,
+            |x| 0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2)),
+            5.0,
+        ),
     ];
     for (name, kind, f, half) in cases {
         let mut xs = spread(half);

@@ -16,26 +16,12 @@ use std::sync::OnceLock;
 
 use wide::f64x4;
 
+use crate::kernels::chebyshev::chebyshev;
+
 /// Terms of the Chebyshev series.
 const TERMS: usize = 20;
 /// Where the fit ends and erf is ±1 in f32.
 const ONE_AT: f64 = 4.0;
-
-/// Chebyshev coefficients of `f` on `[a, b]`, interpolating at the
-/// Chebyshev nodes of the first kind.
-fn chebyshev(f: impl Fn(f64) -> f64, a: f64, b: f64) -> [f64; TERMS] {
-    let n = TERMS as f64;
-    let theta = |j: usize| std::f64::consts::PI * (j as f64 + 0.5) / n;
-    let fx: Vec<f64> = (0..TERMS)
-        .map(|j| f(0.5 * (b - a) * theta(j).cos() + 0.5 * (b + a)))
-        .collect();
-    let mut c = [0.0; TERMS];
-    for (k, ck) in c.iter_mut().enumerate() {
-        let s: f64 = (0..TERMS).map(|j| fx[j] * (k as f64 * theta(j)).cos()).sum();
-        *ck = 2.0 * s / n;
-    }
-    c
-}
 
 /// The coefficients of `g(s) = erf(√s)/√s` on s ∈ [0, 16].
 pub(crate) struct ErfFit([f64; TERMS]);

@@ -1,4 +1,5 @@
-//! f32 `exp`, `sigmoid` and `tanh` with the CPU's widest SIMD, chosen at run time.
+//! f32 `exp`, `sigmoid`, `tanh` and `gelu` with the CPU's widest SIMD,
+//! chosen at run time.
 //!
 //! `wide` (the rest of [`super::vmath`]) picks its instructions when Vigil
 //! is compiled, and a portable x86-64 build gets SSE2: two 4-lane halves
@@ -8,7 +9,9 @@
 //! faster than `wide`'s there. Checked over every f32 bit pattern against
 //! an f64 reference rounded to f32 (`engine/examples/math_scan.rs`):
 //! exp within 1 ULP, sigmoid (built on that exp here) and tanh within 2.
-//! Zeros keep their sign, as numpy's do.
+//! Zeros keep their sign, as numpy's do. GELU is Vigil's own ([`Gelu`]):
+//! `rten-vecmath`'s erf is 6.6e-7 off in absolute terms, far outside the
+//! 2 ULP every f32 kernel keeps.
 //!
 //! Without AVX2 and FMA, `rten-simd` falls back to a portable scalar path
 //! that is slower than `wide`'s SSE2 code, so [`available`] is false and
@@ -21,11 +24,13 @@
 
 use std::sync::OnceLock;
 
-use rten_simd::ops::{BitOps, FloatOps, NumOps};
-use rten_simd::{Isa, SimdOp, SimdUnaryOp};
+use rten_simd::ops::{BitOps, FloatOps, IntOps, MaskOps, NumOps};
+use rten_simd::{Isa, Simd, SimdOp, SimdUnaryOp};
 use rten_vecmath::{Exp, Tanh};
 
+use crate::kernels::chebyshev::power_series;
 use crate::kernels::math_fn::MathFn;
+use crate::kernels::vmath::gelu_f64;
 
 /// Whether this CPU has the instructions the run-time kernels need.
 pub fn available() -> bool {
@@ -72,6 +77,202 @@ impl SimdUnaryOp<f32> for SignedTanh {
         let ops = isa.f32();
         ops.select(x, Tanh {}.eval(isa, x), ops.eq(x, ops.zero()))
     }
+}
+
+/// Terms of GELU's fits, the fewest that keep the exhaustive scan within
+/// 1 ULP with a margin (each fit's error is under 1/10 of an f32 ULP).
+const GELU_P_TERMS: usize = 8;
+const GELU_S_TERMS: usize = 14;
+const GELU_EXP_TERMS: usize = 7;
+/// |x| below this takes the series form, from it on the exp form.
+const GELU_SPLIT: f32 = 1.0;
+/// The exp form's fit covers t = |x| in [1, 5] as u = (t - 3) / 2, which
+/// is exact in f32 for every t in [1, 6]: a rounded u would cost S up to
+/// a ULP where it is steep.
+const GELU_S_MID: f32 = 3.0;
+const GELU_S_END: f32 = 5.0;
+/// Below this, the f64 reference's `1 + erf(x/√2)` itself cancels (from
+/// about -5.6 it is off by more than an f32 ULP), so lanes take the f64
+/// definition, [`gelu_f64`], to give what it gives; so do -inf and, on
+/// the way, nothing else.
+const GELU_FAST_FLOOR: f32 = -5.0;
+
+/// GELU's coefficients, fitted in f64 at first use and rounded to f32
+/// (the constant terms, which set the result's last bits, as two f32s).
+struct GeluFit {
+    /// `P(s) = (Φ(√s) − ½)/√s` on s ∈ [0, 1], in powers of s.
+    p: [f32; GELU_P_TERMS],
+    p0_lo: f32,
+    /// `S(t) = t · Φ(−t) · exp(t²/2)` on t ∈ [1, 5], in powers of
+    /// u = (t − 3)/2: smooth, from 0.26 to 0.39 (→ 1/√(2π)).
+    s: [f32; GELU_S_TERMS],
+    s0_lo: f32,
+    /// `(exp(r) − 1 − r)/r²` on |r| ≤ ln2/2, in powers of r.
+    q: [f32; GELU_EXP_TERMS],
+    /// ln 2 as a 12-bit head (so `j · head` is exact for |j| < 2^11) and
+    /// the rest.
+    ln2_hi: f32,
+    ln2_lo: f32,
+}
+
+fn to_f32<const N: usize>(c: [f64; N]) -> ([f32; N], f32) {
+    (c.map(|v| v as f32), (c[0] - c[0] as f32 as f64) as f32)
+}
+
+fn gelu_fit() -> &'static GeluFit {
+    static FIT: OnceLock<GeluFit> = OnceLock::new();
+    FIT.get_or_init(|| {
+        use std::f64::consts::{FRAC_1_SQRT_2, LN_2, PI};
+        let (p, p0_lo) = to_f32(power_series(
+            |s| match s.sqrt() {
+                0.0 => 1.0 / (2.0 * PI).sqrt(),
+                x => 0.5 * libm::erf(x * FRAC_1_SQRT_2) / x,
+            },
+            0.0,
+            f64::from(GELU_SPLIT * GELU_SPLIT),
+        ));
+        let mid = f64::from(GELU_S_MID);
+        let half = f64::from(GELU_S_END) - mid;
+        let (s, s0_lo) = to_f32(power_series(
+            |u| {
+                let t = mid + half * u;
+                t * 0.5 * libm::erfc(t * FRAC_1_SQRT_2) * (0.5 * t * t).exp()
+            },
+            -1.0,
+            1.0,
+        ));
+        let (q, _) = to_f32(power_series(
+            |r: f64| {
+                if r.abs() < 1e-3 {
+                    // The series; the quotient below cancels there.
+                    0.5 + r / 6.0 + r * r / 24.0 + r * r * r / 120.0
+                } else {
+                    (r.exp_m1() - r) / (r * r)
+                }
+            },
+            -0.5 * LN_2,
+            0.5 * LN_2,
+        ));
+        let ln2_hi = f32::from_bits((LN_2 as f32).to_bits() & 0xffff_f000);
+        GeluFit {
+            p,
+            p0_lo,
+            s,
+            s0_lo,
+            q,
+            ln2_hi,
+            ln2_lo: (LN_2 - f64::from(ln2_hi)) as f32,
+        }
+    })
+}
+
+/// `c(v)` by Horner's rule with FMA, as `hi + lo` with the last step's
+/// rounding and `c[0]`'s tail in `lo`; also the sum of the higher terms
+/// over `v` (`(c(v) − c[0])/v`).
+#[inline(always)]
+fn horner2<I: Isa>(isa: I, c: &[f32], c0_lo: f32, v: I::F32) -> (I::F32, I::F32, I::F32) {
+    let ops = isa.f32();
+    let n = c.len();
+    let mut a = ops.splat(c[n - 1]);
+    for &k in c[1..n - 1].iter().rev() {
+        a = ops.mul_add(a, v, ops.splat(k));
+    }
+    let c0 = ops.splat(c[0]);
+    let hi = ops.mul_add(a, v, c0);
+    // c0 − hi is exact (they are within a factor of 2).
+    let lo = ops.add(ops.mul_add(a, v, ops.sub(c0, hi)), ops.splat(c0_lo));
+    (hi, lo, a)
+}
+
+/// GELU, `x · Φ(x)`, within 1 ULP of the f64 definition (exhaustive scan,
+/// `engine/examples/math_scan.rs`):
+///
+/// - |x| < 1: `x · (½ + x · P(x²))`, with the sum and products carried as
+///   two f32s, so the cancellation of `½ − |x| P` for x < 0 costs nothing;
+/// - |x| ≥ 1, t = |x|: `t · Φ(−t) = exp(−t²/2) · S(t)`, t² split exactly
+///   (`hi + lo`), exp(−hi/2) = 2^j (1 + w) by its own reduction and
+///   polynomial, and the product `(1 + w) · S` again as two f32s: x < 0
+///   gives `−exp(−t²/2) · S`, x > 0 `x − exp(−t²/2) · S` (t clamped to 6,
+///   where that term is far below x's ULP, so nothing overflows);
+/// - x < −5 (and −inf): the f64 definition, lane by lane.
+struct Gelu(&'static GeluFit);
+
+impl SimdUnaryOp<f32> for Gelu {
+    #[inline(always)]
+    fn eval<I: Isa>(&self, isa: I, x: I::F32) -> I::F32 {
+        let ops = isa.f32();
+        let int_ops = isa.i32();
+        let f = self.0;
+        let c = |v: f32| ops.splat(v);
+        let t = ops.abs(x);
+
+        // |x| < 1.
+        let s = ops.mul(x, x);
+        let s_lo = ops.mul_add(x, x, ops.neg(s));
+        let (ph, pl, p_tail) = horner2(isa, &f.p, f.p0_lo, s);
+        let pl = ops.mul_add(p_tail, s_lo, pl);
+        let xp_hi = ops.mul(x, ph);
+        let xp_lo = ops.mul_add(x, ph, ops.neg(xp_hi));
+        let half = c(0.5);
+        let d_hi = ops.add(half, xp_hi);
+        let d_err = ops.add(ops.sub(half, d_hi), xp_hi);
+        let d_lo = ops.mul_add(x, pl, ops.add(d_err, xp_lo));
+        let near = ops.mul_add(x, d_hi, ops.mul(x, d_lo));
+
+        // |x| ≥ 1.
+        let tc = ops.min(t, c(6.0));
+        let hi = ops.mul(tc, tc);
+        let lo = ops.mul_add(tc, tc, ops.neg(hi));
+        let y = ops.mul(hi, c(-0.5));
+        let magic = c(12_582_912.0); // 1.5 · 2^23: adding it rounds to an integer
+        let j = ops.sub(ops.mul_add(y, c(std::f32::consts::LOG2_E), magic), magic);
+        let r1 = ops.mul_add(j, c(-f.ln2_hi), y);
+        let r = ops.mul_add(j, c(-f.ln2_lo), r1);
+        let r_lo = ops.mul_add(j, c(-f.ln2_lo), ops.sub(r1, r));
+        let r2 = ops.mul(r, r);
+        let mut q = c(f.q[GELU_EXP_TERMS - 1]);
+        for &k in f.q[..GELU_EXP_TERMS - 1].iter().rev() {
+            q = ops.mul_add(q, r, c(k));
+        }
+        let w = ops.mul_add(r2, q, r);
+        let w_lo = ops.mul_add(r2, q, ops.sub(r, w));
+        let u = ops.mul(ops.sub(ops.min(t, c(GELU_S_END)), c(GELU_S_MID)), c(0.5));
+        let (sh, sl, _) = horner2(isa, &f.s, f.s0_lo, u);
+        let m_hi = ops.mul_add(w, sh, sh);
+        let m_lo = ops.mul_add(w, sh, ops.sub(sh, m_hi));
+        let tail = ops.mul_add(sh, ops.sub(ops.add(w_lo, r_lo), ops.mul(lo, half)), sl);
+        let es = ops.add(m_hi, ops.add(m_lo, ops.mul_add(tail, w, tail)));
+        // 2^j, j in [-18, 0].
+        let k = int_ops.add(ops.to_int_trunc(j), int_ops.splat(127));
+        let scale: I::F32 = int_ops.shift_left::<23>(k).reinterpret_cast();
+        let es = ops.mul(es, scale);
+        // NaN fails both compares and comes out of `x − es`.
+        let far = ops.select(ops.neg(es), ops.sub(x, es), ops.lt(x, ops.zero()));
+        let out = ops.select(near, far, ops.lt(t, c(GELU_SPLIT)));
+
+        let low = ops.lt(x, c(GELU_FAST_FLOOR));
+        if isa.m32().any(low) {
+            return gelu_low_lanes(isa, x, out);
+        }
+        out
+    }
+}
+
+/// `out`, with the lanes where x < [`GELU_FAST_FLOOR`] replaced by the
+/// f64 definition.
+#[cold]
+fn gelu_low_lanes<I: Isa>(isa: I, x: I::F32, out: I::F32) -> I::F32 {
+    let ops = isa.f32();
+    let n = ops.len();
+    let (mut xs, mut ys) = ([0f32; MAX_LANES], [0f32; MAX_LANES]);
+    ops.store(x, &mut xs[..n]);
+    ops.store(out, &mut ys[..n]);
+    for (y, &x) in ys[..n].iter_mut().zip(&xs[..n]) {
+        if x < GELU_FAST_FLOOR {
+            *y = gelu_f64(f64::from(x)) as f32;
+        }
+    }
+    ops.load(&ys[..n])
 }
 
 /// The widest vector any instruction set has (AVX-512: 16 f32 lanes).
@@ -146,6 +347,10 @@ macro_rules! with_kernel {
                 let $op = &SignedTanh;
                 Some($body)
             }
+            MathFn::Gelu => {
+                let $op = &Gelu(gelu_fit());
+                Some($body)
+            }
             _ => None,
         }
     };
@@ -198,12 +403,15 @@ mod tests {
             -103.9,
             1e-40,
         ]);
+        // Every 4099th bit pattern: every binade of both signs.
+        xs.extend((0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099)));
         // (function, f64 reference, ULP bound)
         type Case = (MathFn, fn(f64) -> f64, u64);
-        let cases: [Case; 3] = [
+        let cases: [Case; 4] = [
             (MathFn::Exp, f64::exp, 1),
             (MathFn::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 2),
             (MathFn::Tanh, f64::tanh, 2),
+            (MathFn::Gelu, gelu_f64, 1),
         ];
         for (f, reference, bound) in cases {
             let mut out = vec![0f32; xs.len()];
@@ -212,6 +420,10 @@ mod tests {
             assert!(ran.is_some(), "{f:?} has a kernel");
             for (&x, &y) in xs.iter().zip(&out) {
                 let want = reference(x as f64) as f32;
+                if want.is_nan() {
+                    assert!(y.is_nan(), "{f:?}({x}) = {y}, want NaN");
+                    continue;
+                }
                 let d = ulp_distance(y as f64, want as f64, DType::F32);
                 assert!(d <= bound, "{f:?}({x}) = {y}, want {want} ({d} ULP)");
                 if want == 0.0 {

@@ -5,7 +5,7 @@
 //! `error`, `parallel`). See ARCHITECTURE.md.
 //!
 //! - [`vmath`], [`fastmath`] and [`erf`]: vectorized unary math on float
-//!   slices ([`MathFn`]);
+//!   slices ([`MathFn`]), with polynomial fits made by [`chebyshev`];
 //! - [`pointwise`]: the elementwise function kinds, applied to a tile of a
 //!   buffer ([`pointwise::apply_tile`]) or, through a target, to tensors;
 //! - [`depthwise`]: depthwise 2-D convolution, tap by tap;
@@ -15,6 +15,7 @@
 //! - [`compare`] and [`summary`]: tolerance comparison and one-pass
 //!   statistics over element runs, for the listeners.
 
+mod chebyshev;
 pub mod compare;
 pub mod depthwise;
 mod erf;

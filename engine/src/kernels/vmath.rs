@@ -33,9 +33,16 @@
 //!   `ops/erf.rs` (two Chebyshev fits made from `libm` at first use,
 //!   evaluated in `f64x4`).
 //!
-//! - `gelu` (`x/2 · (1 + erf(x/√2))`): the same erf fit in f64 lanes for
-//!   x ≥ -3; below, where `1 + erf` cancels, lanes take the scalar f64
-//!   definition.
+//! - `gelu` (`x/2 · (1 + erf(x/√2))`): on CPUs with AVX2 and FMA (or
+//!   AVX-512), the f32 kernel of `kernels/fastmath.rs` (`x · Φ(x)` from two
+//!   polynomial fits and an exp, carried as pairs of f32s where cancellation
+//!   or a rounded argument would cost a ULP; within 1 ULP), since the erf
+//!   fit in f64 lanes below costs ~6.5 ns an element on SSE2 and GELU is a
+//!   large share of transformer and ConvNeXt runs. Elsewhere, the same erf
+//!   fit in f64 lanes for x ≥ -3; below, where `1 + erf` cancels, lanes
+//!   take the scalar f64 definition (both paths do for x < -5, where the
+//!   f64 definition itself loses bits to that cancellation and the
+//!   reference is what it gives).
 //!
 //! - `exp`, `sigmoid` and `tanh`: on CPUs with AVX2 and FMA (or AVX-512), the
 //!   kernels of `kernels/fastmath.rs`, chosen at run time, about 4x faster
