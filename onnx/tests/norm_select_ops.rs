@@ -1,4 +1,4 @@
-//! GroupNormalization, LpNormalization, OneHot and Compress on small models
+//! GroupNormalization, LpNormalization, OneHot, Compress and NonZero on small models
 //! built in Rust: what they import to, the values they give, and their
 //! refusals.
 
@@ -123,4 +123,43 @@ fn compress_output_length_is_decided_when_it_runs() {
     let out = run(&m, &[("x", x), ("cond", cond)]);
     assert_eq!(out[0].1.shape(), [2, 2]);
     assert_eq!(vals(&out[0].1), [1.0, 2.0, 5.0, 6.0]);
+}
+
+#[test]
+fn non_zero_indices_feed_a_gather_nd_as_masks_do() {
+    // NonZero -> Transpose -> GatherND: the nonzero values, in C order.
+    let m = model(
+        13,
+        vec![
+            node("NonZero", "nz", &["mask"], &["idx"], vec![]),
+            node(
+                "Transpose",
+                "t",
+                &["idx"],
+                &["idx_t"],
+                vec![("perm", A::Ints(vec![1, 0]))],
+            ),
+            node("GatherND", "g", &["x", "idx_t"], &["y"], vec![]),
+        ],
+        vec![
+            value("x", DType::F32, &[2, 3]),
+            value("mask", DType::Bool, &[2, 3]),
+        ],
+        vec![],
+        vec![value("idx", DType::I64, &[2, -1]), value("y", DType::F32, &[-1])],
+    );
+    assert_eq!(ops_of(&m), ["non_zero", "transpose", "gather_nd"]);
+    let x = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let mask = Tensor::from_vec(&[2, 3], vec![false, true, false, true, false, true]).unwrap();
+    let out = run(&m, &[("x", x.clone()), ("mask", mask)]);
+    let idx = &out.iter().find(|(n, _)| n == "idx").unwrap().1;
+    assert_eq!(idx.shape(), [2, 3]);
+    assert_eq!(vals(idx), [0.0, 1.0, 1.0, 1.0, 0.0, 2.0]);
+    let y = &out.iter().find(|(n, _)| n == "y").unwrap().1;
+    assert_eq!(vals(y), [2.0, 4.0, 6.0]);
+    // An all-false mask: no indices, nothing gathered.
+    let none = Tensor::from_vec(&[2, 3], vec![false; 6]).unwrap();
+    let out = run(&m, &[("x", x), ("mask", none)]);
+    assert_eq!(out.iter().find(|(n, _)| n == "idx").unwrap().1.shape(), [2, 0]);
+    assert_eq!(out.iter().find(|(n, _)| n == "y").unwrap().1.shape(), [0]);
 }

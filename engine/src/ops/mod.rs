@@ -39,6 +39,7 @@ pub mod linalg;
 pub mod logical;
 pub mod nn;
 pub mod non_max_suppression;
+pub mod non_zero;
 pub mod norm;
 pub mod pad;
 pub mod pool;
