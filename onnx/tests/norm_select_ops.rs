@@ -163,3 +163,34 @@ fn non_zero_indices_feed_a_gather_nd_as_masks_do() {
     assert_eq!(out.iter().find(|(n, _)| n == "idx").unwrap().1.shape(), [2, 0]);
     assert_eq!(out.iter().find(|(n, _)| n == "y").unwrap().1.shape(), [0]);
 }
+
+#[test]
+fn shape_and_size_of_a_run_time_shape_are_read_when_they_run() {
+    let m = model(
+        15,
+        vec![
+            node("NonZero", "nz", &["mask"], &["idx"], vec![]),
+            node("Shape", "s", &["idx"], &["n"], vec![("start", A::I(-1))]),
+            node("Shape", "r", &["idx"], &["rank"], vec![("end", A::I(1))]),
+            node("Size", "z", &["idx"], &["count"], vec![]),
+        ],
+        vec![value("mask", DType::I32, &[4])],
+        vec![],
+        vec![
+            value("n", DType::I64, &[1]),
+            value("rank", DType::I64, &[1]),
+            value("count", DType::I64, &[]),
+        ],
+    );
+    // The rank is known at import time (folded); the count is not.
+    let ops = ops_of(&m);
+    assert_eq!(ops.iter().filter(|o| *o == "shape").count(), 1, "{ops:?}");
+    assert!(ops.iter().any(|o| o == "size"), "{ops:?}");
+    let mask = Tensor::from_vec(&[4], vec![3i32, 0, 0, -1]).unwrap();
+    let out = run(&m, &[("mask", mask)]);
+    let get = |name: &str| vals(&out.iter().find(|(n, _)| n == name).unwrap().1);
+    assert_eq!(get("n"), [2.0]);
+    // A folded graph output is a copy of its constant, under its own name.
+    assert_eq!(get("rank.out"), [1.0]);
+    assert_eq!(get("count"), [2.0]);
+}

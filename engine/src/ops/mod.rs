@@ -53,6 +53,7 @@ pub mod reverse_sequence;
 pub mod rotary;
 pub mod scatter_nd;
 pub mod selection;
+pub mod shape_of;
 pub mod spectral;
 pub mod subtensor;
 pub mod tensor_scatter;

@@ -74,6 +74,7 @@ impl OpRegistry {
                 super::recurrent::register(&mut r);
                 super::unique::register(&mut r);
                 super::non_zero::register(&mut r);
+                super::shape_of::register(&mut r);
                 super::attention::register(&mut r);
                 super::rotary::register(&mut r);
                 super::tensor_scatter::register(&mut r);
