@@ -205,6 +205,51 @@ fn conv_pool_and_batch_norm_import_as_vigil_ops() {
 }
 
 #[test]
+fn max_pool_indices_are_imported_when_used_in_either_storage_order() {
+    let mk = |order: i64, used: bool| {
+        let outs: &[&str] = if used { &["y", "i"] } else { &["y"] };
+        let mut graph_outs = vec![value("y", DType::F32, &[1, 2, 1, 2])];
+        if used {
+            graph_outs.push(value("i", DType::I64, &[1, 2, 1, 2]));
+        }
+        model(
+            12,
+            vec![node(
+                "MaxPool",
+                "p",
+                &["x"],
+                outs,
+                vec![
+                    ("kernel_shape", A::Ints(vec![2, 2])),
+                    ("storage_order", A::I(order)),
+                ],
+            )],
+            vec![value("x", DType::F32, &[1, 2, 2, 3])],
+            vec![],
+            graph_outs,
+        )
+    };
+    // Channel 0 [[1 6 2] [5 3 4]], channel 1 [[0 0 9] [7 8 0]] (offset 6):
+    // the maxima sit at (0, 1), (0, 1), (1, 1), (0, 2); row-major h·3 + w,
+    // column-major h + w·2.
+    let x = f32s(&[1, 2, 2, 3], &[1., 6., 2., 5., 3., 4., 0., 0., 9., 7., 8., 0.]);
+    for (order, want) in [(0, [1.0, 1.0, 10.0, 8.0]), (1, [2.0, 2.0, 9.0, 10.0])] {
+        let out = run(&mk(order, true), &[("x", x.clone())]);
+        assert_eq!(vals(&out[0].1), [6.0, 6.0, 8.0, 9.0]);
+        assert_eq!(out[1].1.dtype(), DType::I64);
+        assert_eq!(vals(&out[1].1), want, "storage_order {order}");
+    }
+    // Unused, the indices are not asked for and the order does not matter.
+    let imported = import(&round_trip(&mk(1, false)), &Options::default()).unwrap();
+    assert!(imported.file.nodes[0].attrs.bool("indices").unwrap().is_none());
+    let e = import(&round_trip(&mk(2, true)), &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, ImportError::BadAttr { attr, .. } if attr == "storage_order"),
+        "{e}"
+    );
+}
+
+#[test]
 fn conv_transpose_imports_with_its_output_geometry() {
     // x = [[0 1 2] [3 4 5] [6 7 8]], one 3x3 kernel of ones for each of two
     // output channels, strides [3, 2], pads [1, 2, 1, 2]: each output

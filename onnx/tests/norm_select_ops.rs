@@ -1,4 +1,4 @@
-//! GroupNormalization, LpNormalization, OneHot and Compress on small models
+//! GroupNormalization, LpNormalization, OneHot, Compress and NonZero on small models
 //! built in Rust: what they import to, the values they give, and their
 //! refusals.
 
@@ -123,4 +123,74 @@ fn compress_output_length_is_decided_when_it_runs() {
     let out = run(&m, &[("x", x), ("cond", cond)]);
     assert_eq!(out[0].1.shape(), [2, 2]);
     assert_eq!(vals(&out[0].1), [1.0, 2.0, 5.0, 6.0]);
+}
+
+#[test]
+fn non_zero_indices_feed_a_gather_nd_as_masks_do() {
+    // NonZero -> Transpose -> GatherND: the nonzero values, in C order.
+    let m = model(
+        13,
+        vec![
+            node("NonZero", "nz", &["mask"], &["idx"], vec![]),
+            node(
+                "Transpose",
+                "t",
+                &["idx"],
+                &["idx_t"],
+                vec![("perm", A::Ints(vec![1, 0]))],
+            ),
+            node("GatherND", "g", &["x", "idx_t"], &["y"], vec![]),
+        ],
+        vec![
+            value("x", DType::F32, &[2, 3]),
+            value("mask", DType::Bool, &[2, 3]),
+        ],
+        vec![],
+        vec![value("idx", DType::I64, &[2, -1]), value("y", DType::F32, &[-1])],
+    );
+    assert_eq!(ops_of(&m), ["non_zero", "transpose", "gather_nd"]);
+    let x = f32s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let mask = Tensor::from_vec(&[2, 3], vec![false, true, false, true, false, true]).unwrap();
+    let out = run(&m, &[("x", x.clone()), ("mask", mask)]);
+    let idx = &out.iter().find(|(n, _)| n == "idx").unwrap().1;
+    assert_eq!(idx.shape(), [2, 3]);
+    assert_eq!(vals(idx), [0.0, 1.0, 1.0, 1.0, 0.0, 2.0]);
+    let y = &out.iter().find(|(n, _)| n == "y").unwrap().1;
+    assert_eq!(vals(y), [2.0, 4.0, 6.0]);
+    // An all-false mask: no indices, nothing gathered.
+    let none = Tensor::from_vec(&[2, 3], vec![false; 6]).unwrap();
+    let out = run(&m, &[("x", x), ("mask", none)]);
+    assert_eq!(out.iter().find(|(n, _)| n == "idx").unwrap().1.shape(), [2, 0]);
+    assert_eq!(out.iter().find(|(n, _)| n == "y").unwrap().1.shape(), [0]);
+}
+
+#[test]
+fn shape_and_size_of_a_run_time_shape_are_read_when_they_run() {
+    let m = model(
+        15,
+        vec![
+            node("NonZero", "nz", &["mask"], &["idx"], vec![]),
+            node("Shape", "s", &["idx"], &["n"], vec![("start", A::I(-1))]),
+            node("Shape", "r", &["idx"], &["rank"], vec![("end", A::I(1))]),
+            node("Size", "z", &["idx"], &["count"], vec![]),
+        ],
+        vec![value("mask", DType::I32, &[4])],
+        vec![],
+        vec![
+            value("n", DType::I64, &[1]),
+            value("rank", DType::I64, &[1]),
+            value("count", DType::I64, &[]),
+        ],
+    );
+    // The rank is known at import time (folded); the count is not.
+    let ops = ops_of(&m);
+    assert_eq!(ops.iter().filter(|o| *o == "shape").count(), 1, "{ops:?}");
+    assert!(ops.iter().any(|o| o == "size"), "{ops:?}");
+    let mask = Tensor::from_vec(&[4], vec![3i32, 0, 0, -1]).unwrap();
+    let out = run(&m, &[("mask", mask)]);
+    let get = |name: &str| vals(&out.iter().find(|(n, _)| n == name).unwrap().1);
+    assert_eq!(get("n"), [2.0]);
+    // A folded graph output is a copy of its constant, under its own name.
+    assert_eq!(get("rank.out"), [1.0]);
+    assert_eq!(get("count"), [2.0]);
 }

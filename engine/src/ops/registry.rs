@@ -73,6 +73,8 @@ impl OpRegistry {
                 super::non_max_suppression::register(&mut r);
                 super::recurrent::register(&mut r);
                 super::unique::register(&mut r);
+                super::non_zero::register(&mut r);
+                super::shape_of::register(&mut r);
                 super::attention::register(&mut r);
                 super::rotary::register(&mut r);
                 super::tensor_scatter::register(&mut r);

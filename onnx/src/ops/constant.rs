@@ -1,6 +1,6 @@
 //! Ops folded at import time into constants: Constant, ConstantOfShape
 //! (a `full` node past the allocation limit), and Shape and Size of a
-//! static shape.
+//! static shape (else `shape` and `size` nodes, read when they run).
 
 use vigil_engine::{Attrs, Tensor};
 
@@ -19,26 +19,35 @@ pub(super) const OPS: &[Op] = &[
     Op::new("Size", 1, size),
 ];
 
+/// The dims `start..end` of x's shape: a constant when they are known at
+/// import time, else a `shape` node that reads them when it runs.
 fn shape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let s =
-        x.ty.shape
-            .clone()
-            .filter(|s| s.iter().all(|&d| d >= 0))
-            .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
-    let r = s.len() as i64;
-    let clampi = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-    let (a, b) = (clampi(c.i("start").unwrap_or(0)), clampi(c.i("end").unwrap_or(r)));
-    let part = s[a..b.max(a)].to_vec();
-    Ok(imp.constant(c.out(), Tensor::from_i64s(&part)))
+    let (start, end) = (c.i("start").unwrap_or(0), c.i("end"));
+    if let Some(s) = &x.ty.shape {
+        let r = s.len() as i64;
+        let clampi = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+        let (a, b) = (clampi(start), clampi(end.unwrap_or(r)));
+        let part = s[a..b.max(a)].to_vec();
+        if part.iter().all(|&d| d >= 0) {
+            return Ok(imp.constant(c.out(), Tensor::from_i64s(&part)));
+        }
+    }
+    let a = Attrs::new().with("start", start);
+    let a = match end {
+        Some(e) => a.with("end", e),
+        None => a,
+    };
+    out(imp, c, "shape", a, &[x])
 }
 
-/// The element count of a static shape.
+/// The element count of x: a constant when its shape is known at import
+/// time, else a `size` node.
 fn size(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let s =
-        x.ty.static_shape()
-            .ok_or_else(|| c.unsupported("the input's shape is not known at import time"))?;
+    let Some(s) = x.ty.static_shape() else {
+        return out(imp, c, "size", Attrs::new(), &[x]);
+    };
     let n = s.iter().product::<usize>() as i64;
     let t = Tensor::from_vec(&[], vec![n]).map_err(|e| c.unsupported(e.to_string()))?;
     Ok(imp.constant(c.out(), t))

@@ -6,7 +6,7 @@ use vigil_engine::Attrs;
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
 
-use super::emit::{const_ints, copy_attrs, input, optional, out, scalar, step};
+use super::emit::{const_ints, copy_attrs, input, optional, out, out_n, scalar, step};
 use super::Op;
 
 /// This family's ONNX ops: `(op_type, since_opset, translate)`.
@@ -54,12 +54,10 @@ fn conv_transpose(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     out(imp, c, "conv_transpose", a, &ins)
 }
 
-/// `max_pool` or `average_pool`; only row-major indices (which are not
-/// produced anyway: a used second output is refused).
+/// `max_pool` or `average_pool`. A used second output of MaxPool (the
+/// indices) asks `max_pool` for it, with `storage_order`; unused, the
+/// order has no effect and is dropped.
 fn pool(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
-    if c.i("storage_order").unwrap_or(0) != 0 {
-        return Err(c.bad_attr("storage_order", "only 0 (row major) is supported"));
-    }
     let x = input(imp, c, 0)?;
     let max = c.op_type == "MaxPool";
     let mut keys = vec!["kernel_shape", "strides", "dilations", "pads", "ceil_mode"];
@@ -67,8 +65,23 @@ fn pool(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         keys.push("count_include_pad");
     }
     let a = copy_attrs(c, &keys, &["auto_pad"]);
-    let name = if max { "max_pool" } else { "average_pool" };
-    out(imp, c, name, a, &[x])
+    if !max {
+        return out(imp, c, "average_pool", a, &[x]);
+    }
+    let indices = c
+        .proto
+        .output
+        .get(1)
+        .filter(|o| !o.is_empty() && imp.used.contains(*o));
+    if indices.is_none() {
+        return out(imp, c, "max_pool", a, &[x]);
+    }
+    let order = c.i("storage_order").unwrap_or(0);
+    if !(0..=1).contains(&order) {
+        return Err(c.bad_attr("storage_order", format!("must be 0 or 1, got {order}")));
+    }
+    let a = a.with("indices", true).with("storage_order", order);
+    out_n(imp, c, "max_pool", a, &[x], 2)
 }
 
 /// `(Σ |x|^p)^(1/p)` over each window, padding counting as 0: the mean of

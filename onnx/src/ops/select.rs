@@ -1,5 +1,5 @@
-//! Ops laid out by index values: OneHot, Compress, NonMaxSuppression and
-//! Unique (whose output lengths are decided when they run).
+//! Ops laid out by index values: OneHot, Compress, NonMaxSuppression,
+//! Unique and NonZero (whose output lengths are decided when they run).
 
 use vigil_engine::Attrs;
 
@@ -14,7 +14,15 @@ pub(super) const OPS: &[Op] = &[
     Op::new("Compress", 9, compress),
     Op::new("NonMaxSuppression", 10, non_max_suppression),
     Op::new("Unique", 11, unique),
+    Op::new("NonZero", 9, non_zero),
 ];
+
+/// `non_zero`: the indices of the nonzero elements, `[rank, n]` with n
+/// decided when the node runs.
+fn non_zero(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let x = input(imp, c, 0)?;
+    out(imp, c, "non_zero", Attrs::new(), &[x])
+}
 
 /// `unique`: `axis` and `sorted` kept; its four outputs bound by name.
 fn unique(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

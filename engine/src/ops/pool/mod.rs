@@ -3,7 +3,10 @@
 //!
 //! - `max_pool(x)`: the window attrs (`kernel_shape` required, `strides`,
 //!   `dilations`, `pads`, `auto_pad`, `ceil_mode`); padding never wins
-//!   (it counts as -inf); NaN propagates. Numeric dtypes.
+//!   (it counts as -inf); NaN propagates. Numeric dtypes. With attr
+//!   `indices` (default false) a second output, i64, says where each
+//!   value came from (ONNX MaxPool's `Indices`; `storage_order` 0 or 1:
+//!   see [`indices`]).
 //! - `average_pool(x)`: the same attrs and `count_include_pad` (default 0):
 //!   the divisor is the number of window positions inside the input, or,
 //!   with `count_include_pad`, inside the padded input. Float dtypes.
@@ -21,11 +24,13 @@ use crate::ops::window::{infer_spatial, padded_counts, Axis1, Window, WINDOW_ATT
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::Tensor;
 
+pub mod indices;
 mod planar;
 mod reduce;
 #[cfg(test)]
 mod tests;
 
+use indices::{max_indices, IndexOrder};
 use reduce::{average_reduce, max_reduce};
 
 /// Which reduction a pool applies to each window.
@@ -41,6 +46,9 @@ pub struct Pool {
     pub kind: PoolKind,
     pub window: Window,
     pub global: bool,
+    /// `max_pool` only: the order of its second output, the indices;
+    /// `None`: one output.
+    pub indices: Option<IndexOrder>,
 }
 
 impl Pool {
@@ -111,7 +119,7 @@ impl Pool {
     }
 }
 
-fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Result<()> {
+fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, idx: Option<&Tensor>, axes: &[Axis1]) -> Result<()> {
     x.read(|xv: ArrayViewD<'_, T>| {
         let xc = xv.as_standard_layout();
         let xs = xc
@@ -137,6 +145,10 @@ fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Resul
                     r.planes(xs, dst, axes)?
                 }
             }
+            if let (Some(idx), Some(order)) = (idx, p.indices) {
+                let found = max_indices(xs, dst, axes, order)?;
+                idx.write_c_order(|o: &mut [i64]| o.copy_from_slice(&found))?;
+            }
             if !standard {
                 let v = ArrayViewD::from_shape(shape, &tmp[..])
                     .map_err(|e| crate::error::Error::Op(format!("internal: pool output: {e}")))?;
@@ -148,12 +160,15 @@ fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Resul
 }
 
 fn run_float<T: Float>(p: &Pool, x: &Tensor, out: &Tensor, axes: &[Axis1]) -> Result<()> {
-    run_pool::<T>(p, x, out, axes)
+    run_pool::<T>(p, x, out, None, axes)
 }
 
 impl Op for Pool {
     fn name(&self) -> &str {
         self.op_name()
+    }
+    fn num_outputs(&self) -> usize {
+        1 + usize::from(self.indices.is_some())
     }
     fn arity(&self) -> Arity {
         Arity::exactly(1)
@@ -181,10 +196,12 @@ impl Op for Pool {
             return Ok(vec![TypeInfo::new(x.dtype, Some(out))]);
         }
         let kernel = self.kernel(&[])?;
-        Ok(vec![TypeInfo::new(
-            x.dtype,
-            infer_spatial(self.op_name(), &self.window, &x.shape, &kernel, s[1])?,
-        )])
+        let shape = infer_spatial(self.op_name(), &self.window, &x.shape, &kernel, s[1])?;
+        let mut outs = vec![TypeInfo::new(x.dtype, shape.clone())];
+        if self.indices.is_some() {
+            outs.push(TypeInfo::new(DType::I64, shape));
+        }
+        Ok(outs)
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         if self.kind != PoolKind::Max && widen::wants_f32(inputs) {
@@ -200,21 +217,33 @@ impl Op for Pool {
         let mut shape = x.shape()[..2].to_vec();
         shape.extend(axes.iter().map(|a| a.output));
         let out = ctx.output(0, x.dtype(), &shape)?;
+        let idx = match self.indices {
+            Some(_) => Some(ctx.output(1, DType::I64, &shape)?),
+            None => None,
+        };
         match self.kind {
-            PoolKind::Max => crate::dispatch_num!(x.dtype(), T => run_pool::<T>(self, x, &out, &axes)?,
-                return refuse_dtype(self.op_name(), x.dtype())),
+            PoolKind::Max => {
+                crate::dispatch_num!(x.dtype(), T => run_pool::<T>(self, x, &out, idx.as_ref(), &axes)?,
+                return refuse_dtype(self.op_name(), x.dtype()))
+            }
             PoolKind::Average { .. } => {
                 crate::dispatch_float!(x.dtype(), T => run_float::<T>(self, x, &out, &axes)?,
                 return dtype_err(format!("op '{}' takes float inputs", self.op_name())))
             }
         }
-        Ok(vec![out])
+        Ok(std::iter::once(out).chain(idx).collect())
     }
     fn attrs(&self) -> Attrs {
-        let a = match self.kind {
-            PoolKind::Average {
-                count_include_pad: true,
-            } => Attrs::new().with("count_include_pad", 1),
+        let a = match (self.kind, self.indices) {
+            (
+                PoolKind::Average {
+                    count_include_pad: true,
+                },
+                _,
+            ) => Attrs::new().with("count_include_pad", 1),
+            (PoolKind::Max, Some(order)) => Attrs::new()
+                .with("indices", true)
+                .with("storage_order", order.storage_order()),
             _ => Attrs::new(),
         };
         if self.global {
@@ -227,11 +256,20 @@ impl Op for Pool {
 
 pub fn register(r: &mut OpRegistry) {
     r.register("max_pool", |a: &Attrs| {
-        a.only("max_pool", &WINDOW_ATTRS)?;
+        let mut known = WINDOW_ATTRS.to_vec();
+        known.extend(["indices", "storage_order"]);
+        a.only("max_pool", &known)?;
+        let storage_order = a.i64("storage_order")?.unwrap_or(0);
+        let Some(order) = IndexOrder::from_storage_order(storage_order) else {
+            return attr_err(format!(
+                "op 'max_pool': attr 'storage_order' must be 0 or 1, got {storage_order}"
+            ));
+        };
         let p = Pool {
             kind: PoolKind::Max,
             window: Window::from_attrs(a)?,
             global: false,
+            indices: a.bool("indices")?.unwrap_or(false).then_some(order),
         };
         p.kernel(&[])?;
         Ok(Arc::new(p) as Arc<dyn Op>)
@@ -246,6 +284,7 @@ pub fn register(r: &mut OpRegistry) {
             },
             window: Window::from_attrs(a)?,
             global: false,
+            indices: None,
         };
         p.kernel(&[])?;
         Ok(Arc::new(p) as Arc<dyn Op>)
@@ -260,6 +299,7 @@ pub fn register(r: &mut OpRegistry) {
             kind,
             window: Window::default(),
             global: true,
+            indices: None,
         }));
     }
 }

@@ -378,6 +378,7 @@ fn global_pools_over_a_zero_size_spatial_axis() {
         kind,
         window: Window::default(),
         global: true,
+        indices: None,
     };
     let avg = global(PoolKind::Average {
         count_include_pad: false,
@@ -408,4 +409,149 @@ fn global_pools_over_a_zero_size_spatial_axis() {
         max.compute(&[x], &mut OpCtx::new("n")).unwrap()[0].shape(),
         &[0, 2, 1]
     );
+}
+
+/// The plain definition of max pool indices: each window's taps in
+/// row-major order, the first strictly greatest one inside the input
+/// winning, numbered `p·plane + position` (row- or column-major).
+fn reference_indices(x: &[i32], planes: usize, axes: &[Axis1], column_major: bool) -> Vec<i64> {
+    let dims: Vec<usize> = axes.iter().map(|a| a.input).collect();
+    let plane: usize = dims.iter().product();
+    let outs: Vec<usize> = axes.iter().map(|a| a.output).collect();
+    let kernel: Vec<usize> = axes.iter().map(|a| a.kernel).collect();
+    let odometer = |i: usize, shape: &[usize]| -> Vec<usize> {
+        let mut rest = i;
+        let mut c = vec![0; shape.len()];
+        for d in (0..shape.len()).rev() {
+            c[d] = rest % shape[d];
+            rest /= shape[d];
+        }
+        c
+    };
+    let mut idx = Vec::new();
+    for p in 0..planes {
+        for o in 0..outs.iter().product() {
+            let oc = odometer(o, &outs);
+            let mut best: Option<(i32, usize)> = None;
+            for k in 0..kernel.iter().product() {
+                let kc = odometer(k, &kernel);
+                let at: Vec<i64> = (0..axes.len())
+                    .map(|d| axes[d].start(oc[d]) + (kc[d] * axes[d].dilation) as i64)
+                    .collect();
+                if at.iter().zip(&dims).any(|(&c, &n)| c < 0 || c >= n as i64) {
+                    continue;
+                }
+                let at: Vec<usize> = at.iter().map(|&c| c as usize).collect();
+                let row = (0..at.len()).fold(0, |acc, d| acc * dims[d] + at[d]);
+                let pos = if column_major {
+                    (0..at.len()).rev().fold(0, |acc, d| acc * dims[d] + at[d])
+                } else {
+                    row
+                };
+                let v = x[p * plane + row];
+                if best.is_none_or(|(b, _)| v > b) {
+                    best = Some((v, pos));
+                }
+            }
+            idx.push(best.map_or(-1, |(_, pos)| (p * plane + pos) as i64));
+        }
+    }
+    idx
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Indices from 1, 2 and 3 spatial axes in both storage orders, on
+    /// values with many ties (the first tap of the greatest value wins),
+    /// against the plain definition; the values are those of the
+    /// one-output op.
+    #[test]
+    fn max_pool_indices_match_the_definition(
+        spec in prop::collection::vec(axis(), 1..4),
+        ceil in any::<bool>(),
+        column_major in any::<bool>(),
+        planes in 1usize..4,
+        seed in any::<u64>(),
+    ) {
+        let Some((axes, _)) = resolve(&spec, ceil) else { return Ok(()) };
+        let plane: usize = axes.iter().map(|a| a.input).product();
+        let mut shape = vec![1, planes];
+        shape.extend(axes.iter().map(|a| a.input));
+        let mut state = seed;
+        let x: Vec<i32> = (0..planes * plane)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 33) % 4) as i32
+            })
+            .collect();
+        let attrs = Attrs::new()
+            .with("kernel_shape", spec.iter().map(|a| a.1 as i64).collect::<Vec<_>>())
+            .with("strides", spec.iter().map(|a| a.2 as i64).collect::<Vec<_>>())
+            .with("dilations", spec.iter().map(|a| a.3 as i64).collect::<Vec<_>>())
+            .with("pads", spec.iter().map(|a| a.4 as i64).chain(spec.iter().map(|a| a.5 as i64)).collect::<Vec<_>>())
+            .with("ceil_mode", i64::from(ceil));
+        let one = OpRegistry::builtin().make("max_pool", &attrs).unwrap();
+        let two = OpRegistry::builtin()
+            .make("max_pool", &attrs.clone().with("indices", true).with("storage_order", i64::from(column_major)))
+            .unwrap();
+        let xt = Tensor::from_vec(&shape, x.clone()).unwrap();
+        let want = one.compute(std::slice::from_ref(&xt), &mut OpCtx::new("n")).unwrap();
+        let got = two.compute(&[xt], &mut OpCtx::new("n")).unwrap();
+        prop_assert_eq!(got.len(), 2);
+        prop_assert_eq!(got[0].to_f64_vec().unwrap(), want[0].to_f64_vec().unwrap());
+        prop_assert_eq!(got[1].shape(), got[0].shape());
+        let idx: Vec<i64> = got[1].to_array::<i64>().unwrap().iter().copied().collect();
+        prop_assert_eq!(idx, reference_indices(&x, planes, &axes, column_major));
+    }
+}
+
+#[test]
+fn max_pool_indices_take_the_nan_and_read_strided_inputs() {
+    let make = |order: i64| {
+        let a = Attrs::new()
+            .with("kernel_shape", vec![2, 2])
+            .with("indices", true)
+            .with("storage_order", order);
+        OpRegistry::builtin().make("max_pool", &a).unwrap()
+    };
+    // A NaN wins its window (the value is NaN), and its index says where.
+    let x = Tensor::from_vec(&[1, 1, 2, 3], vec![1.0f32, 5.0, 2.0, f32::NAN, 0.0, 7.0]).unwrap();
+    let o = make(0).compute(&[x], &mut OpCtx::new("n")).unwrap();
+    let idx: Vec<i64> = o[1].to_array::<i64>().unwrap().iter().copied().collect();
+    assert!(o[0].to_f64_vec().unwrap()[0].is_nan());
+    assert_eq!(idx, [3, 5]);
+    // A transposed view [1, 1, 3, 2] of [1, 1, 2, 3]: indices in its own
+    // (logical) numbering, column-major with storage_order 1.
+    let base = Tensor::from_vec(&[1, 1, 2, 3], vec![1i64, 9, 2, 8, 3, 4]).unwrap();
+    let x = base.permute(&[0, 1, 3, 2]).unwrap(); // [[1, 8], [9, 3], [2, 4]]
+    let o = make(0)
+        .compute(std::slice::from_ref(&x), &mut OpCtx::new("n"))
+        .unwrap();
+    assert_eq!(o[0].to_f64_vec().unwrap(), [9.0, 9.0]);
+    assert_eq!(
+        o[1].to_array::<i64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [2, 2]
+    );
+    let o = make(1).compute(&[x], &mut OpCtx::new("n")).unwrap();
+    assert_eq!(
+        o[1].to_array::<i64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [1, 1]
+    );
+    // An attr that is neither order is refused.
+    let bad = Attrs::new()
+        .with("kernel_shape", vec![2])
+        .with("storage_order", 2);
+    assert!(matches!(
+        OpRegistry::builtin().make("max_pool", &bad),
+        Err(crate::error::Error::Attr(_))
+    ));
 }
