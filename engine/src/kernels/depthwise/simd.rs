@@ -117,8 +117,14 @@ impl Geometry {
                 phase[hi..].fill(0.0);
                 if lo < hi {
                     let first = (lo as i64 * s as i64 + shift) as usize;
-                    for (v, &e) in phase[lo..hi].iter_mut().zip(src[first..].iter().step_by(s)) {
-                        *v = e;
+                    if s == 1 {
+                        // A plain copy: the element loop below left a
+                        // stride-1 3×3 plane mostly copying.
+                        phase[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+                    } else {
+                        for (v, &e) in phase[lo..hi].iter_mut().zip(src[first..].iter().step_by(s)) {
+                            *v = e;
+                        }
                     }
                 }
             }
