@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use ndarray::ArrayViewD;
+use ndarray::{ArrayViewD, Dimension};
 
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -21,21 +21,12 @@ pub struct NonZero;
 
 /// The C-order positions of `x`'s nonzero elements, each as its `rank`
 /// coordinates, one after another. x is walked in its logical C order
-/// whatever its strides, with the coordinates kept as an odometer.
+/// whatever its strides.
 fn nonzero_coords<T: Element>(x: ArrayViewD<'_, T>) -> Vec<usize> {
-    let shape = x.shape().to_vec();
-    let mut ix = vec![0usize; shape.len()];
     let mut coords = Vec::new();
-    for &v in x.iter() {
+    for (ix, &v) in x.indexed_iter() {
         if v.to_f64() != 0.0 {
-            coords.extend_from_slice(&ix);
-        }
-        for d in (0..shape.len()).rev() {
-            ix[d] += 1;
-            if ix[d] < shape[d] {
-                break;
-            }
-            ix[d] = 0;
+            coords.extend_from_slice(ix.slice());
         }
     }
     coords
@@ -68,15 +59,15 @@ impl Op for NonZero {
         }
         let coords = crate::dispatch_all!(x.dtype(), T => x.read(nonzero_coords::<T>)?);
         let n = coords.len() / rank;
-        // Row d holds every element's coordinate on axis d.
-        let mut y = vec![0i64; coords.len()];
-        for (k, c) in coords.chunks_exact(rank).enumerate() {
-            for (d, &i) in c.iter().enumerate() {
-                y[d * n + k] = i as i64;
-            }
-        }
         let out = ctx.output(0, DType::I64, &[rank, n])?;
-        out.write_c_order(|o: &mut [i64]| o.copy_from_slice(&y))?;
+        // Row d holds every element's coordinate on axis d.
+        out.write_c_order(|y: &mut [i64]| {
+            for (k, c) in coords.chunks_exact(rank).enumerate() {
+                for (d, &i) in c.iter().enumerate() {
+                    y[d * n + k] = i as i64;
+                }
+            }
+        })?;
         Ok(vec![out])
     }
     fn attrs(&self) -> Attrs {

@@ -22,8 +22,9 @@ pub struct ShapeOf {
 }
 
 impl ShapeOf {
-    /// The dims `lo..hi` of a rank-`r` shape that the op gives.
-    fn range(&self, r: usize) -> (usize, usize) {
+    /// The dims `lo..hi` of a rank-`r` shape that the op gives (also what
+    /// the importer folds when they are known at import time).
+    pub fn range(&self, r: usize) -> (usize, usize) {
         let r = r as i64;
         let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
         let (lo, hi) = (clamp(self.start), clamp(self.end.unwrap_or(r)));

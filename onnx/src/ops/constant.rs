@@ -2,6 +2,8 @@
 //! (a `full` node past the allocation limit), and Shape and Size of a
 //! static shape (else `shape` and `size` nodes, read when they run).
 
+use vigil_engine::ops::shape_of::ShapeOf;
+use vigil_engine::ops::Op as _;
 use vigil_engine::{Attrs, Tensor};
 
 use crate::error::Result;
@@ -23,22 +25,18 @@ pub(super) const OPS: &[Op] = &[
 /// import time, else a `shape` node that reads them when it runs.
 fn shape(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
-    let (start, end) = (c.i("start").unwrap_or(0), c.i("end"));
+    let op = ShapeOf {
+        start: c.i("start").unwrap_or(0),
+        end: c.i("end"),
+    };
     if let Some(s) = &x.ty.shape {
-        let r = s.len() as i64;
-        let clampi = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-        let (a, b) = (clampi(start), clampi(end.unwrap_or(r)));
-        let part = s[a..b.max(a)].to_vec();
+        let (a, b) = op.range(s.len());
+        let part = &s[a..b];
         if part.iter().all(|&d| d >= 0) {
-            return Ok(imp.constant(c.out(), Tensor::from_i64s(&part)));
+            return Ok(imp.constant(c.out(), Tensor::from_i64s(part)));
         }
     }
-    let a = Attrs::new().with("start", start);
-    let a = match end {
-        Some(e) => a.with("end", e),
-        None => a,
-    };
-    out(imp, c, "shape", a, &[x])
+    out(imp, c, "shape", op.attrs(), &[x])
 }
 
 /// The element count of x: a constant when its shape is known at import

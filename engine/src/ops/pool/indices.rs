@@ -39,15 +39,14 @@ impl IndexOrder {
         match self {
             IndexOrder::RowMajor => off,
             IndexOrder::ColumnMajor => {
-                let (mut rest, mut idx, mut step) = (off, 0, 1);
-                let mut coords = vec![0; dims.len()];
-                for (c, &d) in coords.iter_mut().zip(dims).rev() {
-                    *c = rest % d;
+                // Coordinates peeled from the last axis, each weighted by
+                // the product of the axes before it.
+                let (mut rest, mut idx) = (off, 0);
+                let mut before: usize = dims.iter().product();
+                for &d in dims.iter().rev() {
+                    before /= d;
+                    idx += (rest % d) * before;
                     rest /= d;
-                }
-                for (&c, &d) in coords.iter().zip(dims) {
-                    idx += c * step;
-                    step *= d;
                 }
                 idx
             }
@@ -62,19 +61,25 @@ fn gives<T: Num>(v: T, y: T) -> bool {
     v == y || (v != v && y != y)
 }
 
-/// The index of each of `ys` (the max pool of the contiguous `xs` over
-/// `axes`, C order): the first tap of its window, in the window's
-/// row-major order, holding its value; -1 for a window with no tap inside
-/// the input.
-pub(super) fn max_indices<T: Num>(xs: &[T], ys: &[T], axes: &[Axis1], order: IndexOrder) -> Result<Vec<i64>> {
+/// Writes into `idx` the index of each of `ys` (the max pool of the
+/// contiguous `xs` over `axes`, C order): the first tap of its window, in
+/// the window's row-major order, holding its value; -1 for a window with
+/// no tap inside the input.
+pub(super) fn max_indices<T: Num>(
+    xs: &[T],
+    ys: &[T],
+    axes: &[Axis1],
+    order: IndexOrder,
+    idx: &mut [i64],
+) -> Result<()> {
     let plane: usize = axes.iter().map(|a| a.input).product();
     let o: usize = axes.iter().map(|a| a.output).product();
     if ys.is_empty() || o == 0 {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let dims: Vec<usize> = axes.iter().map(|a| a.input).collect();
     let table = gather_table(axes)?;
-    let mut idx = vec![-1i64; ys.len()];
+    idx.fill(-1);
     for (p, (yp, ip)) in ys.chunks_exact(o).zip(idx.chunks_exact_mut(o)).enumerate() {
         let xp = &xs[p * plane..(p + 1) * plane];
         for (i, (&y, slot)) in yp.iter().zip(ip.iter_mut()).enumerate() {
@@ -87,5 +92,5 @@ pub(super) fn max_indices<T: Num>(xs: &[T], ys: &[T], axes: &[Axis1], order: Ind
             }
         }
     }
-    Ok(idx)
+    Ok(())
 }

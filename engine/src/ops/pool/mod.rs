@@ -146,8 +146,7 @@ fn run_pool<T: Num>(p: &Pool, x: &Tensor, out: &Tensor, idx: Option<&Tensor>, ax
                 }
             }
             if let (Some(idx), Some(order)) = (idx, p.indices) {
-                let found = max_indices(xs, dst, axes, order)?;
-                idx.write_c_order(|o: &mut [i64]| o.copy_from_slice(&found))?;
+                idx.write_c_order(|o: &mut [i64]| max_indices(xs, dst, axes, order, o))??;
             }
             if !standard {
                 let v = ArrayViewD::from_shape(shape, &tmp[..])

@@ -501,9 +501,14 @@ proptest! {
         prop_assert_eq!(got.len(), 2);
         prop_assert_eq!(got[0].to_f64_vec().unwrap(), want[0].to_f64_vec().unwrap());
         prop_assert_eq!(got[1].shape(), got[0].shape());
-        let idx: Vec<i64> = got[1].to_array::<i64>().unwrap().iter().copied().collect();
+        let idx = i64s(&got[1]);
         prop_assert_eq!(idx, reference_indices(&x, planes, &axes, column_major));
     }
+}
+
+/// An i64 tensor's elements in C order.
+fn i64s(t: &Tensor) -> Vec<i64> {
+    t.to_array::<i64>().unwrap().iter().copied().collect()
 }
 
 #[test]
@@ -518,9 +523,8 @@ fn max_pool_indices_take_the_nan_and_read_strided_inputs() {
     // A NaN wins its window (the value is NaN), and its index says where.
     let x = Tensor::from_vec(&[1, 1, 2, 3], vec![1.0f32, 5.0, 2.0, f32::NAN, 0.0, 7.0]).unwrap();
     let o = make(0).compute(&[x], &mut OpCtx::new("n")).unwrap();
-    let idx: Vec<i64> = o[1].to_array::<i64>().unwrap().iter().copied().collect();
     assert!(o[0].to_f64_vec().unwrap()[0].is_nan());
-    assert_eq!(idx, [3, 5]);
+    assert_eq!(i64s(&o[1]), [3, 5]);
     // A transposed view [1, 1, 3, 2] of [1, 1, 2, 3]: indices in its own
     // (logical) numbering, column-major with storage_order 1.
     let base = Tensor::from_vec(&[1, 1, 2, 3], vec![1i64, 9, 2, 8, 3, 4]).unwrap();
@@ -529,23 +533,9 @@ fn max_pool_indices_take_the_nan_and_read_strided_inputs() {
         .compute(std::slice::from_ref(&x), &mut OpCtx::new("n"))
         .unwrap();
     assert_eq!(o[0].to_f64_vec().unwrap(), [9.0, 9.0]);
-    assert_eq!(
-        o[1].to_array::<i64>()
-            .unwrap()
-            .iter()
-            .copied()
-            .collect::<Vec<_>>(),
-        [2, 2]
-    );
+    assert_eq!(i64s(&o[1]), [2, 2]);
     let o = make(1).compute(&[x], &mut OpCtx::new("n")).unwrap();
-    assert_eq!(
-        o[1].to_array::<i64>()
-            .unwrap()
-            .iter()
-            .copied()
-            .collect::<Vec<_>>(),
-        [1, 1]
-    );
+    assert_eq!(i64s(&o[1]), [1, 1]);
     // An attr that is neither order is refused.
     let bad = Attrs::new()
         .with("kernel_shape", vec![2])
