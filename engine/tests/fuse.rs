@@ -20,6 +20,9 @@ enum Link {
     WithInput(&'static str),
     /// A binary op of the running value with itself.
     Itself(&'static str),
+    /// A binary op of the running value with a unary op of it, as SiLU's
+    /// `y * sigmoid(y)`.
+    Gated(&'static str, &'static str),
 }
 
 const UNARY: [&str; 12] = [
@@ -44,6 +47,11 @@ fn link() -> impl Strategy<Value = Link> {
         prop::sample::select(&BINARY[..]).prop_map(Link::Scalar),
         prop::sample::select(&BINARY[..]).prop_map(Link::WithInput),
         prop::sample::select(&BINARY[..]).prop_map(Link::Itself),
+        (
+            prop::sample::select(&BINARY[..]),
+            prop::sample::select(&UNARY[..])
+        )
+            .prop_map(|(b, u)| Link::Gated(b, u)),
     ]
 }
 
@@ -66,6 +74,7 @@ fn chain(dtype: DType, n: usize, links: &[Link], extra_output: Option<usize>) ->
             Link::Scalar(op) => y.op(op, &[&c], Attrs::new()),
             Link::WithInput(op) => y.op(op, &[&x], Attrs::new()),
             Link::Itself(op) => y.op(op, &[&y], Attrs::new()),
+            Link::Gated(op, f) => y.op(op, &[&y.op(f, &[], Attrs::new()).unwrap()], Attrs::new()),
         }
         .unwrap();
         if extra_output == Some(k) {
@@ -110,7 +119,8 @@ fn assert_same(a: &RunOutput, b: &RunOutput) {
 
 #[test]
 fn the_math_chain_is_one_sweep_and_matches_the_stepped_run() {
-    // The bench's 16-op chain: after the pass, 15 in-place nodes.
+    // The bench's 16-op chain: after the pass, `x * c` (pure: it may not
+    // overwrite the input x) and 15 in-place nodes, swept from `x * c`.
     let links = [
         Link::Unary("exp"),
         Link::Scalar("add"),
@@ -133,7 +143,7 @@ fn the_math_chain_is_one_sweep_and_matches_the_stepped_run() {
     let graph = chain(DType::F32, n, &links, None);
     let f = feeds(DType::F32, n);
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-    assert_eq!(fused.stats.fused, 15);
+    assert_eq!(fused.stats.fused, 16);
     assert_eq!(fused.stats.ops, 16);
     assert_same(&fused, &stepped(&graph, &f));
 }
@@ -152,9 +162,83 @@ fn a_graph_output_inside_a_chain_ends_the_sweep_there() {
     let graph = chain(DType::F64, n, &links, Some(1));
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
     assert_same(&fused, &stepped(&graph, &f));
-    // exp and tanh sweep. The pass cannot destroy an output, so sqrt runs
-    // out of place (a fresh buffer), and log, in place on it, goes alone.
+    // `x * c`, exp and tanh sweep. The pass cannot destroy an output, so
+    // sqrt runs out of place and starts a second sweep, with log in place
+    // on its fresh buffer.
+    assert_eq!(fused.stats.fused, 5);
+}
+
+/// SiLU as exported models write it, `x · sigmoid(x)`: sigmoid cannot
+/// overwrite x (mul reads it after), so it runs pure into a fresh buffer
+/// that mul then overwrites.
+fn silu(dtype: DType, n: usize) -> Graph {
+    let g = GraphBuilder::new("silu");
+    let x = g.input("x", dtype, &[n as i64]);
+    let s = x.op("sigmoid", &[], Attrs::new()).unwrap();
+    let y = x.op("mul", &[&s], Attrs::new()).unwrap();
+    inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph
+}
+
+#[test]
+fn a_pure_node_starts_a_sweep_that_leaves_its_input_alone() {
+    // Long enough to split across the pool, with a ragged last tile.
+    for (dtype, n) in [(DType::F32, (1 << 17) + 13), (DType::F64, 1000), (DType::F32, 5)] {
+        let graph = silu(dtype, n);
+        let ops: Vec<&str> = graph.nodes().iter().map(|n| n.op.name()).collect();
+        assert_eq!(ops, ["sigmoid", "mul_inplace"]);
+        let f = feeds(dtype, n);
+        let before = bits(&f["x"]);
+        let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+        assert_eq!(fused.stats.fused, 2);
+        assert_same(&fused, &stepped(&graph, &f));
+        assert_eq!(bits(&f["x"]), before, "the head's input was written");
+        assert!(!fused.outputs[0].1.same_buffer(&f["x"]));
+    }
+}
+
+#[test]
+fn a_pure_node_folds_into_the_node_that_overwrites_its_input() {
+    // `y = x * c` is a value of the graph's own, so the pass lets the mul
+    // of SiLU overwrite it: `y *= sigmoid(y)`, with sigmoid pure before it.
+    let n = (1 << 17) + 13;
+    let graph = chain(DType::F32, n, &[Link::Gated("mul", "sigmoid")], None);
+    let nodes = graph.nodes();
+    let ops: Vec<&str> = nodes.iter().map(|n| n.op.name()).collect();
+    assert_eq!(ops, ["mul", "sigmoid", "mul_inplace"]);
+    assert_eq!(nodes[2].inputs, [nodes[1].inputs[0], nodes[1].outputs[0]]);
+    let f = feeds(DType::F32, n);
+    let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+    assert_same(&fused, &stepped(&graph, &f));
+    // `x * c` runs alone (the pure sigmoid cannot continue its sweep).
     assert_eq!(fused.stats.fused, 2);
+    // Watched, the pair runs node by node.
+    let mut watch = Summaries::new(SweepWatch::Summaries);
+    let out = Executor::new(&graph)
+        .unwrap()
+        .run_with(&f, &mut watch, &RunOptions::default())
+        .unwrap();
+    assert_eq!(out.stats.fused, 0);
+    assert_same(&out, &fused);
+}
+
+#[test]
+fn a_pure_node_on_a_strided_input_runs_alone() {
+    // exp of a transposed view: not contiguous, so no sweep starts there.
+    let g = GraphBuilder::new("strided");
+    let x = g.input("x", DType::F32, &[3, 4]);
+    let t = x
+        .op("transpose", &[], Attrs::new().with("perm", vec![1i64, 0]))
+        .unwrap();
+    let y = t.op("exp", &[], Attrs::new()).unwrap();
+    let y = y.op("tanh", &[], Attrs::new()).unwrap();
+    let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
+    let f = HashMap::from([(
+        "x".to_string(),
+        Tensor::from_vec(&[3, 4], (0..12).map(|i| i as f32 / 7.0).collect()).unwrap(),
+    )]);
+    let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+    assert_eq!(fused.stats.fused, 0);
+    assert_same(&fused, &stepped(&graph, &f));
 }
 
 /// A listener that watches every op.
@@ -209,9 +293,9 @@ fn an_operand_that_does_not_fit_ends_the_sweep() {
     ]);
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
     assert_same(&fused, &stepped(&graph, &f));
-    // exp reads the input x out of place; tanh and sqrt sweep; add and log
-    // go alone (a sweep of one node is no sweep).
-    assert_eq!(fused.stats.fused, 2);
+    // exp reads the input x out of place and starts a sweep with tanh and
+    // sqrt; add and log go alone (a sweep of one node is no sweep).
+    assert_eq!(fused.stats.fused, 3);
 }
 
 /// What a listener saw of one node's output: its summary and first NaN or
@@ -295,8 +379,8 @@ fn a_listener_that_watches_sweeps_keeps_them() {
         let mut l = Summaries::new(watch);
         let out = exec.run_with(&f, &mut l, &RunOptions::default()).unwrap();
         assert_eq!((out.stats.fused, l.swept), (3, 3));
-        // `mul` ran alone (post_op); the swept nodes have summaries only
-        // when asked for.
+        // `mul`, pure, ran alone (post_op): a watched sweep never starts at
+        // a pure node. The swept nodes have summaries only when asked for.
         assert_eq!(l.seen.len(), if summaries { 4 } else { 1 });
         assert_same(&out, &stepped(&graph, &f));
     }

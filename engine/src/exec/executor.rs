@@ -16,6 +16,7 @@ use crate::error::{Error, FeedFault, Result};
 use crate::exec::listener::{At, Listener, NoListener, OpEvent, SweepEvent, SweepWatch};
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
+use crate::kernels::pointwise::Pointwise;
 use crate::ops::OpCtx;
 use crate::tensor::buffer_pool::{self, BufferPolicy};
 use crate::tensor::limit::MAX_RANK;
@@ -87,6 +88,9 @@ pub struct Executor<'g> {
     continues: Cow<'g, [bool]>,
     /// Per variable: read by one node alone and not a graph output.
     sole: Cow<'g, [bool]>,
+    /// Per position: the function of a pure node that may start a sweep in
+    /// an unwatched run (`exec::fuse::head`).
+    heads: Cow<'g, [Option<Pointwise>]>,
     /// Source variables (inputs, parameters) that some node overwrites in
     /// place, through a view or not, in variable order.
     destroyed_sources: Cow<'g, [VarId]>,
@@ -109,6 +113,7 @@ pub(crate) struct Plan {
     release: Vec<SmallVec<[VarId; 4]>>,
     continues: Vec<bool>,
     sole: Vec<bool>,
+    heads: Vec<Option<Pointwise>>,
     destroyed_sources: Vec<VarId>,
     constant_buffers: Vec<BufferId>,
     preds: Vec<Vec<NodeId>>,
@@ -202,10 +207,11 @@ impl Plan {
                 r
             })
             .collect();
-        let (continues, sole) = crate::exec::fuse::plan(graph, &order);
+        let fuse = crate::exec::fuse::plan(graph, &order);
         Plan {
-            continues,
-            sole,
+            continues: fuse.continues,
+            sole: fuse.sole,
+            heads: fuse.heads,
             order,
             release,
             destroyed_sources,
@@ -224,6 +230,7 @@ impl Plan {
             release: Cow::Borrowed(&self.release),
             continues: Cow::Borrowed(&self.continues),
             sole: Cow::Borrowed(&self.sole),
+            heads: Cow::Borrowed(&self.heads),
             destroyed_sources: Cow::Borrowed(&self.destroyed_sources),
             constant_buffers: Cow::Borrowed(&self.constant_buffers),
             preds: Cow::Borrowed(&self.preds),
@@ -288,6 +295,7 @@ impl<'g> Executor<'g> {
             release: Cow::Owned(p.release),
             continues: Cow::Owned(p.continues),
             sole: Cow::Owned(p.sole),
+            heads: Cow::Owned(p.heads),
             destroyed_sources: Cow::Owned(p.destroyed_sources),
             constant_buffers: Cow::Owned(p.constant_buffers),
             preds: Cow::Owned(p.preds),
@@ -643,10 +651,19 @@ impl<'g> Cursor<'_, 'g> {
         if len < 2 {
             return self.step(listener);
         }
+        // A pure head writes a fresh buffer, which listeners would read as
+        // its input in `pre_sweep`: only unwatched runs start there.
+        let head = exec.heads[pos];
+        if head.is_some() && self.hooks {
+            return self.step(listener);
+        }
         let g = exec.graph;
         let order = &exec.order[pos..pos + len];
-        let Some(sweep) = crate::exec::fuse::prepare(g, |n| g.node(n).op.pointwise(), order, &self.live)
-        else {
+        let sweep = {
+            let _policy = buffer_pool::with_policy(self.opts.buffers);
+            crate::exec::fuse::prepare(g, |n| g.node(n).op.pointwise(), head, order, &self.live)
+        };
+        let Some(sweep) = sweep else {
             return self.step(listener);
         };
         let nodes = &order[..sweep.len()];
@@ -668,8 +685,10 @@ impl<'g> Cursor<'_, 'g> {
         }
         let outputs = sweep.run(summaries)?;
         // An in-place node's output is its destroyed input 0, as is.
-        for &n in nodes {
-            self.live.set(g.node(n).outputs[0], value.clone());
+        for (k, &n) in nodes.iter().enumerate() {
+            if sweep.binds(k) {
+                self.live.set(g.node(n).outputs[0], value.clone());
+            }
         }
         if self.hooks {
             let ev = SweepEvent {
@@ -747,8 +766,8 @@ impl<'g> Cursor<'_, 'g> {
         }
         let order = &exec.order[pos..pos + len];
         let kind = |n: NodeId| g.node(n).op.pointwise();
-        let mine = crate::exec::fuse::prepare(g, kind, order, &self.live)?;
-        let theirs = crate::exec::fuse::prepare(tg, kind, order, &twin.live)?;
+        let mine = crate::exec::fuse::prepare(g, kind, None, order, &self.live)?;
+        let theirs = crate::exec::fuse::prepare(tg, kind, None, order, &twin.live)?;
         (mine.len() == theirs.len()).then_some((mine, theirs))
     }
 

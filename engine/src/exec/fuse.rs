@@ -12,6 +12,20 @@
 //! needs whole values ([`crate::exec::Executor::run_with`]). A [`crate::exec::Cursor`] stepped
 //! by hand (DebugMode's lockstep) always runs node by node.
 //!
+//! In a run no listener watches, a sweep may also start at a pure
+//! elementwise node (its [`head`]): one that could not overwrite its input
+//! because something else reads it later, as `x` in SiLU's
+//! `x · sigmoid(x)`. The sweep then writes a fresh buffer, each tile
+//! copied from the head's input first, so `sigmoid, mul x` reads `x` once
+//! and writes once instead of passing twice through memory. When the next
+//! node instead overwrites that input with the pure node's result as its
+//! operand (`x *= sigmoid(x)`, as the in-place pass usually leaves SiLU),
+//! the pure node is folded into it: each tile's `sigmoid` goes to a
+//! scratch tile the `mul` then reads, and the sweep runs in place on `x`.
+//! Listeners never see such sweeps: their `pre_sweep` reads the swept
+//! buffer as the first node's input, and a folded node's output is never
+//! whole, not even a tile of the swept buffer.
+//!
 //! Each node of a sweep applies the same element function as its op
 //! ([`crate::kernels::pointwise::apply_tile`] shares the op's `match`), and
 //! the math kernels give an element the same result wherever it sits in a
@@ -29,6 +43,7 @@ use crate::graph::{Graph, NodeId};
 use crate::kernels::pointwise::{apply_tile, Operand, Pointwise};
 use crate::kernels::summary::{Acc, Summarize};
 use crate::kernels::vmath::VMath;
+use crate::ops::Op;
 use crate::parallel::PARALLEL_ELEMS;
 use crate::tensor::Tensor;
 
@@ -37,11 +52,46 @@ const TILE_BYTES: usize = 8 << 10;
 /// Elements per parallel task of a long sweep.
 const TASK: usize = 1 << 14;
 
-/// For each position of `order`: whether its node continues the sweep of
-/// the node before it (see the module docs); and for each variable, whether
-/// one node alone reads it and it is not a graph output (a value a sweep
-/// may skip).
-pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> (Vec<bool>, Vec<bool>) {
+/// The element function of a pure node that may start a sweep: its
+/// in-place variant on the same inputs is elementwise ([`Op::pointwise`])
+/// and has this op as its pure twin, so both compute that function.
+pub(crate) fn head(op: &dyn Op) -> Option<Pointwise> {
+    if op.pointwise().is_some() || !op.destroy_map().is_empty() || !op.view_map().is_empty() {
+        return None;
+    }
+    op.inplace_variants().into_iter().find_map(|v| {
+        let same_inputs = v.inputs.iter().copied().eq(0..v.inputs.len());
+        let twin = v.op.pure_twin().is_some_and(|t| t.name() == op.name());
+        let f = v.op.pointwise()?;
+        (same_inputs && twin && v.op.destroy_map() == [(0, 0)] && v.op.attrs() == op.attrs()).then_some(f)
+    })
+}
+
+/// Whether pure node `a` (head function `head`) folds into in-place node
+/// `b`: a unary function of the value `b` overwrites, which `b` takes as
+/// its operand (`x *= sigmoid(x)`).
+fn folds(head: Option<Pointwise>, a: &crate::graph::Node, b: &crate::graph::Node) -> bool {
+    matches!(head, Some(Pointwise::Unary(_)))
+        && matches!(b.op.pointwise(), Some(Pointwise::Binary(_)))
+        && b.inputs.len() == 2
+        && b.inputs[0] == a.inputs[0]
+        && b.inputs[1] == a.outputs[0]
+}
+
+/// The fusion plan of `order` (see the module docs).
+pub(crate) struct FusePlan {
+    /// Per position: whether its node continues the sweep of the node
+    /// before it.
+    pub continues: Vec<bool>,
+    /// Per variable: one node alone reads it and it is not a graph output
+    /// (a value a sweep may skip).
+    pub sole: Vec<bool>,
+    /// Per position: the element function of a pure node that may start a
+    /// sweep ([`head`]).
+    pub heads: Vec<Option<Pointwise>>,
+}
+
+pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> FusePlan {
     let mut readers = vec![0usize; graph.vars().len()];
     for node in graph.nodes() {
         let mut seen: Vec<usize> = Vec::with_capacity(node.inputs.len());
@@ -59,16 +109,30 @@ pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> (Vec<bool>, Vec<bool>) {
     let sole: Vec<bool> = (0..graph.vars().len())
         .map(|v| !is_output[v] && readers[v] == 1)
         .collect();
+    let heads: Vec<Option<Pointwise>> = order
+        .iter()
+        .map(|&n| {
+            let node = graph.node(n);
+            (node.outputs.len() == 1)
+                .then(|| head(node.op.as_ref()))
+                .flatten()
+        })
+        .collect();
     let mut continues = vec![false; order.len()];
     for pos in 1..order.len() {
         let (a, b) = (graph.node(order[pos - 1]), graph.node(order[pos]));
-        if a.op.pointwise().is_none() || b.op.pointwise().is_none() || a.outputs.len() != 1 {
+        let a_sweeps = a.op.pointwise().is_some() || heads[pos - 1].is_some();
+        if !a_sweeps || b.op.pointwise().is_none() || a.outputs.len() != 1 {
             continue;
         }
         let v = a.outputs[0];
-        continues[pos] = b.inputs.first() == Some(&v) && sole[v];
+        continues[pos] = (b.inputs.first() == Some(&v) || folds(heads[pos - 1], a, b)) && sole[v];
     }
-    (continues, sole)
+    FusePlan {
+        continues,
+        sole,
+        heads,
+    }
 }
 
 /// A node's second operand, as found among the live values.
@@ -79,10 +143,23 @@ enum Source {
     Slice(Tensor),
 }
 
+/// Where a step of a sweep reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Overwrites the tile, with its operand as found.
+    Tile,
+    /// A pure node folded into the next step: writes its function of the
+    /// tile to a scratch tile.
+    ToScratch,
+    /// Overwrites the tile, with the scratch tile as its operand.
+    FromScratch,
+}
+
 /// One node of a sweep.
 struct Step {
     f: Pointwise,
     y: Source,
+    role: Role,
 }
 
 /// What a sweep saw of one node's output, when asked for summaries: the
@@ -110,8 +187,11 @@ impl SweptOutput {
 pub(crate) struct Sweep<'g> {
     /// The first node's name, for errors.
     name: &'g str,
-    /// The swept value: input 0 of the first node.
+    /// The swept value: input 0 of the first node, or with a [`head`], the
+    /// fresh buffer it writes.
     x: Tensor,
+    /// With a head: its input 0, which each tile is copied from first.
+    src: Option<Tensor>,
     steps: Vec<Step>,
 }
 
@@ -122,10 +202,12 @@ pub(crate) struct Sweep<'g> {
 /// the swept value must be contiguous and of a float dtype.
 /// `kind` names each node's function: its op's [`crate::ops::Op::pointwise`]
 /// in a run's own sweep, the in-place twin's for a pure node of a twin
-/// sweep.
+/// sweep. With `head` (the first node's [`head`] function), the first node
+/// is pure and the sweep writes a fresh buffer instead of its input.
 pub(crate) fn prepare<'g>(
     graph: &'g Graph,
     kind: impl Fn(NodeId) -> Option<Pointwise>,
+    head: Option<Pointwise>,
     order: &[NodeId],
     live: &LiveValues,
 ) -> Option<Sweep<'g>> {
@@ -134,26 +216,56 @@ pub(crate) fn prepare<'g>(
     if !x.is_contiguous() || !x.dtype().is_float() || x.size() == 0 {
         return None;
     }
+    // A head folded into the next node sweeps its input in place: it is
+    // no head any more.
+    let (head, fold) = match order.get(1) {
+        Some(&b) if folds(head, first, graph.node(b)) => (None, head),
+        _ => (head, None),
+    };
     let mut steps = Vec::with_capacity(order.len());
-    for &n in order {
+    for (k, &n) in order.iter().enumerate() {
         let node = graph.node(n);
-        let Some(f) = kind(n) else { break };
+        let (f, role) = match (k, head, fold) {
+            (0, Some(f), _) => (f, Role::Tile),
+            (0, _, Some(f)) => (f, Role::ToScratch),
+            (1, _, Some(_)) => match kind(n) {
+                Some(f) => (f, Role::FromScratch),
+                None => break,
+            },
+            _ => match kind(n) {
+                Some(f) => (f, Role::Tile),
+                None => break,
+            },
+        };
         let y = match (f, node.inputs.get(1)) {
+            (_, _) if role == Role::FromScratch => Source::None,
             (Pointwise::Unary(_), _) => Source::None,
             (Pointwise::Binary(_), Some(&yv)) if yv == node.inputs[0] => Source::Itself,
             (Pointwise::Binary(_), Some(&yv)) => match live.value(yv) {
-                Some(y) if y.dtype() != x.dtype() || y.same_buffer(x) => break,
+                // With a head only the fresh buffer is written: an operand
+                // may share the head's input buffer.
+                Some(y) if y.dtype() != x.dtype() || (head.is_none() && y.same_buffer(x)) => break,
                 Some(y) if y.size() == 1 && y.ndim() <= x.ndim() => Source::Scalar(y.clone()),
                 Some(y) if y.shape() == x.shape() && y.is_contiguous() => Source::Slice(y.clone()),
                 _ => break,
             },
             (Pointwise::Binary(_), None) => break,
         };
-        steps.push(Step { f, y });
+        steps.push(Step { f, y, role });
     }
-    (steps.len() >= 2).then(|| Sweep {
+    if steps.len() < 2 || steps[steps.len() - 1].role == Role::ToScratch {
+        return None;
+    }
+    let (x, src) = match head {
+        // An allocation that fails here fails again, and is reported, when
+        // the caller steps the node alone.
+        Some(_) => (Tensor::uninit(x.dtype(), x.shape()).ok()?, Some(x.clone())),
+        None => (x.clone(), None),
+    };
+    Some(Sweep {
         name: &first.name,
-        x: x.clone(),
+        x,
+        src,
         steps,
     })
 }
@@ -169,41 +281,54 @@ impl Sweep<'_> {
         self.steps.len()
     }
 
+    /// Whether the `k`-th node's output is the swept buffer (a folded
+    /// node's output never exists).
+    pub(crate) fn binds(&self, k: usize) -> bool {
+        self.steps[k].role != Role::ToScratch
+    }
+
     /// Runs the sweep; with `summaries`, summarizes each node's output
     /// tile by tile (else the result is empty).
     pub(crate) fn run(&self, summaries: bool) -> Result<Vec<SweptOutput>> {
         let x = &self.x;
-        crate::dispatch_float!(x.dtype(), T => run::<T>(x, &self.steps, summaries).map_err(|e| e.at_node(self.name)),
+        crate::dispatch_float!(x.dtype(), T => run::<T>(x, self.src.as_ref(), &self.steps, summaries).map_err(|e| e.at_node(self.name)),
             Ok(Vec::new()))
     }
 }
 
 fn run<T: Float + VMath + Summarize>(
     x: &Tensor,
+    src: Option<&Tensor>,
     steps: &[Step],
     summaries: bool,
 ) -> Result<Vec<SweptOutput>> {
     // Borrow every operand first (a guard each), then write the buffer.
     let guards = operand_guards::<T>(steps)?;
     let ops = operands(steps, &guards);
-    let n = ops.len();
+    let roles: Vec<Role> = steps.iter().map(|s| s.role).collect();
+    let ops = (&ops[..], &roles[..]);
+    let src = src.map(|s| s.borrow_contiguous::<T>()).transpose()?;
+    let src = src.as_deref();
+    let n = steps.len();
+    // The head's input over part `k` of the buffer.
+    let src_part = |k: usize, len: usize| src.map(|s| &s[k * TASK..k * TASK + len]);
     x.write_contiguous(|buf: &mut [T]| {
         let parallel = buf.len() >= PARALLEL_ELEMS && crate::parallel::intra_op();
         if !summaries {
             return if parallel {
                 buf.par_chunks_mut(TASK)
                     .enumerate()
-                    .try_for_each(|(k, part)| tiles(&ops, part, k * TASK, None))
+                    .try_for_each(|(k, part)| tiles(ops, src_part(k, part.len()), part, k * TASK, None))
                     .map(|()| Vec::new())
             } else {
-                tiles(&ops, buf, 0, None).map(|()| Vec::new())
+                tiles(ops, src, buf, 0, None).map(|()| Vec::new())
             };
         }
         // Summaries part by part, merged in order: the parts (and so the
         // sums' bits) are the same with or without threads.
         let part = |(k, part): (usize, &mut [T])| {
             let mut out = vec![SweptOutput::default(); n];
-            tiles(&ops, part, k * TASK, Some(&mut out)).map(|()| out)
+            tiles(ops, src_part(k, part.len()), part, k * TASK, Some(&mut out)).map(|()| out)
         };
         let parts: Vec<Vec<SweptOutput>> = if parallel {
             buf.par_chunks_mut(TASK)
@@ -227,19 +352,42 @@ fn run<T: Float + VMath + Summarize>(
 
 /// Every node over each tile of `part`, which starts at element `at`; with
 /// `out`, each node's output tile is summarized into its entry while the
-/// tile is in L1.
+/// tile is in L1. With `src` (a head's input over `part`), each tile is
+/// copied from it first. `ops` pairs each step with its [`Role`].
+#[allow(clippy::type_complexity)]
 fn tiles<T: Float + VMath + Summarize>(
-    ops: &[(Pointwise, Option<Operand<'_, T>>)],
+    (ops, roles): (&[(Pointwise, Option<Operand<'_, T>>)], &[Role]),
+    src: Option<&[T]>,
     part: &mut [T],
     at: usize,
     mut out: Option<&mut [SweptOutput]>,
 ) -> Result<()> {
     let tile = (TILE_BYTES / std::mem::size_of::<T>()).max(1);
+    let mut scratch = vec![T::zero(); if roles.contains(&Role::ToScratch) { tile } else { 0 }];
     for (j, t) in part.chunks_mut(tile).enumerate() {
-        for (k, &(f, y)) in ops.iter().enumerate() {
-            apply_tile(f, t, at + j * tile, y)?;
+        let t_at = at + j * tile;
+        if let Some(s) = src {
+            t.copy_from_slice(&s[j * tile..j * tile + t.len()]);
+        }
+        for (k, (&(f, y), &role)) in ops.iter().zip(roles).enumerate() {
+            let written: &[T] = match role {
+                Role::Tile => {
+                    apply_tile(f, t, t_at, y)?;
+                    t
+                }
+                Role::ToScratch => {
+                    let s = &mut scratch[..t.len()];
+                    s.copy_from_slice(t);
+                    apply_tile(f, s, t_at, y)?;
+                    s
+                }
+                Role::FromScratch => {
+                    apply_tile(f, t, 0, Some(Operand::Slice(&scratch[..t.len()])))?;
+                    t
+                }
+            };
             if let Some(out) = out.as_deref_mut() {
-                summarize_tile(t, at + j * tile, &mut out[k]);
+                summarize_tile(written, t_at, &mut out[k]);
             }
         }
     }
@@ -281,6 +429,8 @@ pub(crate) fn run_twin(
         && out.dtype() == x.dtype()
         && out.shape() == x.shape()
         && out.is_contiguous()
+        && ins.src.is_none()
+        && refs.src.is_none()
         && ins.steps.len() == refs.steps.len()
         && ins.steps.iter().zip(&refs.steps).all(|(a, b)| a.f == b.f && a.y.kind() == b.y.kind())
         // The twin reads nothing the in-place sweep writes.
