@@ -1013,3 +1013,78 @@ fn cast_i64_to_i32_wraps_like_numpy() {
     .unwrap();
     assert_eq!(vals::<i32>(&out), vec![i32::MIN, i32::MAX, 5]);
 }
+
+/// `a op b` by the definition: every output index, its operands' indices
+/// found by numpy's broadcasting rules.
+fn broadcast_definition(kind: BinKind, a: &Tensor, b: &Tensor, out_shape: &[usize]) -> Vec<f64> {
+    let (av, bv) = (as_f64(a), as_f64(b));
+    let n: usize = out_shape.iter().product();
+    let flat = |shape: &[usize], idx: &[usize]| {
+        let pad = idx.len() - shape.len();
+        shape
+            .iter()
+            .enumerate()
+            .fold(0, |acc, (i, &d)| acc * d + if d == 1 { 0 } else { idx[pad + i] })
+    };
+    (0..n)
+        .map(|mut k| {
+            let mut idx = vec![0; out_shape.len()];
+            for (i, &d) in out_shape.iter().enumerate().rev() {
+                idx[i] = k % d;
+                k /= d;
+            }
+            let (x, y) = (av[flat(a.shape(), &idx)], bv[flat(b.shape(), &idx)]);
+            match kind {
+                BinKind::Add => x + y,
+                BinKind::Sub => x - y,
+                BinKind::Mul => x * y,
+                BinKind::Div => x / y,
+                BinKind::Maximum => x.max(y),
+                _ => x.min(y),
+            }
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+    /// Broadcasting in every pattern (per-block scales `[N, C, 1, 1]`,
+    /// repeated rows `[C]`, and the mixed ones that take the general
+    /// path), either operand broadcast, pure and in place.
+    #[test]
+    fn broadcast_binary_ops_match_the_definition(
+        out_shape in proptest::collection::vec(1usize..5, 1..5),
+        ones in proptest::collection::vec(proptest::bool::ANY, 4),
+        drop in 0usize..3,
+        kind in proptest::sample::select(vec![
+            BinKind::Add, BinKind::Sub, BinKind::Mul, BinKind::Div, BinKind::Maximum, BinKind::Minimum,
+        ]),
+        swap in proptest::bool::ANY,
+    ) {
+        let y_shape: Vec<usize> = out_shape
+            .iter()
+            .zip(&ones)
+            .map(|(&d, &one)| if one { 1 } else { d })
+            .skip(drop.min(out_shape.len() - 1))
+            .collect();
+        let values = |shape: &[usize], seed: usize| {
+            let n: usize = shape.iter().product();
+            let v: Vec<f64> = (0..n).map(|i| ((i * 37 + seed) % 23) as f64 / 4.0 - 2.5).collect();
+            Tensor::from_vec(shape, v).unwrap()
+        };
+        let (x, y) = (values(&out_shape, 1), values(&y_shape, 5));
+        let (a, b) = if swap { (y.clone(), x.clone()) } else { (x.clone(), y.clone()) };
+        let want = broadcast_definition(kind, &a, &b, &out_shape);
+        let got = run(&Binary::new(kind, false), &[a, b]).unwrap();
+        proptest::prop_assert_eq!(got.shape(), &out_shape[..]);
+        proptest::prop_assert_eq!(as_f64(&got), want.clone());
+        if !swap {
+            // In place: x (the output's shape) is overwritten.
+            let x = x.deep_copy().unwrap();
+            let got = run(&Binary::new(kind, true), &[x.clone(), y]).unwrap();
+            proptest::prop_assert!(got.same_buffer(&x));
+            proptest::prop_assert_eq!(as_f64(&got), want);
+        }
+    }
+}
