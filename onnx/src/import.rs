@@ -296,7 +296,7 @@ impl Importer {
 
     /// The graph outputs `outs` as `(onnx name, vigil name)` and their
     /// variables: each a node's own result (others get a `copy` node).
-    fn graph_outputs(&mut self, outs: &[ValueInfoProto]) -> Result<(Vec<(String, String)>, Vec<String>)> {
+    fn graph_outputs(&mut self, outs: &[ValueInfoProto]) -> Result<GraphOutputs> {
         let mut outputs = Vec::new();
         let mut out_vars = Vec::new();
         for o in outs {
@@ -515,6 +515,9 @@ impl Importer {
             .collect()
     }
 }
+
+/// A graph's outputs as `(onnx name, vigil name)`, and their variables.
+type GraphOutputs = (Vec<(String, String)>, Vec<String>);
 
 /// What an op translation knows about its ONNX node.
 pub(crate) struct NodeCtx<'a> {

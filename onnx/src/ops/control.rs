@@ -90,6 +90,6 @@ fn if_(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .with("then_branch", json(&then_f)?)
         .with("else_branch", json(&else_f)?);
     let mut ins = vec![cond];
-    ins.extend(outer.into_iter().map(|(_, v)| v).filter(|v| captured_as_input(v)));
+    ins.extend(outer.into_iter().map(|(_, v)| v).filter(captured_as_input));
     out_n(imp, c, "if", attrs, &ins, n)
 }
