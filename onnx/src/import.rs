@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use onnx_protobuf::{AttributeProto, ModelProto, NodeProto, ValueInfoProto};
-use vigil_engine::graph::{GraphFile, InputDecl, NodeDecl, FORMAT};
+use onnx_protobuf::{AttributeProto, GraphProto, ModelProto, NodeProto, ValueInfoProto};
+use vigil_engine::graph::{GraphFile, InputDecl, NodeDecl, ValueDecl, FORMAT};
 use vigil_engine::{Attrs, OpCtx, OpRegistry, Tensor, TypeInfo};
 
 use crate::error::{ImportError, Result};
@@ -193,7 +193,7 @@ impl Importer {
             op: node.op_type.clone(),
             source,
         };
-        let made = self.registry.make(op, &attrs).map_err(err)?;
+        let made = vigil_engine::graph::control::make(&self.registry, &node.name, op, &attrs).map_err(err)?;
         let tys: Vec<TypeInfo> = inputs.iter().map(|v| v.ty.clone()).collect();
         vigil_engine::ops::check_arity(made.as_ref(), inputs.len()).map_err(err)?;
         let inferred = made.infer(&tys).map_err(err)?;
@@ -255,7 +255,269 @@ impl Importer {
             })
             .collect())
     }
+
+    /// Translates `nodes` in order, binding their outputs.
+    pub(crate) fn import_nodes(&mut self, nodes: &[NodeProto]) -> Result<()> {
+        for (k, n) in nodes.iter().enumerate() {
+            let onnx_name = if n.name.is_empty() {
+                format!("{}_{k}", n.op_type)
+            } else {
+                n.name.clone()
+            };
+            let name = sanitize(&onnx_name);
+            let ctx = NodeCtx {
+                proto: n,
+                op_type: n.op_type.clone(),
+                onnx_name,
+                name,
+            };
+            if !(n.domain.is_empty() || n.domain == "ai.onnx") {
+                return Err(ImportError::UnsupportedOp {
+                    node: ctx.onnx_name,
+                    op: n.op_type.clone(),
+                    domain: n.domain.clone(),
+                });
+            }
+            let out = crate::ops::import_node(self, &ctx)?;
+            for (j, o) in n.output.iter().enumerate() {
+                // Multi-output translations (Split) bind their other outputs.
+                if j > 0 && !o.is_empty() && self.used.contains(o) && self.value(o).is_none() {
+                    return Err(
+                        ctx.unsupported(format!("output {j} ('{o}') is used, only output 0 is supported"))
+                    );
+                }
+            }
+            if let Some(o) = n.output.first() {
+                self.bind(o, out);
+            }
+        }
+        Ok(())
+    }
+
+    /// The graph outputs `outs` as `(onnx name, vigil name)` and their
+    /// variables: each a node's own result (others get a `copy` node).
+    fn graph_outputs(&mut self, outs: &[ValueInfoProto]) -> Result<GraphOutputs> {
+        let mut outputs = Vec::new();
+        let mut out_vars = Vec::new();
+        for o in outs {
+            let v = self
+                .value(&o.name)
+                .cloned()
+                .ok_or_else(|| ImportError::BadValue {
+                    name: o.name.clone(),
+                    msg: "is not computed by any node".into(),
+                })?;
+            // A graph output must be a node's own result: aliases of inputs,
+            // constants or other outputs get a copy.
+            let own =
+                v.constant.is_none() && !v.source && !out_vars.contains(&v.var) && v.var == sanitize(&o.name);
+            let v = if own {
+                v
+            } else {
+                let ctx = NodeCtx {
+                    proto: &NodeProto::default(),
+                    op_type: "output".into(),
+                    onnx_name: o.name.clone(),
+                    name: sanitize(&format!("{}.copy", o.name)),
+                };
+                let out_name = if self.taken.contains(&sanitize(&o.name)) {
+                    format!("{}.out", o.name)
+                } else {
+                    o.name.clone()
+                };
+                let v = if v.constant.is_some() && !v.source {
+                    // A folded output: declare the constant, then copy it.
+                    self.materialize(&v);
+                    Value { source: true, ..v }
+                } else {
+                    v
+                };
+                self.emit(&ctx, "copy", Attrs::new(), &[v], &out_name)?
+            };
+            out_vars.push(v.var.clone());
+            outputs.push((o.name.clone(), v.var));
+        }
+        Ok((outputs, out_vars))
+    }
 }
+
+/// The subgraphs among a node's attrs (`g` and `graphs`).
+fn subgraphs(n: &NodeProto) -> impl Iterator<Item = &GraphProto> {
+    n.attribute
+        .iter()
+        .flat_map(|a| a.g.as_ref().into_iter().chain(a.graphs.iter()))
+}
+
+/// Every value name a node of `g` or of its subgraphs reads, and `g`'s
+/// outputs.
+fn reads(g: &GraphProto) -> HashSet<String> {
+    let mut out: HashSet<String> = g.output.iter().map(|o| o.name.clone()).collect();
+    for n in &g.node {
+        out.extend(n.input.iter().cloned());
+        for sub in subgraphs(n) {
+            out.extend(reads(sub));
+        }
+    }
+    out
+}
+
+/// The names `g` (or a subgraph of it) reads without defining them: the
+/// outer-scope values it uses, in the order first read.
+pub(crate) fn free_names(g: &GraphProto) -> Vec<String> {
+    let mut defined: HashSet<String> = g
+        .input
+        .iter()
+        .map(|i| i.name.clone())
+        .chain(g.initializer.iter().map(|t| t.name.clone()))
+        .collect();
+    let mut free: Vec<String> = Vec::new();
+    let mut read = |n: &str, defined: &HashSet<String>| {
+        if !n.is_empty() && !defined.contains(n) && !free.iter().any(|f| f == n) {
+            free.push(n.to_string());
+        }
+    };
+    for n in &g.node {
+        for i in &n.input {
+            read(i, &defined);
+        }
+        for sub in subgraphs(n) {
+            for f in free_names(sub) {
+                read(&f, &defined);
+            }
+        }
+        defined.extend(n.output.iter().cloned());
+    }
+    for o in &g.output {
+        read(&o.name, &defined);
+    }
+    free
+}
+
+/// Outer constants up to this many elements are copied into a body that
+/// reads them (so that they fold there); larger ones, and every value
+/// computed at run time, become the body's inputs.
+const BODY_CONSTANT_LIMIT: usize = 4096;
+
+/// Whether the outer value `v` enters a body as one of its inputs (else as
+/// a constant of its own).
+pub(crate) fn captured_as_input(v: &Value) -> bool {
+    match (&v.constant, v.source) {
+        (Some(t), false) => t.size() > BODY_CONSTANT_LIMIT,
+        _ => true,
+    }
+}
+
+impl Importer {
+    /// The subgraph `g` of a control node as a graph file of its own. Its
+    /// inputs are `own` (the subgraph's ONNX inputs, with their types),
+    /// then the values of `outer` (by ONNX name) that
+    /// [`captured_as_input`]; the others are its constants. Constants are
+    /// inline in the file (the node's attrs carry it).
+    pub(crate) fn body(
+        &self,
+        g: &GraphProto,
+        own: &[(String, TypeInfo)],
+        outer: &[(String, Value)],
+    ) -> Result<GraphFile> {
+        let mut sub = Importer {
+            opset: self.opset,
+            registry: self.registry.clone(),
+            values: HashMap::new(),
+            taken: HashSet::new(),
+            node_names: HashSet::new(),
+            nodes: Vec::new(),
+            params: Vec::new(),
+            consts: Vec::new(),
+            stored: BTreeMap::new(),
+            used: reads(g),
+        };
+        let mut inputs = Vec::new();
+        let declare = |sub: &mut Importer, inputs: &mut Vec<InputDecl>, name: &str, ty: TypeInfo| {
+            let var = sub.unique(name);
+            inputs.push(InputDecl {
+                name: var.clone(),
+                dtype: ty.dtype,
+                shape: ty.shape.clone(),
+                mutable: false,
+            });
+            let ty = TypeInfo { value: None, ..ty };
+            sub.bind(
+                name,
+                Value {
+                    var,
+                    ty,
+                    constant: None,
+                    source: true,
+                    fed: None,
+                },
+            );
+        };
+        for (name, ty) in own {
+            declare(&mut sub, &mut inputs, name, ty.clone());
+        }
+        for (name, v) in outer {
+            if captured_as_input(v) {
+                declare(&mut sub, &mut inputs, name, v.ty.clone());
+            } else if let Some(t) = &v.constant {
+                let c = sub.constant(name, t.clone());
+                sub.bind(name, c);
+            }
+        }
+        for t in &g.initializer {
+            let tensor = to_tensor_from(t, "initializer", None)?;
+            let v = sub.constant(&t.name, tensor);
+            sub.bind(&t.name, v);
+        }
+        sub.import_nodes(&g.node)?;
+        let (_, outputs) = sub.graph_outputs(&g.output)?;
+        let mut constants = Vec::new();
+        for n in &sub.consts {
+            if let Some(t) = sub.stored.get(n) {
+                let d = match ValueDecl::fill_of(n, t)? {
+                    Some(d) if t.size() > 1 => d,
+                    _ => ValueDecl::inline(n, t)?,
+                };
+                constants.push(d);
+            }
+        }
+        Ok(GraphFile {
+            format: FORMAT.to_string(),
+            name: if g.name.is_empty() {
+                "body".into()
+            } else {
+                g.name.clone()
+            },
+            inputs,
+            constants,
+            parameters: Vec::new(),
+            nodes: sub.nodes,
+            outputs,
+        })
+    }
+
+    /// Imports the nodes of subgraph `g` into this graph, as if they were
+    /// its own (a branch chosen at import time); gives `g`'s outputs.
+    pub(crate) fn inline(&mut self, g: &GraphProto) -> Result<Vec<Value>> {
+        for t in &g.initializer {
+            let tensor = to_tensor_from(t, "initializer", None)?;
+            let v = self.constant(&t.name, tensor);
+            self.bind(&t.name, v);
+        }
+        self.import_nodes(&g.node)?;
+        g.output
+            .iter()
+            .map(|o| {
+                self.value(&o.name).cloned().ok_or_else(|| ImportError::BadValue {
+                    name: o.name.clone(),
+                    msg: "is not computed by any node".into(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A graph's outputs as `(onnx name, vigil name)`, and their variables.
+type GraphOutputs = (Vec<(String, String)>, Vec<String>);
 
 /// What an op translation knows about its ONNX node.
 pub(crate) struct NodeCtx<'a> {
@@ -414,12 +676,7 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
         params: Vec::new(),
         consts: Vec::new(),
         stored: BTreeMap::new(),
-        used: g
-            .node
-            .iter()
-            .flat_map(|n| n.input.iter().cloned())
-            .chain(g.output.iter().map(|o| o.name.clone()))
-            .collect(),
+        used: reads(g),
     };
     let mut external = opts.model.as_deref().map(crate::external::ExternalData::new);
     for t in &g.initializer {
@@ -483,76 +740,8 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
             },
         );
     }
-    for (k, n) in g.node.iter().enumerate() {
-        let onnx_name = if n.name.is_empty() {
-            format!("{}_{k}", n.op_type)
-        } else {
-            n.name.clone()
-        };
-        let name = sanitize(&onnx_name);
-        let ctx = NodeCtx {
-            proto: n,
-            op_type: n.op_type.clone(),
-            onnx_name,
-            name,
-        };
-        if !(n.domain.is_empty() || n.domain == "ai.onnx") {
-            return Err(ImportError::UnsupportedOp {
-                node: ctx.onnx_name,
-                op: n.op_type.clone(),
-                domain: n.domain.clone(),
-            });
-        }
-        let out = crate::ops::import_node(&mut imp, &ctx)?;
-        for (j, o) in n.output.iter().enumerate() {
-            // Multi-output translations (Split) bind their other outputs.
-            if j > 0 && !o.is_empty() && imp.used.contains(o) && imp.value(o).is_none() {
-                return Err(
-                    ctx.unsupported(format!("output {j} ('{o}') is used, only output 0 is supported"))
-                );
-            }
-        }
-        if let Some(o) = n.output.first() {
-            imp.bind(o, out);
-        }
-    }
-    let mut outputs = Vec::new();
-    let mut out_vars = Vec::new();
-    for o in &g.output {
-        let v = imp.value(&o.name).cloned().ok_or_else(|| ImportError::BadValue {
-            name: o.name.clone(),
-            msg: "is not computed by any node".into(),
-        })?;
-        // A graph output must be a node's own result: aliases of inputs,
-        // constants or other outputs get a copy.
-        let own =
-            v.constant.is_none() && !v.source && !out_vars.contains(&v.var) && v.var == sanitize(&o.name);
-        let v = if own {
-            v
-        } else {
-            let ctx = NodeCtx {
-                proto: &NodeProto::default(),
-                op_type: "output".into(),
-                onnx_name: o.name.clone(),
-                name: sanitize(&format!("{}.copy", o.name)),
-            };
-            let out_name = if imp.taken.contains(&sanitize(&o.name)) {
-                format!("{}.out", o.name)
-            } else {
-                o.name.clone()
-            };
-            let v = if v.constant.is_some() && !v.source {
-                // A folded output: declare the constant, then copy it.
-                imp.materialize(&v);
-                Value { source: true, ..v }
-            } else {
-                v
-            };
-            imp.emit(&ctx, "copy", Attrs::new(), &[v], &out_name)?
-        };
-        out_vars.push(v.var.clone());
-        outputs.push((o.name.clone(), v.var));
-    }
+    imp.import_nodes(&g.node)?;
+    let (outputs, out_vars) = imp.graph_outputs(&g.output)?;
     let file = GraphFile {
         format: FORMAT.to_string(),
         name: if g.name.is_empty() {

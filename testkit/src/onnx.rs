@@ -19,6 +19,8 @@ pub enum A {
     Ints(Vec<i64>),
     S(&'static str),
     T(Box<TensorProto>),
+    /// A subgraph (If's branches, Loop's and Scan's bodies).
+    G(Box<GraphProto>),
 }
 
 pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<(&str, A)>) -> NodeProto {
@@ -50,6 +52,10 @@ pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<
             A::T(t) => {
                 a.t = Some(*t).into();
                 a.type_ = AttributeType::TENSOR.into();
+            }
+            A::G(g) => {
+                a.g = Some(*g).into();
+                a.type_ = AttributeType::GRAPH.into();
             }
         }
         n.attribute.push(a);
@@ -87,6 +93,23 @@ pub fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
     Tensor::from_vec(shape, v.to_vec()).unwrap()
 }
 
+/// A graph (a model's, or a subgraph for [`A::G`]).
+pub fn graph(
+    name: &str,
+    nodes: Vec<NodeProto>,
+    inputs: Vec<ValueInfoProto>,
+    inits: Vec<TensorProto>,
+    outputs: Vec<ValueInfoProto>,
+) -> GraphProto {
+    let mut g = GraphProto::new();
+    g.name = name.into();
+    g.node = nodes;
+    g.input = inputs;
+    g.initializer = inits;
+    g.output = outputs;
+    g
+}
+
 pub fn model(
     opset: i64,
     nodes: Vec<NodeProto>,
@@ -94,12 +117,7 @@ pub fn model(
     inits: Vec<TensorProto>,
     outputs: Vec<ValueInfoProto>,
 ) -> ModelProto {
-    let mut g = GraphProto::new();
-    g.name = "test".into();
-    g.node = nodes;
-    g.input = inputs;
-    g.initializer = inits;
-    g.output = outputs;
+    let g = graph("test", nodes, inputs, inits, outputs);
     let mut m = ModelProto::new();
     m.ir_version = 8;
     let mut o = OperatorSetIdProto::new();

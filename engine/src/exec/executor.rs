@@ -15,6 +15,7 @@ use crate::destroy::DestroyHandler;
 use crate::error::{Error, FeedFault, Result};
 use crate::exec::listener::{At, Listener, NoListener, OpEvent, SweepEvent, SweepWatch};
 use crate::exec::live::LiveValues;
+use crate::graph::control::control_of;
 use crate::graph::{Graph, Node, NodeId, VarId, VarKind};
 use crate::kernels::pointwise::Pointwise;
 use crate::ops::OpCtx;
@@ -373,6 +374,19 @@ impl<'g> Executor<'g> {
         listener: &mut dyn Listener,
         opts: &'r RunOptions<'r>,
     ) -> Result<Cursor<'r, 'g>> {
+        self.start_run(feeds, listener, opts, true)
+    }
+
+    /// [`Executor::start`]; `whole` is false for a body run inside a
+    /// control node, which fires op hooks but not `operation_start` and
+    /// `operation_end` (the outer run is still going on).
+    fn start_run<'r>(
+        &'r self,
+        feeds: &HashMap<String, Tensor>,
+        listener: &mut dyn Listener,
+        opts: &'r RunOptions<'r>,
+        whole: bool,
+    ) -> Result<Cursor<'r, 'g>> {
         let g = self.graph;
         let hooks = listener.is_active(opts.at.operation);
         let mut live = LiveValues::new(g.vars().len());
@@ -448,7 +462,7 @@ impl<'g> Executor<'g> {
                 keep[v] = true;
             }
         }
-        if hooks {
+        if hooks && whole {
             listener.operation_start(&opts.at, g);
         }
         Ok(Cursor {
@@ -458,6 +472,7 @@ impl<'g> Executor<'g> {
             keep,
             required,
             hooks,
+            whole,
             pos: 0,
             end: opts.stop_after.unwrap_or(self.order.len()).min(self.order.len()),
             stats: RunStats::default(),
@@ -566,6 +581,8 @@ pub struct Cursor<'r, 'g> {
     keep: Vec<bool>,
     required: Vec<String>,
     hooks: bool,
+    /// False for a control node's body run (no run hooks).
+    whole: bool,
     pos: usize,
     end: usize,
     stats: RunStats,
@@ -931,10 +948,17 @@ impl<'g> Cursor<'_, 'g> {
         }
         let prealloc = self.opts.prealloc.map(|f| f(nid, node)).unwrap_or_default();
         let mut ctx = OpCtx::with_prealloc(&node.name, prealloc);
-        let outputs = node
-            .op
-            .compute(&inputs, &mut ctx)
-            .map_err(|e| e.at_node(&node.name))?;
+        // A control node's bodies run under this run's listeners.
+        let outputs = match control_of(node.op.as_ref()).filter(|_| self.hooks) {
+            Some(ctl) => {
+                let body_at = self.opts.at;
+                ctl.run(&inputs, &mut |body, feeds| {
+                    run_body(body, feeds, listener, body_at)
+                })
+            }
+            None => node.op.compute(&inputs, &mut ctx),
+        }
+        .map_err(|e| e.at_node(&node.name))?;
         self.exec.check_outputs(node, &outputs)?;
         self.pos += 1;
         self.stats.ops += 1;
@@ -968,7 +992,7 @@ impl<'g> Cursor<'_, 'g> {
     /// computed are left out.
     pub fn finish(self, listener: &mut dyn Listener) -> Result<RunOutput> {
         let g = self.exec.graph;
-        if self.hooks {
+        if self.hooks && self.whole {
             listener.operation_end(&self.opts.at, g);
         }
         let mut stats = self.stats;
@@ -999,4 +1023,31 @@ impl<'g> Cursor<'_, 'g> {
             .collect();
         Ok(RunOutput { outputs, stats, kept })
     }
+}
+
+/// Runs a control node's body `g` on `feeds` (its inputs, in order) node
+/// by node, firing `listener`'s op hooks for each body node.
+fn run_body(g: &Graph, feeds: &[Tensor], listener: &mut dyn Listener, at: At) -> Result<Vec<Tensor>> {
+    let exec = Executor::new(g)?;
+    let feeds: HashMap<String, Tensor> = g
+        .inputs()
+        .map(|v| g.var(v).name.clone())
+        .zip(feeds.iter().cloned())
+        .collect();
+    let opts = RunOptions {
+        at,
+        node_by_node: true,
+        ..RunOptions::default()
+    };
+    let mut cursor = exec.start_run(&feeds, listener, &opts, false)?;
+    let ran = loop {
+        match cursor.step(listener) {
+            Ok(Some(_)) => {}
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
+    let out = cursor.finish(listener);
+    ran?;
+    Ok(out?.outputs.into_iter().map(|(_, t)| t).collect())
 }

@@ -177,11 +177,7 @@ impl GraphBuilder {
 
     /// Like [`GraphBuilder::apply`] with a chosen node name.
     pub fn apply_named(&self, node: &str, op: &str, inputs: &[&Sym], attrs: Attrs) -> Result<Vec<Sym>> {
-        let op = self
-            .state
-            .borrow()
-            .registry
-            .make(op, &attrs)
+        let op = super::control::make(&self.state.borrow().registry, node, op, &attrs)
             .map_err(|e| e.at_node(node))?;
         let tys = {
             let s = self.state.borrow();

@@ -283,7 +283,8 @@ impl GraphFile {
                 attrs.0.remove(SOURCE_ATTR);
                 Ok(NodeSpec {
                     name: n.name.clone(),
-                    op: registry.make(&n.op, &attrs).map_err(|e| e.at_node(&n.name))?,
+                    op: super::control::make(registry, &n.name, &n.op, &attrs)
+                        .map_err(|e| e.at_node(&n.name))?,
                     inputs: n.inputs.clone(),
                     outputs: n.outputs.clone(),
                 })

@@ -4,6 +4,7 @@
 //! and every op accepts its inputs' dtypes and shapes.
 
 mod builder;
+pub mod control;
 mod json;
 
 use std::cmp::Reverse;

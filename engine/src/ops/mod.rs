@@ -54,6 +54,7 @@ pub mod rotary;
 pub mod scatter_nd;
 pub mod selection;
 pub mod shape_of;
+pub mod slice;
 pub mod spectral;
 pub mod subtensor;
 pub mod tensor_scatter;
@@ -215,6 +216,13 @@ pub trait Op: Send + Sync {
     /// runs; an op that answers must compute exactly what
     /// [`Pointwise`] names, element by element.
     fn pointwise(&self) -> Option<Pointwise> {
+        None
+    }
+
+    /// Ops that run graphs of their own (`if`, in the graph layer's
+    /// `control` module) return themselves, so the executor can run those
+    /// graphs under its own listeners. `None`, the default, for every other op.
+    fn as_control(&self) -> Option<&dyn std::any::Any> {
         None
     }
 

@@ -75,6 +75,7 @@ impl OpRegistry {
                 super::unique::register(&mut r);
                 super::non_zero::register(&mut r);
                 super::shape_of::register(&mut r);
+                super::slice::register(&mut r);
                 super::attention::register(&mut r);
                 super::rotary::register(&mut r);
                 super::tensor_scatter::register(&mut r);

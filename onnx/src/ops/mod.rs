@@ -12,6 +12,7 @@ mod activation;
 mod attention;
 mod cast;
 mod constant;
+mod control;
 pub(crate) mod emit;
 mod generate;
 mod index;
@@ -90,6 +91,7 @@ const FAMILIES: &[&[Op]] = &[
     signal::OPS,
     recurrent::OPS,
     attention::OPS,
+    control::OPS,
 ];
 
 /// Every registered op.

@@ -2,14 +2,15 @@
 //! Transpose, Reshape, Flatten, Unsqueeze, Squeeze, Concat, Slice (a view,
 //! never a copy), Expand, and DepthToSpace and SpaceToDepth (a reshape, a
 //! transpose and a reshape). Shapes and axes become Vigil attrs, so they
-//! must be known at import time.
+//! must be known at import time; only Slice's bounds may be read when the
+//! node runs.
 
 use vigil_engine::Attrs;
 
 use crate::error::Result;
 use crate::import::{Importer, NodeCtx, Value};
 
-use super::emit::{axes_of, const_ints, input, optional, out, step, view};
+use super::emit::{axes_of, const_ints, input, inputs_up_to, optional, out, step, view};
 use super::Op;
 
 /// This family's ONNX ops: `(op_type, since_opset, translate)`.
@@ -189,6 +190,10 @@ fn concat(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     out(imp, c, "concat", Attrs::new().with("axis", axis), &ins)
 }
 
+/// Slice: a `create_view` when the bounds are known at import time (the
+/// start adjusted where ONNX and numpy differ, see
+/// [`vigil_engine::ops::slice`]), else the `slice` op, which reads them
+/// when it runs.
 fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let x = input(imp, c, 0)?;
     let (starts, ends, axes, steps) = if imp.opset < 10 {
@@ -200,33 +205,56 @@ fn slice(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
             None,
         )
     } else {
-        let get = |k: usize, what: &str| -> Result<Option<Vec<i64>>> {
-            match optional(imp, c, k)? {
-                None => Ok(None),
-                Some(v) => const_ints(c, &v, what).map(Some),
-            }
+        // Some(bound) when input k is absent or known now, None when
+        // it is only known when the node runs.
+        let get = |k: usize, what: &str| -> Result<Option<Option<Vec<i64>>>> {
+            Ok(match optional(imp, c, k)? {
+                None => Some(None),
+                Some(v) if v.known().is_some() => Some(Some(const_ints(c, &v, what)?)),
+                Some(_) => None,
+            })
         };
-        (
-            get(1, "starts")?.ok_or_else(|| c.unsupported("needs input 1 (starts)"))?,
-            get(2, "ends")?.ok_or_else(|| c.unsupported("needs input 2 (ends)"))?,
+        match (
+            get(1, "starts")?,
+            get(2, "ends")?,
             get(3, "axes")?,
             get(4, "steps")?,
-        )
+        ) {
+            (Some(Some(s)), Some(Some(e)), Some(a), Some(st)) => (s, e, a, st),
+            _ => return slice_at_run_time(imp, c),
+        }
     };
     let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
         return Err(c.unsupported("starts, ends, axes and steps differ in length"));
     }
+    let dims = x.ty.shape.clone().unwrap_or_default();
+    let r = dims.len() as i64;
     let mut ranges = Vec::with_capacity(starts.len());
     for k in 0..starts.len() {
         if steps[k] == 0 {
             return Err(c.unsupported("a step of 0"));
         }
-        ranges.push((axes[k], starts[k], ends[k], steps[k]));
+        let a = if axes[k] < 0 { axes[k] + r } else { axes[k] };
+        let start = match usize::try_from(a).ok().and_then(|a| dims.get(a)) {
+            Some(&d) if d >= 0 => vigil_engine::ops::slice::onnx_start(d, starts[k], steps[k]),
+            // Where ONNX and numpy may differ and the dim is not known
+            // yet, the slice op decides when it runs.
+            _ if starts[k] < 0 && steps[k] < 0 => return slice_at_run_time(imp, c),
+            _ => starts[k],
+        };
+        ranges.push((axes[k], start, ends[k], steps[k]));
     }
     let name = c.out().to_string();
     view(imp, c, x, &ranges, &name)
+}
+
+/// The `slice` op on ONNX inputs 1 to 4 (opset 10 on), an empty constant
+/// standing for an optional one left out before a given one.
+fn slice_at_run_time(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = inputs_up_to(imp, c, 3, 5)?;
+    out(imp, c, "slice", Attrs::new(), &ins)
 }
 
 fn expand(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
