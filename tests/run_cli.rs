@@ -453,6 +453,40 @@ fn explain_marks_the_nodes_that_sweep_with_the_one_before() {
     );
 }
 
+/// SiLU as exported (`sigmoid`, then `x *= s`): the pure sigmoid starts a
+/// sweep in plain runs only, which explain marks apart from the sweeps
+/// validate mode keeps.
+#[test]
+fn explain_marks_a_sweep_that_starts_at_a_pure_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let graph = r#"{"format": "vigil-graph/1", "name": "silu",
+      "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}],
+      "nodes": [{"name": "scale", "op": "add", "inputs": ["x", "x"], "outputs": ["h"]},
+                {"name": "gate", "op": "sigmoid", "inputs": ["h"], "outputs": ["s"]},
+                {"name": "silu", "op": "mul", "inputs": ["h", "s"], "outputs": ["y"]}],
+      "outputs": ["y"]}"#;
+    std::fs::write(tmp.path().join("graph.json"), graph).unwrap();
+    let o = vigil(&[
+        "explain",
+        tmp.path().join("graph.json").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = json_of(&o);
+    let nodes = e["nodes"].as_array().unwrap();
+    let row = |name: &str| nodes.iter().find(|n| n["name"] == name).unwrap().clone();
+    let silu = row("silu");
+    assert_eq!(
+        (silu["op"].as_str(), silu["inputs"][0].as_str()),
+        (Some("mul_inplace"), Some("h"))
+    );
+    assert_eq!(silu["sweeps_with_pure_previous"], true);
+    assert_eq!(silu["sweeps_with_previous"], false);
+    assert_eq!(row("gate")["sweeps_with_pure_previous"], false);
+    assert_eq!(e["nodes_swept"], 0);
+}
+
 /// Validate mode keeps plain mode's sweeps: the timeline marks the swept
 /// nodes (their time a share of their sweep's), and the explain counts
 /// agree with the run.

@@ -59,8 +59,12 @@ struct NodeExplain {
     /// The op before the pass, when the pass rewrote it.
     rewritten_from: Option<String>,
     inplace: bool,
-    /// Continues the fused sweep of the node before it in plain runs.
+    /// Continues the fused sweep of the node before it in plain and
+    /// validate runs.
     sweeps_with_previous: bool,
+    /// Continues a sweep that starts at the pure node before it, in plain
+    /// runs only.
+    sweeps_with_pure_previous: bool,
     inputs: Vec<String>,
     view_map: Vec<(usize, usize)>,
     destroy_map: Vec<(usize, usize)>,
@@ -99,6 +103,7 @@ fn build(graph: &Graph) -> Result<Explain> {
                 .map(|d| d.op.clone()),
             inplace: !destroy_map.is_empty(),
             sweeps_with_previous: exec.continues_sweep(position),
+            sweeps_with_pure_previous: exec.follows_head(position),
             inputs: n.inputs.iter().map(|&v| g.var(v).name.clone()).collect(),
             view_map: n.op.view_map(),
             destroy_map,
@@ -159,6 +164,9 @@ fn table(e: &Explain) -> String {
         }
         if n.sweeps_with_previous {
             rewrite.push("↑ one sweep with the node above".to_string());
+        }
+        if n.sweeps_with_pure_previous {
+            rewrite.push("↑ one sweep with the pure node above (plain runs)".to_string());
         }
         for c in n.candidates.iter().filter(|c| !c.accepted) {
             if let Some(r) = &c.refused {

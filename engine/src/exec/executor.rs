@@ -305,10 +305,21 @@ impl<'g> Executor<'g> {
     }
 
     /// Whether the node at `position` continues the fused sweep of the
-    /// node before it in runs nobody watches (`exec::fuse`; whether it
-    /// does also depends on its operands' layouts at run time).
+    /// node before it in runs nobody watches and in runs whose listeners
+    /// watch sweeps (`exec::fuse`; whether it does also depends on its
+    /// operands' layouts at run time). Not counted: a node after a pure
+    /// head, which only unwatched runs sweep ([`Executor::follows_head`]).
     pub fn continues_sweep(&self, position: usize) -> bool {
-        self.continues.get(position).copied().unwrap_or(false)
+        self.continues.get(position).copied().unwrap_or(false) && !self.follows_head(position)
+    }
+
+    /// Whether the node at `position` continues a sweep that starts at a
+    /// pure node before it (`exec::fuse::head`), which runs nobody watches
+    /// (`--mode plain`) sweep.
+    pub fn follows_head(&self, position: usize) -> bool {
+        position > 0
+            && self.continues.get(position).copied().unwrap_or(false)
+            && self.heads[position - 1].is_some()
     }
 
     /// The nodes `node` must run after in any valid order.
