@@ -121,6 +121,23 @@ pub(crate) struct Importer {
 }
 
 impl Importer {
+    /// An importer of graph `g` (the model's, or a branch's) with nothing
+    /// imported yet.
+    fn new(opset: i64, registry: OpRegistry, g: &GraphProto) -> Importer {
+        Importer {
+            opset,
+            registry,
+            values: HashMap::new(),
+            taken: HashSet::new(),
+            node_names: HashSet::new(),
+            nodes: Vec::new(),
+            params: Vec::new(),
+            consts: Vec::new(),
+            stored: BTreeMap::new(),
+            used: reads(g),
+        }
+    }
+
     fn unique(&mut self, base: &str) -> String {
         let base = sanitize(base);
         let mut name = base.clone();
@@ -419,18 +436,7 @@ impl Importer {
         own: &[(String, TypeInfo)],
         outer: &[(String, Value)],
     ) -> Result<GraphFile> {
-        let mut sub = Importer {
-            opset: self.opset,
-            registry: self.registry.clone(),
-            values: HashMap::new(),
-            taken: HashSet::new(),
-            node_names: HashSet::new(),
-            nodes: Vec::new(),
-            params: Vec::new(),
-            consts: Vec::new(),
-            stored: BTreeMap::new(),
-            used: reads(g),
-        };
+        let mut sub = Importer::new(self.opset, self.registry.clone(), g);
         let mut inputs = Vec::new();
         let declare = |sub: &mut Importer, inputs: &mut Vec<InputDecl>, name: &str, ty: TypeInfo| {
             let var = sub.unique(name);
@@ -666,18 +672,7 @@ pub fn import(model: &ModelProto, opts: &Options) -> Result<Imported> {
 pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path::Path>) -> Result<Imported> {
     let opset = default_opset(model)?;
     let g = model.graph.as_ref().ok_or(ImportError::NoGraph)?;
-    let mut imp = Importer {
-        opset,
-        registry: OpRegistry::builtin(),
-        values: HashMap::new(),
-        taken: HashSet::new(),
-        node_names: HashSet::new(),
-        nodes: Vec::new(),
-        params: Vec::new(),
-        consts: Vec::new(),
-        stored: BTreeMap::new(),
-        used: reads(g),
-    };
+    let mut imp = Importer::new(opset, OpRegistry::builtin(), g);
     let mut external = opts.model.as_deref().map(crate::external::ExternalData::new);
     for t in &g.initializer {
         let tensor = to_tensor_from(t, "initializer", external.as_mut())?;
