@@ -124,7 +124,7 @@ impl Listener for Capture {
                 },
             );
         }
-        for &n in ev.nodes {
+        for (_, &n) in ev.nodes.iter().enumerate().filter(|&(k, _)| ev.binds(k)) {
             for &v in &ev.graph.node(n).outputs {
                 self.born.insert(v, (id, version));
             }

@@ -213,6 +213,11 @@ pub fn run(
                     })
                     .count();
                 if ok >= 2 {
+                    // What both runs hold before the sweep, and the swept
+                    // input of the in-place run (a sweep that starts at a
+                    // pure node writes a fresh buffer instead).
+                    let held = ic.live_bytes() + rc.live_bytes();
+                    let input = ic.value(ig.node(n).inputs[0]).cloned();
                     match ic.step_twin(rc, ok, &mut set, &mut rcap, opts.listeners)? {
                         TwinStep::Ran { nodes, .. } => {
                             let last = rg.node(nodes[nodes.len() - 1]).outputs[0];
@@ -223,7 +228,15 @@ pub fn run(
                             st.compared += nodes.len();
                             st.exact += nodes.len();
                             st.swept += nodes.len();
-                            peak_both = peak_both.max(ic.live_bytes() + rc.live_bytes());
+                            // While the sweep ran, both runs held their
+                            // inputs and its new buffers at once.
+                            let fresh = |t: Option<&Tensor>, old: Option<&Tensor>| {
+                                t.filter(|t| old.is_none_or(|o| !o.same_buffer(t)))
+                                    .map_or(0, Tensor::nbytes)
+                            };
+                            let during =
+                                held + fresh(rc.value(last), None) + fresh(ic.value(last), input.as_ref());
+                            peak_both = peak_both.max(during).max(ic.live_bytes() + rc.live_bytes());
                             poison_released(&mut set, &sources)?;
                             continue;
                         }

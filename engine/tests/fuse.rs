@@ -211,14 +211,30 @@ fn a_pure_node_folds_into_the_node_that_overwrites_its_input() {
     assert_same(&fused, &stepped(&graph, &f));
     // `x * c` runs alone (the pure sigmoid cannot continue its sweep).
     assert_eq!(fused.stats.fused, 2);
-    // Watched, the pair runs node by node.
+    // Watched, the pair still sweeps; the listener reads the folded
+    // sigmoid's output from its summary (the output never exists), the
+    // same as the stepped run's.
     let mut watch = Summaries::new(SweepWatch::Summaries);
     let out = Executor::new(&graph)
         .unwrap()
         .run_with(&f, &mut watch, &RunOptions::default())
         .unwrap();
-    assert_eq!(out.stats.fused, 0);
+    assert_eq!((out.stats.fused, watch.swept), (2, 2));
+    assert_eq!(watch.folded, vec![true]);
     assert_same(&out, &fused);
+    let mut each = Summaries::new(SweepWatch::Summaries);
+    let opts = RunOptions {
+        node_by_node: true,
+        ..RunOptions::default()
+    };
+    Executor::new(&graph)
+        .unwrap()
+        .run_with(&f, &mut each, &opts)
+        .unwrap();
+    assert_eq!(each.seen.len(), 3);
+    for (name, seen) in &each.seen {
+        assert_same_summary(name, &watch.seen[name], seen);
+    }
 }
 
 #[test]
@@ -308,6 +324,10 @@ struct Summaries {
     watch: SweepWatch,
     seen: HashMap<String, Seen>,
     swept: usize,
+    /// Each sweep's `input` as `pre_sweep` saw it.
+    inputs: Vec<Vec<f64>>,
+    /// Each sweep's `folded`.
+    folded: Vec<bool>,
 }
 
 impl Summaries {
@@ -316,6 +336,8 @@ impl Summaries {
             watch,
             seen: HashMap::new(),
             swept: 0,
+            inputs: Vec::new(),
+            folded: Vec::new(),
         }
     }
 }
@@ -330,6 +352,10 @@ impl Listener for Summaries {
         xs.iter().for_each(|&x| acc.push(x));
         let first = xs.iter().position(|x| !x.is_finite()).map(|i| (i, xs[i]));
         self.seen.insert(ev.node.name.clone(), (acc, first));
+    }
+    fn pre_sweep(&mut self, _at: &At, ev: &SweepEvent<'_>) {
+        self.inputs.push(ev.input.to_f64_vec().unwrap());
+        self.folded.push(ev.folded);
     }
     fn post_sweep(&mut self, _at: &At, ev: &SweepEvent<'_>) {
         self.swept += ev.nodes.len();
@@ -378,10 +404,14 @@ fn a_listener_that_watches_sweeps_keeps_them() {
     for (watch, summaries) in [(SweepWatch::Edges, false), (SweepWatch::Summaries, true)] {
         let mut l = Summaries::new(watch);
         let out = exec.run_with(&f, &mut l, &RunOptions::default()).unwrap();
-        assert_eq!((out.stats.fused, l.swept), (3, 3));
-        // `mul`, pure, ran alone (post_op): a watched sweep never starts at
-        // a pure node. The swept nodes have summaries only when asked for.
-        assert_eq!(l.seen.len(), if summaries { 4 } else { 1 });
+        // The sweep starts at `x * c`, pure (the pass never overwrites a
+        // graph input): the listener reads x as the sweep's input, not the
+        // fresh buffer.
+        assert_eq!((out.stats.fused, l.swept), (4, 4));
+        assert_eq!(l.inputs, vec![f["x"].to_f64_vec().unwrap()]);
+        assert_eq!(l.folded, vec![false]);
+        // The swept nodes have summaries only when asked for.
+        assert_eq!(l.seen.len(), if summaries { 4 } else { 0 });
         assert_same(&out, &stepped(&graph, &f));
     }
 }
@@ -409,7 +439,7 @@ fn a_range_of_signed_zeros_is_the_same_swept_or_stepped() {
         ..RunOptions::default()
     };
     exec.run_with(&f, &mut stepped, &opts).unwrap();
-    assert_eq!((a.stats.fused, swept.swept), (2, 2));
+    assert_eq!((a.stats.fused, swept.swept), (3, 3));
     let mut zeros = 0;
     for (name, seen) in &stepped.seen {
         assert_same_summary(name, &swept.seen[name], seen);

@@ -113,11 +113,53 @@ fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
 fn twin_runs_that_agree_sweep_the_chain_once_and_end_as_stepped_runs_do() {
     let (pure, pass) = chain();
     let (i, t, seen) = lockstep(&pure, &pass, &feeds(false));
-    assert_eq!(seen, vec!["ran 8".to_string()]);
+    // The pure `x * c` (x is read later) starts the sweep.
+    assert_eq!(seen, vec!["ran 9".to_string()]);
     let want = stepped(&pass, &feeds(false));
     assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
     assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
     assert!(!t.outputs[0].1.same_buffer(&i.outputs[0].1));
+}
+
+/// `y = x * c`, then SiLU as the pass leaves it (`y *= sigmoid(y)`, the
+/// sigmoid pure), then `tanh`: the pure graph and the pass's.
+fn silu_chain() -> (Graph, Graph) {
+    let g = GraphBuilder::new("silu");
+    let x = g.input("x", DType::F32, &[N as i64]);
+    let c = g.constant("c", Tensor::from_vec(&[1], vec![0.75f32]).unwrap());
+    let y = x.op("mul", &[&c], Attrs::new()).unwrap();
+    let s = y.op("sigmoid", &[], Attrs::new()).unwrap();
+    let y = y
+        .op("mul", &[&s], Attrs::new())
+        .unwrap()
+        .op("tanh", &[], Attrs::new())
+        .unwrap();
+    let pure = g.build(&[&y]).unwrap();
+    let pass = inplace::run(&pure).unwrap().graph;
+    (pure, pass)
+}
+
+#[test]
+fn a_folded_pure_node_sweeps_as_twins_and_ends_as_stepped_runs_do() {
+    let (pure, pass) = silu_chain();
+    let ops: Vec<&str> = pass.nodes().iter().map(|n| n.op.name()).collect();
+    assert_eq!(ops, ["mul", "sigmoid", "mul_inplace", "tanh_inplace"]);
+    let (i, t, seen) = lockstep(&pure, &pass, &feeds(false));
+    // `x * c` steps alone (the pure sigmoid does not continue it); the
+    // sigmoid, folded, sweeps with the two nodes after it.
+    assert_eq!(seen, vec!["ran 3".to_string()]);
+    let want = stepped(&pass, &feeds(false));
+    assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
+    assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
+    // With the twin's input off in its last element, nothing is kept and
+    // each run steps to its own result.
+    let (i, t, seen) = lockstep(&pure, &pass, &feeds(true));
+    assert!(seen.iter().all(|s| s == "Differs"), "{seen:?}");
+    assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
+    assert_eq!(
+        bits(&t.outputs[0].1),
+        bits(&stepped(&pure, &feeds(true)).outputs[0].1)
+    );
 }
 
 #[test]

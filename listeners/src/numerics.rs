@@ -293,11 +293,12 @@ impl Listener for NumericsListener {
 
     fn pre_sweep(&mut self, _at: &At, ev: &SweepEvent) {
         self.settle();
-        self.sweep_input_finite = self.finite(ev.value);
+        self.sweep_input_finite = self.finite(ev.input);
     }
 
     /// Each swept node as `post_op` would judge it, from the sweep's
-    /// summaries: its input 0 is the node before's output.
+    /// summaries: its input 0 is the node before's output (after a folded
+    /// node, the sweep's input, with the folded output as operand).
     fn post_sweep(&mut self, _at: &At, ev: &SweepEvent) {
         if ev.outputs.len() != ev.nodes.len() {
             tracing::warn!(
@@ -309,7 +310,7 @@ impl Listener for NumericsListener {
         let mut input_finite = self.sweep_input_finite;
         for (k, out) in ev.outputs.iter().enumerate() {
             let node = ev.graph.node(ev.nodes[k]);
-            let mut ok = input_finite;
+            let mut ok = input_finite && (k != 1 || !ev.folded || self.sweep_input_finite);
             for &v in node.inputs.iter().skip(1).filter(|&&v| v != node.inputs[0]) {
                 ok &= ev.live.value(v).is_none_or(|t| self.finite(t));
             }

@@ -87,9 +87,12 @@ impl Listener for ViewMapValidationListener {
 
     /// A sweep keeps every node's buffers and layouts (each output is the
     /// swept value, declared destroyed), so each node is checked as
-    /// `post_op` would check it.
+    /// `post_op` would check it. Not a pure first node that writes a fresh
+    /// buffer: the sweep allocated it, and the later nodes' outputs, live
+    /// now, hold it as they should.
     fn post_sweep(&mut self, at: &At, ev: &SweepEvent) {
-        for k in 0..ev.nodes.len() {
+        let fresh = !ev.input.same_buffer(ev.value);
+        for k in (usize::from(fresh))..ev.nodes.len() {
             let inputs = ev.inputs(k);
             self.post_op(at, &ev.op_event(k, &inputs));
         }

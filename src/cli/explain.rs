@@ -62,9 +62,6 @@ struct NodeExplain {
     /// Continues the fused sweep of the node before it in plain and
     /// validate runs.
     sweeps_with_previous: bool,
-    /// Continues a sweep that starts at the pure node before it, in plain
-    /// runs only.
-    sweeps_with_pure_previous: bool,
     inputs: Vec<String>,
     view_map: Vec<(usize, usize)>,
     destroy_map: Vec<(usize, usize)>,
@@ -103,7 +100,6 @@ fn build(graph: &Graph) -> Result<Explain> {
                 .map(|d| d.op.clone()),
             inplace: !destroy_map.is_empty(),
             sweeps_with_previous: exec.continues_sweep(position),
-            sweeps_with_pure_previous: exec.follows_head(position),
             inputs: n.inputs.iter().map(|&v| g.var(v).name.clone()).collect(),
             view_map: n.op.view_map(),
             destroy_map,
@@ -164,9 +160,6 @@ fn table(e: &Explain) -> String {
         }
         if n.sweeps_with_previous {
             rewrite.push("↑ one sweep with the node above".to_string());
-        }
-        if n.sweeps_with_pure_previous {
-            rewrite.push("↑ one sweep with the pure node above (plain runs)".to_string());
         }
         for c in n.candidates.iter().filter(|c| !c.accepted) {
             if let Some(r) = &c.refused {

@@ -307,19 +307,9 @@ impl<'g> Executor<'g> {
     /// Whether the node at `position` continues the fused sweep of the
     /// node before it in runs nobody watches and in runs whose listeners
     /// watch sweeps (`exec::fuse`; whether it does also depends on its
-    /// operands' layouts at run time). Not counted: a node after a pure
-    /// head, which only unwatched runs sweep ([`Executor::follows_head`]).
+    /// operands' layouts at run time).
     pub fn continues_sweep(&self, position: usize) -> bool {
-        self.continues.get(position).copied().unwrap_or(false) && !self.follows_head(position)
-    }
-
-    /// Whether the node at `position` continues a sweep that starts at a
-    /// pure node before it (`exec::fuse::head`), which runs nobody watches
-    /// (`--mode plain`) sweep.
-    pub fn follows_head(&self, position: usize) -> bool {
-        position > 0
-            && self.continues.get(position).copied().unwrap_or(false)
-            && self.heads[position - 1].is_some()
+        self.continues.get(position).copied().unwrap_or(false)
     }
 
     /// The nodes `node` must run after in any valid order.
@@ -679,12 +669,7 @@ impl<'g> Cursor<'_, 'g> {
         if len < 2 {
             return self.step(listener);
         }
-        // A pure head writes a fresh buffer, which listeners would read as
-        // its input in `pre_sweep`: only unwatched runs start there.
         let head = exec.heads[pos];
-        if head.is_some() && self.hooks {
-            return self.step(listener);
-        }
         let g = exec.graph;
         let order = &exec.order[pos..pos + len];
         let sweep = {
@@ -705,6 +690,8 @@ impl<'g> Cursor<'_, 'g> {
                 graph: g,
                 nodes,
                 position: pos,
+                input: sweep.input(),
+                folded: sweep.folded(),
                 value,
                 outputs: &[],
                 live: &self.live,
@@ -723,6 +710,8 @@ impl<'g> Cursor<'_, 'g> {
                 graph: g,
                 nodes,
                 position: pos,
+                input: sweep.input(),
+                folded: sweep.folded(),
                 value,
                 outputs: &outputs,
                 live: &self.live,
@@ -740,10 +729,11 @@ impl<'g> Cursor<'_, 'g> {
     /// How many of the next nodes this run and `twin` (another run of the
     /// same nodes in the same order, say the pure reference of DebugMode's
     /// lockstep) can run as one twin sweep ([`Cursor::step_twin`]): 0, or
-    /// at least 2. Here each node overwrites its input 0 and is fused as a
-    /// plain run fuses it (`exec::fuse`); in `twin` each node is pure, and
-    /// the values between the nodes are read by the next node alone in
-    /// both runs and kept by neither.
+    /// at least 2. Here the nodes are fused as a plain run fuses them
+    /// (`exec::fuse`): each overwrites its input 0, but the first may be a
+    /// pure head; in `twin` each node is pure, and the values between the
+    /// nodes are read by the next node alone in both runs and kept by
+    /// neither.
     pub fn twin_span(&self, twin: &Cursor) -> usize {
         self.twin_sweeps(twin, usize::MAX).map_or(0, |(s, _)| s.len())
     }
@@ -776,7 +766,16 @@ impl<'g> Cursor<'_, 'g> {
                 && node.outputs == tnode.outputs
                 && node.outputs.len() == 1
         };
-        if twin.pos != pos || pos >= end || !fits(pos) {
+        // A pure head, the same node in both runs.
+        let head = exec.heads.get(pos).copied().flatten().filter(|_| {
+            let (node, tnode) = (g.node(exec.order[pos]), tg.node(texec.order[pos]));
+            twin_of(pos)
+                && tnode.op.name() == node.op.name()
+                && tnode.op.attrs() == node.op.attrs()
+                && tnode.inputs == node.inputs
+                && tnode.outputs == node.outputs
+        });
+        if twin.pos != pos || pos >= end || !(head.is_some() || fits(pos)) {
             return None;
         }
         let mut len = 1;
@@ -794,8 +793,8 @@ impl<'g> Cursor<'_, 'g> {
         }
         let order = &exec.order[pos..pos + len];
         let kind = |n: NodeId| g.node(n).op.pointwise();
-        let mine = crate::exec::fuse::prepare(g, kind, None, order, &self.live)?;
-        let theirs = crate::exec::fuse::prepare(tg, kind, None, order, &twin.live)?;
+        let mine = crate::exec::fuse::prepare(g, kind, head, order, &self.live)?;
+        let theirs = crate::exec::fuse::prepare_reference(tg, kind, head, order, &twin.live)?;
         (mine.len() == theirs.len()).then_some((mine, theirs))
     }
 
@@ -826,6 +825,7 @@ impl<'g> Cursor<'_, 'g> {
         let ran = mine.len();
         let nodes: Vec<NodeId> = self.exec.order[pos..pos + ran].to_vec();
         let value = mine.value().clone();
+        let (input, folded) = (mine.input().clone(), mine.folded());
         let out = {
             let _policy = buffer_pool::with_policy(twin.opts.buffers);
             Tensor::uninit(value.dtype(), value.shape())?
@@ -839,6 +839,8 @@ impl<'g> Cursor<'_, 'g> {
                 graph: g,
                 nodes: &nodes,
                 position: pos,
+                input: &input,
+                folded,
                 value: &value,
                 outputs: &[],
                 live: &self.live,
@@ -852,8 +854,10 @@ impl<'g> Cursor<'_, 'g> {
             Ok(None) | Err(_) => return Ok(TwinStep::Differs),
         };
         drop((mine, theirs));
-        for &n in &nodes {
-            self.live.set(g.node(n).outputs[0], value.clone());
+        for (k, &n) in nodes.iter().enumerate() {
+            if k > 0 || !folded {
+                self.live.set(g.node(n).outputs[0], value.clone());
+            }
         }
         twin.live.set(tg.node(nodes[ran - 1]).outputs[0], out);
         if self.hooks {
@@ -861,6 +865,8 @@ impl<'g> Cursor<'_, 'g> {
                 graph: g,
                 nodes: &nodes,
                 position: pos,
+                input: &input,
+                folded,
                 value: &value,
                 outputs: &outputs,
                 live: &self.live,

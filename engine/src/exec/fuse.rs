@@ -67,12 +67,18 @@ pub(crate) fn head(op: &dyn Op) -> Option<Pointwise> {
     })
 }
 
-/// Whether pure node `a` (head function `head`) folds into in-place node
-/// `b`: a unary function of the value `b` overwrites, which `b` takes as
-/// its operand (`x *= sigmoid(x)`).
-fn folds(head: Option<Pointwise>, a: &crate::graph::Node, b: &crate::graph::Node) -> bool {
+/// Whether pure node `a` (head function `head`) folds into node `b` (of
+/// function `fb`: the in-place node's, or in a twin sweep's reference its
+/// in-place twin's): a unary function of the value `b` overwrites, which
+/// `b` takes as its operand (`x *= sigmoid(x)`).
+fn folds(
+    head: Option<Pointwise>,
+    a: &crate::graph::Node,
+    b: &crate::graph::Node,
+    fb: Option<Pointwise>,
+) -> bool {
     matches!(head, Some(Pointwise::Unary(_)))
-        && matches!(b.op.pointwise(), Some(Pointwise::Binary(_)))
+        && matches!(fb, Some(Pointwise::Binary(_)))
         && b.inputs.len() == 2
         && b.inputs[0] == a.inputs[0]
         && b.inputs[1] == a.outputs[0]
@@ -126,7 +132,8 @@ pub(crate) fn plan(graph: &Graph, order: &[NodeId]) -> FusePlan {
             continue;
         }
         let v = a.outputs[0];
-        continues[pos] = (b.inputs.first() == Some(&v) || folds(heads[pos - 1], a, b)) && sole[v];
+        continues[pos] =
+            (b.inputs.first() == Some(&v) || folds(heads[pos - 1], a, b, b.op.pointwise())) && sole[v];
     }
     FusePlan {
         continues,
@@ -211,6 +218,40 @@ pub(crate) fn prepare<'g>(
     order: &[NodeId],
     live: &LiveValues,
 ) -> Option<Sweep<'g>> {
+    let mut sweep = build(graph, kind, head, order, live)?;
+    if sweep.steps[0].role != Role::Tile || head.is_none() {
+        return Some(sweep);
+    }
+    // An allocation that fails here fails again, and is reported, when the
+    // caller steps the node alone.
+    let fresh = Tensor::uninit(sweep.x.dtype(), sweep.x.shape()).ok()?;
+    Some(Sweep {
+        src: Some(std::mem::replace(&mut sweep.x, fresh)),
+        ..sweep
+    })
+}
+
+/// The reference side of a twin sweep ([`run_twin`]): the same steps as
+/// [`prepare`] gives the in-place side, reading the first node's input
+/// (which a twin sweep never writes) instead of writing a fresh buffer.
+pub(crate) fn prepare_reference<'g>(
+    graph: &'g Graph,
+    kind: impl Fn(NodeId) -> Option<Pointwise>,
+    head: Option<Pointwise>,
+    order: &[NodeId],
+    live: &LiveValues,
+) -> Option<Sweep<'g>> {
+    build(graph, kind, head, order, live)
+}
+
+/// [`prepare`]'s steps, sweeping the first node's input 0.
+fn build<'g>(
+    graph: &'g Graph,
+    kind: impl Fn(NodeId) -> Option<Pointwise>,
+    head: Option<Pointwise>,
+    order: &[NodeId],
+    live: &LiveValues,
+) -> Option<Sweep<'g>> {
     let first = graph.node(order[0]);
     let x = live.value(*first.inputs.first()?)?;
     if !x.is_contiguous() || !x.dtype().is_float() || x.size() == 0 {
@@ -219,7 +260,7 @@ pub(crate) fn prepare<'g>(
     // A head folded into the next node sweeps its input in place: it is
     // no head any more.
     let (head, fold) = match order.get(1) {
-        Some(&b) if folds(head, first, graph.node(b)) => (None, head),
+        Some(&b) if folds(head, first, graph.node(b), kind(b)) => (None, head),
         _ => (head, None),
     };
     let mut steps = Vec::with_capacity(order.len());
@@ -256,16 +297,10 @@ pub(crate) fn prepare<'g>(
     if steps.len() < 2 || steps[steps.len() - 1].role == Role::ToScratch {
         return None;
     }
-    let (x, src) = match head {
-        // An allocation that fails here fails again, and is reported, when
-        // the caller steps the node alone.
-        Some(_) => (Tensor::uninit(x.dtype(), x.shape()).ok()?, Some(x.clone())),
-        None => (x.clone(), None),
-    };
     Some(Sweep {
         name: &first.name,
-        x,
-        src,
+        x: x.clone(),
+        src: None,
         steps,
     })
 }
@@ -274,6 +309,18 @@ impl Sweep<'_> {
     /// The swept value: the first node's input 0, every node's output.
     pub(crate) fn value(&self) -> &Tensor {
         &self.x
+    }
+
+    /// The first node's input 0 as it reads it: the swept buffer, or with
+    /// a head, the value each tile is copied from.
+    pub(crate) fn input(&self) -> &Tensor {
+        self.src.as_ref().unwrap_or(&self.x)
+    }
+
+    /// Whether the first node is folded into the second (its output never
+    /// exists).
+    pub(crate) fn folded(&self) -> bool {
+        self.steps[0].role == Role::ToScratch
     }
 
     /// How many nodes the sweep runs.
@@ -407,15 +454,17 @@ fn summarize_tile<T: Summarize>(t: &[T], at: usize, out: &mut SweptOutput) {
     }
 }
 
-/// Runs the sweep `ins` in place beside its twin `refs` (the same nodes of
-/// another run, each with its own operands), whose last output goes to the
-/// fresh buffer `out`: tile by tile, each node's tile of one run is
-/// compared bit for bit with the other's while both are in L1. `Some`
-/// (each in-place node's output summary, with `summaries`) when every
-/// tile agreed. `None` at the first difference or failure: the in-place
-/// buffer then holds what it held before (a tile is swept only once its
-/// input agreed with the twin's bit for bit, and every swept tile is
-/// copied back from the twin's input), and the caller steps node by node.
+/// Runs the sweep `ins` beside its twin `refs` (the same nodes of another
+/// run, each with its own operands, from [`prepare_reference`]), whose last
+/// output goes to the fresh buffer `out`: tile by tile, each node's tile
+/// of one run is compared bit for bit with the other's while both are in
+/// L1. `ins` sweeps its input in place, or with a head writes its fresh
+/// buffer. `Some` (each node's output summary, with `summaries`) when
+/// every tile agreed. `None` at the first difference or failure: the
+/// in-place buffer then holds what it held before (a tile is swept only
+/// once its input agreed with the twin's bit for bit, and every swept tile
+/// is copied back from the twin's input), and the caller steps node by
+/// node.
 pub(crate) fn run_twin(
     ins: &Sweep,
     refs: &Sweep,
@@ -429,14 +478,18 @@ pub(crate) fn run_twin(
         && out.dtype() == x.dtype()
         && out.shape() == x.shape()
         && out.is_contiguous()
-        && ins.src.is_none()
         && refs.src.is_none()
         && ins.steps.len() == refs.steps.len()
-        && ins.steps.iter().zip(&refs.steps).all(|(a, b)| a.f == b.f && a.y.kind() == b.y.kind())
+        && ins
+            .steps
+            .iter()
+            .zip(&refs.steps)
+            .all(|(a, b)| a.f == b.f && a.role == b.role && a.y.kind() == b.y.kind())
         // The twin reads nothing the in-place sweep writes.
         && !refs.x.same_buffer(x)
         && !out.same_buffer(x)
         && !out.same_buffer(&refs.x)
+        && ins.src.as_ref().is_none_or(|s| !s.same_buffer(out))
         && refs.steps.iter().all(|s| s.y.tensor().is_none_or(|y| !y.same_buffer(x) && !y.same_buffer(out)));
     if !alike {
         return Ok(None);
@@ -512,16 +565,24 @@ fn twin<T: Float + VMath + Summarize>(
     let rguards = operand_guards::<T>(&refs.steps)?;
     let iops = operands(&ins.steps, &iguards);
     let rops = operands(&refs.steps, &rguards);
+    let roles: Vec<Role> = ins.steps.iter().map(|s| s.role).collect();
     let rx = refs.x.borrow_contiguous::<T>()?;
+    let src = ins.src.as_ref().map(|s| s.borrow_contiguous::<T>()).transpose()?;
     let n = iops.len();
-    let (iops, rops, rx) = (&iops[..], &rops[..], &rx[..]);
+    let (iops, rops, rx, src) = (&iops[..], &rops[..], &rx[..], src.as_deref());
+    let ops = TwinOps {
+        ins: iops,
+        refs: rops,
+        roles: &roles,
+    };
     let agreed = ins.x.write_contiguous(|buf: &mut [T]| {
         out.write_contiguous(|ob: &mut [T]| {
             let parallel = buf.len() >= PARALLEL_ELEMS && crate::parallel::intra_op();
             #[allow(clippy::type_complexity)]
             let part = |(k, ((ip, op), xp)): (usize, ((&mut [T], &mut [T]), &[T]))| {
                 let mut o = summaries.then(|| vec![SweptOutput::default(); n]);
-                let (touched, same) = twin_tiles(iops, rops, ip, op, xp, k * TASK, o.as_deref_mut());
+                let from = src.map(|s| &s[k * TASK..k * TASK + ip.len()]);
+                let (touched, same) = twin_tiles(&ops, ip, op, xp, from, k * TASK, o.as_deref_mut());
                 TwinPart {
                     touched,
                     agreed: same.then(|| o.unwrap_or_default()),
@@ -543,11 +604,14 @@ fn twin<T: Float + VMath + Summarize>(
                     .collect()
             };
             if parts.iter().any(|p| p.agreed.is_none()) {
-                // Put back every tile a part swept: its input agreed with
-                // the twin's bit for bit.
-                for (k, p) in parts.iter().enumerate() {
-                    let r = k * TASK..k * TASK + p.touched;
-                    buf[r.clone()].copy_from_slice(&rx[r]);
+                // Put back every tile a part swept in place: its input
+                // agreed with the twin's bit for bit. (A head's fresh
+                // buffer is dropped.)
+                if src.is_none() {
+                    for (k, p) in parts.iter().enumerate() {
+                        let r = k * TASK..k * TASK + p.touched;
+                        buf[r.clone()].copy_from_slice(&rx[r]);
+                    }
                 }
                 return None;
             }
@@ -574,36 +638,74 @@ fn same_bits<T: Float>(a: &[T], b: &[T]) -> bool {
     bytemuck::cast_slice::<T, u8>(a) == bytemuck::cast_slice::<T, u8>(b)
 }
 
+/// Both sides' steps of a twin sweep, and their roles (alike on both).
+struct TwinOps<'a, 'o, T> {
+    ins: &'a [(Pointwise, Option<Operand<'o, T>>)],
+    refs: &'a [(Pointwise, Option<Operand<'o, T>>)],
+    roles: &'a [Role],
+}
+
 /// Both runs' nodes over each tile of a part starting at element `at`:
-/// the in-place part `ip` is swept only where it equals the twin's input
-/// `xp`; the twin's tile is `op`, which ends with its last node's output.
-/// Returns how many leading elements of `ip` may have been written, and
-/// whether every tile agreed.
+/// the in-place part `ip` is swept only where its input (`ip` itself, or
+/// with a head, `src`) equals the twin's input `xp`; the twin's tile is
+/// `op`, which ends with its last node's output. Returns how many leading
+/// elements of `ip` may have been written, and whether every tile agreed.
 fn twin_tiles<T: Float + VMath + Summarize>(
-    iops: &[(Pointwise, Option<Operand<'_, T>>)],
-    rops: &[(Pointwise, Option<Operand<'_, T>>)],
+    ops: &TwinOps<'_, '_, T>,
     ip: &mut [T],
     op: &mut [T],
     xp: &[T],
+    src: Option<&[T]>,
     at: usize,
     mut out: Option<&mut [SweptOutput]>,
 ) -> (usize, bool) {
     let tile = (TILE_BYTES / std::mem::size_of::<T>()).max(1);
+    let scratch = if ops.roles.contains(&Role::ToScratch) {
+        tile
+    } else {
+        0
+    };
+    let (mut si, mut sr) = (vec![T::zero(); scratch], vec![T::zero(); scratch]);
     let mut start = 0;
     while start < ip.len() {
         let end = (start + tile).min(ip.len());
         let (ti, tr, tx) = (&mut ip[start..end], &mut op[start..end], &xp[start..end]);
-        if !same_bits(ti, tx) {
+        let input: &[T] = src.map_or(&*ti, |s| &s[start..end]);
+        if !same_bits(input, tx) {
             return (start, false);
         }
+        if let Some(s) = src {
+            ti.copy_from_slice(&s[start..end]);
+        }
         tr.copy_from_slice(tx);
-        for (k, (&(f, yi), &(g, yr))) in iops.iter().zip(rops).enumerate() {
-            let ok = apply_tile(f, ti, at + start, yi).is_ok() && apply_tile(g, tr, at + start, yr).is_ok();
-            if !ok || !same_bits(ti, tr) {
+        let len = ti.len();
+        let steps = ops.ins.iter().zip(ops.refs).zip(ops.roles).enumerate();
+        for (k, ((&(f, yi), &(g, yr)), &role)) in steps {
+            let (ok, a, b): (bool, &[T], &[T]) = match role {
+                Role::Tile => {
+                    let ok = apply_tile(f, ti, at + start, yi).is_ok()
+                        && apply_tile(g, tr, at + start, yr).is_ok();
+                    (ok, ti, tr)
+                }
+                Role::ToScratch => {
+                    let (a, b) = (&mut si[..len], &mut sr[..len]);
+                    a.copy_from_slice(ti);
+                    b.copy_from_slice(tr);
+                    let ok =
+                        apply_tile(f, a, at + start, yi).is_ok() && apply_tile(g, b, at + start, yr).is_ok();
+                    (ok, a, b)
+                }
+                Role::FromScratch => {
+                    let ok = apply_tile(f, ti, 0, Some(Operand::Slice(&si[..len]))).is_ok()
+                        && apply_tile(g, tr, 0, Some(Operand::Slice(&sr[..len]))).is_ok();
+                    (ok, ti, tr)
+                }
+            };
+            if !ok || !same_bits(a, b) {
                 return (end, false);
             }
             if let Some(out) = out.as_deref_mut() {
-                summarize_tile(ti, at + start, &mut out[k]);
+                summarize_tile(a, at + start, &mut out[k]);
             }
         }
         start = end;

@@ -119,8 +119,17 @@ pub struct SweepEvent<'a> {
     /// The swept nodes in order; the first runs at `position`.
     pub nodes: &'a [NodeId],
     pub position: usize,
-    /// The swept buffer: before the sweep, the first node's input 0; after
-    /// it, the last node's output (every node's output 0 is this buffer).
+    /// The first node's input 0, as it reads it: `value` itself, or, when
+    /// the first node is pure (as `sigmoid` in SiLU's `x · sigmoid(x)`),
+    /// the value the sweep reads without writing.
+    pub input: &'a Tensor,
+    /// Whether the first node is folded into the second: pure, its output
+    /// (the second node's operand) never exists, and the second overwrites
+    /// the first's input (`x *= sigmoid(x)`).
+    pub folded: bool,
+    /// The swept buffer: before the sweep, the first node's input 0 (or,
+    /// when that is not `input`, a fresh buffer); after it, the last node's
+    /// output (every node's output 0 is this buffer, but a folded node's).
     pub value: &'a Tensor,
     /// After the sweep, each node's output summary, when a listener asked
     /// for them ([`SweepWatch::Summaries`]); else empty.
@@ -131,37 +140,48 @@ pub struct SweepEvent<'a> {
 }
 
 impl SweepEvent<'_> {
-    /// The inputs of the `k`-th swept node. Input 0 is [`Self::value`]:
-    /// the right buffer and layout, but the values of the sweep's edge, not
-    /// those the node read.
+    /// Whether the `k`-th swept node's output is [`Self::value`] (a folded
+    /// node's never exists).
+    pub fn binds(&self, k: usize) -> bool {
+        k > 0 || !self.folded
+    }
+
+    /// The inputs of the `k`-th swept node. The first node's input 0 is
+    /// [`Self::input`]; a later node's is [`Self::value`]: the right
+    /// buffer and layout, but the values of the sweep's edge, not those
+    /// the node read. A folded node's output (the next node's operand) is
+    /// left out.
     pub fn inputs(&self, k: usize) -> SmallVec<[Tensor; 4]> {
         let node = self.graph.node(self.nodes[k]);
         node.inputs
             .iter()
             .enumerate()
-            .filter_map(|(i, &v)| {
-                if i == 0 {
-                    Some(self.value)
-                } else {
-                    self.live.value(v)
-                }
+            .filter_map(|(i, &v)| match i {
+                0 if k == 0 => Some(self.input),
+                0 => Some(self.value),
+                _ => self.live.value(v),
             })
             .cloned()
             .collect()
     }
 
     /// The `k`-th swept node as an op hook would see it, with `inputs` from
-    /// [`Self::inputs`] and its output [`Self::value`]: for checks of
-    /// buffers, layouts and declared maps, which a sweep keeps, not of
-    /// values.
+    /// [`Self::inputs`] and its output [`Self::value`] (none for a folded
+    /// node): for checks of buffers, layouts and declared maps, which a
+    /// sweep keeps, not of values.
     pub fn op_event<'e>(&'e self, k: usize, inputs: &'e [Tensor]) -> OpEvent<'e> {
         let node_id = self.nodes[k];
+        let outputs = if self.binds(k) {
+            std::slice::from_ref(self.value)
+        } else {
+            &[]
+        };
         OpEvent {
             graph: self.graph,
             node_id,
             node: self.graph.node(node_id),
             inputs,
-            outputs: std::slice::from_ref(self.value),
+            outputs,
             live: self.live,
         }
     }

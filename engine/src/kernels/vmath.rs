@@ -22,12 +22,13 @@
 //!   `f32::cos`), as numpy's SIMD loops fall back to scalar code for large
 //!   arguments; a vector of only such lanes skips `wide`.
 //!
-//! - `asin`, `acos`, `log1p`, `sinh` and `cosh` use `wide`'s f32x8
-//!   functions (within 2 ULP; sinh and cosh lanes at or above |x| = 88,
-//!   where `wide`'s exp overflows early, go through f64).
-//! - `atan`, `expm1` and `tan` are computed in f64 with `wide`'s `f64x4`
-//!   and rounded once (its f32 versions reach 3 and 4 ULP); tan lanes at
-//!   or above |x| = 65536 go through the scalar f64 function.
+//! - `asin`, `acos`, `sinh` and `cosh` use `wide`'s f32x8 functions
+//!   (within 2 ULP; sinh and cosh lanes at or above |x| = 88, where
+//!   `wide`'s exp overflows early, go through f64).
+//! - `atan`, `expm1`, `log1p` and `tan` are computed in f64 with `wide`'s
+//!   `f64x4` and rounded once (its f32 versions reach 3 and 4 ULP; f32
+//!   `log1p` is 3 ULP off at x = -0.39258924); tan lanes at or above
+//!   |x| = 65536 go through the scalar f64 function.
 //!
 //! - `erf`: `wide` has none, and no maintained crate vectorizes it; see
 //!   `ops/erf.rs` (two Chebyshev fits made from `libm` at first use,
@@ -231,7 +232,7 @@ fn apply8(f: MathFn, v: f32x8) -> f32x8 {
             |v| v.cosh(),
         ),
         MathFn::Expm1 => via_f64x4(v, |d| d.exp_m1()),
-        MathFn::Log1p => v.ln_1p(),
+        MathFn::Log1p => via_f64x4(v, |d| d.ln_1p()),
         MathFn::Erf => via_f64x4(v, |d| crate::kernels::erf::erf4(crate::kernels::erf::fit(), d)),
         MathFn::Gelu => gelu8(v),
     }
