@@ -62,7 +62,11 @@ impl Capture {
 }
 
 impl Listener for Capture {
-    fn pre_op(&mut self, _: &At, ev: &OpEvent) {
+    // A body's events name the body graph's ids, not the run's: skipped.
+    fn pre_op(&mut self, at: &At, ev: &OpEvent) {
+        if at.in_body {
+            return;
+        }
         let destroyed = ev.destroyed_inputs();
         self.before = ev
             .inputs
@@ -71,7 +75,10 @@ impl Listener for Capture {
             .map(|(i, t)| (t.buffer_id(), t.version(), destroyed.contains(&i)))
             .collect();
     }
-    fn post_op(&mut self, _: &At, ev: &OpEvent) {
+    fn post_op(&mut self, at: &At, ev: &OpEvent) {
+        if at.in_body {
+            return;
+        }
         for (t, &(id, version, declared)) in ev.inputs.iter().zip(&self.before) {
             if t.version() != version {
                 self.writers.insert(
@@ -130,8 +137,8 @@ impl Listener for Capture {
             }
         }
     }
-    fn value_released(&mut self, _: &At, _: &Graph, var: VarId, value: &Tensor, freed: bool) {
-        if self.keep_released && freed {
+    fn value_released(&mut self, at: &At, _: &Graph, var: VarId, value: &Tensor, freed: bool) {
+        if self.keep_released && freed && !at.in_body {
             self.released.push((var, value.clone()));
         }
     }

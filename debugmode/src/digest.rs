@@ -127,6 +127,11 @@ impl Listener for Run<'_> {
     }
 
     fn post_op(&mut self, at: &At, ev: &OpEvent) {
+        // A body's values are keyed by the body graph's ids: its control
+        // node's outputs stand for them.
+        if at.in_body {
+            return;
+        }
         if let Some(p) = at.node_index {
             self.position.insert(ev.node_id, p);
         }

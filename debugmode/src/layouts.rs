@@ -114,7 +114,12 @@ impl Watch<'_> {
 }
 
 impl Listener for Watch<'_> {
-    fn pre_op(&mut self, _: &At, ev: &OpEvent) {
+    // A body's nodes are checked through their control node's calls (the
+    // body's events name the body graph's ids, not the run's).
+    fn pre_op(&mut self, at: &At, ev: &OpEvent) {
+        if at.in_body {
+            return;
+        }
         let mut c = Copier::default();
         self.before = ev
             .inputs
@@ -124,7 +129,10 @@ impl Listener for Watch<'_> {
             .ok();
     }
 
-    fn post_op(&mut self, _: &At, ev: &OpEvent) {
+    fn post_op(&mut self, at: &At, ev: &OpEvent) {
+        if at.in_body {
+            return;
+        }
         let Some(before) = self.before.take() else { return };
         let Ok(want) = ev
             .outputs

@@ -171,8 +171,9 @@ impl Values<'_> {
 }
 
 impl Listener for Values<'_> {
-    fn pre_op(&mut self, _: &At, ev: &OpEvent) {
-        if self.base.is_none() {
+    // A body's nodes are re-run through their control node's calls.
+    fn pre_op(&mut self, at: &At, ev: &OpEvent) {
+        if self.base.is_none() || at.in_body {
             return;
         }
         self.before = if ev.node.op.destroy_map().is_empty() {
@@ -183,7 +184,10 @@ impl Listener for Values<'_> {
         };
     }
 
-    fn post_op(&mut self, _: &At, ev: &OpEvent) {
+    fn post_op(&mut self, at: &At, ev: &OpEvent) {
+        if at.in_body {
+            return;
+        }
         let g = ev.graph;
         let Some(base) = self.base else {
             for (k, t) in ev.outputs.iter().enumerate() {

@@ -533,3 +533,28 @@ fn twin_sweeps_find_what_stepping_node_by_node_finds() {
         assert_eq!(a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap(), "output {n}");
     }
 }
+
+#[test]
+fn a_scan_whose_body_runs_per_row_gives_no_findings_under_every_check() {
+    // A running sum over the rows of x (4 x 4) and each row's partial
+    // sums stacked: the body's nodes run four times under the listeners,
+    // with ids of the body graph that the run's own ids must not take in.
+    let text = r#"{"format": "vigil-graph/1", "name": "g",
+     "inputs": [{"name": "x", "dtype": "f32", "shape": [16]}],
+     "constants": [{"name": "zero", "dtype": "f32", "shape": [4], "data": [0, 0, 0, 0]}],
+     "nodes": [
+      {"name": "rows", "op": "reshape", "inputs": ["x"], "outputs": ["xs"], "attrs": {"shape": [4, 4]}},
+      {"name": "sc", "op": "scan", "inputs": ["zero", "xs"], "outputs": ["total", "ys"],
+       "attrs": {"scan_input_axes": [0], "scan_output_axes": [0],
+        "body": {"format": "vigil-graph/1",
+          "inputs": [{"name": "t", "dtype": "f32", "shape": [4]}, {"name": "r", "dtype": "f32", "shape": [4]}],
+          "nodes": [{"name": "add", "op": "add", "inputs": ["t", "r"], "outputs": ["t2"]},
+                    {"name": "e", "op": "exp", "inputs": ["t2"], "outputs": ["y"]}],
+          "outputs": ["t2", "y"]}}},
+      {"name": "sq", "op": "mul", "inputs": ["ys", "ys"], "outputs": ["out"]}],
+     "outputs": ["total", "out"]}"#;
+    let g = Graph::from_json(text, &registry()).unwrap();
+    let r = DebugMode::new(DebugConfig::all()).check(&g, &feeds(16)).unwrap();
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    assert_eq!(r.stats.compared, g.nodes().len() + 1);
+}

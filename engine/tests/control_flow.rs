@@ -175,3 +175,252 @@ fn an_error_inside_a_body_names_the_if_node_and_the_body_node() {
         assert_cause!(e, Index);
     }
 }
+
+/// `y, s = loop(M, c, x, w)`: each iteration `y = y + w` and, stacked,
+/// `s = y * y`; then `after` squares y in place. `M` and `c` are inputs
+/// (possibly empty: absent).
+const LOOP: &str = r#"{"format": "vigil-graph/1", "name": "g",
+ "inputs": [{"name": "m", "dtype": "i64", "shape": [-1]},
+            {"name": "c", "dtype": "bool", "shape": [-1]},
+            {"name": "x", "dtype": "f32", "shape": [3]},
+            {"name": "w", "dtype": "f32", "shape": [3]}],
+ "nodes": [
+  {"name": "lp", "op": "loop", "inputs": ["m", "c", "x", "w"], "outputs": ["y", "s"],
+   "attrs": {"carried": 1,
+    "body": {"format": "vigil-graph/1", "name": "body",
+      "inputs": [{"name": "i", "dtype": "i64", "shape": []},
+                 {"name": "cond", "dtype": "bool", "shape": []},
+                 {"name": "y", "dtype": "f32", "shape": [3]},
+                 {"name": "w", "dtype": "f32", "shape": [3]}],
+      "nodes": [{"name": "add", "op": "add", "inputs": ["y", "w"], "outputs": ["y2"]},
+                {"name": "sq", "op": "mul", "inputs": ["y2", "y2"], "outputs": ["s"]}],
+      "outputs": ["cond", "y2", "s"]}}},
+  {"name": "after", "op": "mul_inplace", "inputs": ["y", "y"], "outputs": ["yy"]}],
+ "outputs": ["yy", "s"]}"#;
+
+fn loop_feeds(m: Option<i64>, c: Option<bool>, x: &Tensor, w: &Tensor) -> HashMap<String, Tensor> {
+    [
+        (
+            "m".to_string(),
+            Tensor::from_vec(&[m.iter().count()], m.into_iter().collect()).unwrap(),
+        ),
+        (
+            "c".to_string(),
+            Tensor::from_vec(&[c.iter().count()], c.into_iter().collect()).unwrap(),
+        ),
+        ("x".to_string(), x.clone()),
+        ("w".to_string(), w.clone()),
+    ]
+    .into_iter()
+    .collect()
+}
+
+#[test]
+fn loop_carries_its_values_and_stacks_its_scan_outputs() {
+    let g = Graph::from_json(LOOP, &OpRegistry::builtin()).unwrap();
+    assert_eq!(g.var(g.outputs()[1]).ty.shape, Some(vec![-1, 3]));
+    let (x, w) = (f32s(&[1., 2., 3.]), f32s(&[10., 20., 30.]));
+    let exec = Executor::new(&g).unwrap();
+    let out = exec.run(&loop_feeds(Some(3), None, &x, &w)).unwrap().outputs;
+    // Written out: y1 = x + w, y2 = y1 + w, y3 = y2 + w.
+    let (xs, ws) = (vals(&x), vals(&w));
+    let ys: Vec<Vec<f32>> = (1..=3)
+        .map(|k| xs.iter().zip(&ws).map(|(a, b)| a + k as f32 * b).collect())
+        .collect();
+    let y3_sq: Vec<f32> = ys[2].iter().map(|v| v * v).collect();
+    assert_eq!(vals(&out[0].1), y3_sq);
+    assert_eq!(out[1].1.shape(), [3, 3]);
+    let stacked: Vec<f32> = ys.iter().flat_map(|y| y.iter().map(|v| v * v)).collect();
+    assert_eq!(vals(&out[1].1), stacked);
+    // A false condition runs no iteration: y is x (a copy, which the
+    // in-place square after the node may overwrite) and s is empty.
+    let out = exec
+        .run(&loop_feeds(Some(3), Some(false), &x, &w))
+        .unwrap()
+        .outputs;
+    assert_eq!(vals(&out[0].1), [1., 4., 9.]);
+    assert_eq!(out[1].1.shape(), [0, 3]);
+    assert_eq!(vals(&x), [1., 2., 3.]);
+    // So does a trip count of 0.
+    let out = exec
+        .run(&loop_feeds(Some(0), Some(true), &x, &w))
+        .unwrap()
+        .outputs;
+    assert_eq!(vals(&out[0].1), [1., 4., 9.]);
+    assert_eq!(vals(&x), [1., 2., 3.]);
+}
+
+#[test]
+fn loop_stops_when_its_body_says_so() {
+    // No trip count: the body's condition `i < 2` ends the loop after the
+    // iteration where it turns false (three iterations).
+    let text = LOOP
+        .replace(
+            r#"{"name": "sq", "op": "mul", "inputs": ["y2", "y2"], "outputs": ["s"]}"#,
+            r#"{"name": "sq", "op": "mul", "inputs": ["y2", "y2"], "outputs": ["s"]},
+               {"name": "lt", "op": "lt", "inputs": ["i", "two"], "outputs": ["go"]}"#,
+        )
+        .replace(
+            r#""outputs": ["cond", "y2", "s"]"#,
+            r#""outputs": ["go", "y2", "s"]"#,
+        )
+        .replace(
+            r#""name": "body","#,
+            r#""name": "body", "constants": [{"name": "two", "dtype": "i64", "shape": [], "data": [2]}],"#,
+        );
+    let g = Graph::from_json(&text, &OpRegistry::builtin()).unwrap();
+    let (x, w) = (f32s(&[0., 0., 0.]), f32s(&[1., 1., 1.]));
+    let out = Executor::new(&g)
+        .unwrap()
+        .run(&loop_feeds(None, None, &x, &w))
+        .unwrap()
+        .outputs;
+    assert_eq!(out[1].1.shape(), [3, 3]);
+    assert_eq!(vals(&out[0].1), [9., 9., 9.]);
+}
+
+#[test]
+fn a_listener_sees_the_loop_body_nodes_in_every_iteration() {
+    let g = Graph::from_json(LOOP, &OpRegistry::builtin()).unwrap();
+    let (x, w) = (f32s(&[1., 2., 3.]), f32s(&[10., 20., 30.]));
+    let f = loop_feeds(Some(2), Some(true), &x, &w);
+    let mut seen = Seen::default();
+    let out = Executor::new(&g)
+        .unwrap()
+        .run_with(&f, &mut seen, &RunOptions::default())
+        .unwrap();
+    assert_eq!(
+        seen.nodes,
+        [
+            "lp/body/add",
+            "lp/body/sq",
+            "lp/body/add",
+            "lp/body/sq",
+            "lp",
+            "after"
+        ]
+    );
+    assert_eq!(seen.runs, 1);
+    let plain = Executor::new(&g).unwrap().run(&f).unwrap();
+    for (a, b) in out.outputs.iter().zip(&plain.outputs) {
+        assert_eq!(vals(&a.1), vals(&b.1));
+    }
+    // The body round-trips through JSON, its names prefixed once.
+    let again = Graph::from_json(&g.to_json().unwrap(), &OpRegistry::builtin()).unwrap();
+    let mut seen = Seen::default();
+    Executor::new(&again)
+        .unwrap()
+        .run_with(&f, &mut seen, &RunOptions::default())
+        .unwrap();
+    assert_eq!(seen.nodes[0], "lp/body/add");
+}
+
+#[test]
+fn an_error_inside_a_loop_body_names_the_loop_node_and_the_body_node() {
+    // The body gathers x at the iteration number: out of range once i
+    // reaches 3.
+    let text = r#"{"format": "vigil-graph/1",
+     "inputs": [{"name": "m", "dtype": "i64", "shape": []},
+                {"name": "x", "dtype": "f32", "shape": [3]}],
+     "nodes": [{"name": "lp", "op": "loop", "inputs": ["m", "t", "x"], "outputs": ["s"],
+       "attrs": {"carried": 0,
+        "body": {"format": "vigil-graph/1",
+          "inputs": [{"name": "i", "dtype": "i64", "shape": []}, {"name": "c", "dtype": "bool", "shape": []},
+                     {"name": "x", "dtype": "f32", "shape": [3]}],
+          "nodes": [{"name": "g", "op": "gather", "inputs": ["x", "i"], "outputs": ["s"]}],
+          "outputs": ["c", "s"]}}}],
+     "constants": [{"name": "t", "dtype": "bool", "shape": [], "data": [true]}],
+     "outputs": ["s"]}"#;
+    let g = Graph::from_json(text, &OpRegistry::builtin()).unwrap();
+    let x = f32s(&[1., 2., 3.]);
+    let run = |m: i64, listen: bool| {
+        let f: HashMap<String, Tensor> = [
+            ("m".to_string(), Tensor::from_vec(&[], vec![m]).unwrap()),
+            ("x".to_string(), x.clone()),
+        ]
+        .into_iter()
+        .collect();
+        let exec = Executor::new(&g).unwrap();
+        if listen {
+            exec.run_with(&f, &mut Seen::default(), &RunOptions::default())
+        } else {
+            exec.run(&f)
+        }
+    };
+    assert_eq!(vals(&run(3, false).unwrap().outputs[0].1), [1., 2., 3.]);
+    for listen in [false, true] {
+        let Err(e) = run(4, listen) else {
+            panic!("an out-of-range gather ran")
+        };
+        assert!(e.to_string().contains("lp/body/g"), "{e}");
+        assert_cause!(e, Index);
+    }
+}
+
+/// `total, ys = scan(init, xs)` over the rows of xs, last row first:
+/// `total = total + x`, and `y = total` stacked along axis 1 in reverse.
+const SCAN: &str = r#"{"format": "vigil-graph/1", "name": "g",
+ "inputs": [{"name": "init", "dtype": "f32", "shape": [2]},
+            {"name": "xs", "dtype": "f32", "shape": [3, 2]}],
+ "nodes": [
+  {"name": "sc", "op": "scan", "inputs": ["init", "xs"], "outputs": ["total", "ys"],
+   "attrs": {"scan_input_axes": [0], "scan_input_directions": [1],
+             "scan_output_axes": [1], "scan_output_directions": [1],
+    "body": {"format": "vigil-graph/1", "name": "body",
+      "inputs": [{"name": "t", "dtype": "f32", "shape": [2]}, {"name": "x", "dtype": "f32", "shape": [2]}],
+      "nodes": [{"name": "add", "op": "add", "inputs": ["t", "x"], "outputs": ["t2"]},
+                {"name": "y", "op": "copy", "inputs": ["t2"], "outputs": ["y"]}],
+      "outputs": ["t2", "y"]}}}],
+ "outputs": ["total", "ys"]}"#;
+
+#[test]
+fn scan_slices_its_inputs_and_stacks_its_outputs_in_the_directions_asked() {
+    let g = Graph::from_json(SCAN, &OpRegistry::builtin()).unwrap();
+    assert_eq!(g.var(g.outputs()[1]).ty.shape, Some(vec![2, 3]));
+    let init = f32s(&[0., 0.]);
+    let xs = Tensor::from_vec(&[3, 2], vec![1f32, 2., 10., 20., 100., 200.]).unwrap();
+    let f: HashMap<String, Tensor> = [("init".to_string(), init), ("xs".to_string(), xs)]
+        .into_iter()
+        .collect();
+    let mut seen = Seen::default();
+    let out = Executor::new(&g)
+        .unwrap()
+        .run_with(&f, &mut seen, &RunOptions::default())
+        .unwrap()
+        .outputs;
+    assert_eq!(vals(&out[0].1), [111., 222.]);
+    // Rows taken last first: totals 100, 110, 111 (and 200, 220, 222);
+    // stacked in reverse along axis 1.
+    assert_eq!(out[1].1.shape(), [2, 3]);
+    assert_eq!(vals(&out[1].1), [111., 110., 100., 222., 220., 200.]);
+    assert_eq!(seen.nodes.len(), 3 * 2 + 1);
+    assert_eq!(seen.nodes[0], "sc/body/add");
+    let plain = Executor::new(&g).unwrap().run(&f).unwrap().outputs;
+    assert_eq!(vals(&plain[1].1), vals(&out[1].1));
+}
+
+#[test]
+fn bad_loops_and_scans_are_refused() {
+    let no_carried = LOOP.replace(r#""carried": 1,"#, "");
+    let e = Graph::from_json(&no_carried, &OpRegistry::builtin()).unwrap_err();
+    assert_cause!(e, Attr, "carried");
+    let too_many = LOOP.replace(r#""carried": 1,"#, r#""carried": 3,"#);
+    let e = Graph::from_json(&too_many, &OpRegistry::builtin()).unwrap_err();
+    assert_cause!(e, Attr, "lp");
+    let no_axes = SCAN.replace(r#""scan_input_axes": [0], "scan_input_directions": [1],"#, "");
+    let e = Graph::from_json(&no_axes, &OpRegistry::builtin()).unwrap_err();
+    assert_cause!(e, Attr, "scan_input_axes");
+    let bad_direction = SCAN.replace(
+        r#""scan_output_directions": [1]"#,
+        r#""scan_output_directions": [2]"#,
+    );
+    let e = Graph::from_json(&bad_direction, &OpRegistry::builtin()).unwrap_err();
+    assert_cause!(e, Attr, "scan_output_directions");
+    // Rows of the wrong length for the body's state.
+    let wide = SCAN.replace(
+        r#"{"name": "xs", "dtype": "f32", "shape": [3, 2]}"#,
+        r#"{"name": "xs", "dtype": "f32", "shape": [3, 4]}"#,
+    );
+    let e = Graph::from_json(&wide, &OpRegistry::builtin()).unwrap_err();
+    assert_cause!(e, DType, "sc");
+}

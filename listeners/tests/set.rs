@@ -262,6 +262,7 @@ fn a_finding_repeated_across_training_iterations_is_folded_with_its_first_and_la
                 iteration,
                 operation: vigil_engine::exec::Operation::Training,
                 node_index: None,
+                in_body: false,
             };
             let opts = vigil_engine::RunOptions {
                 at,

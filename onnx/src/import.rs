@@ -234,6 +234,7 @@ impl Importer {
         for v in inputs {
             self.materialize(v);
         }
+        let mut fed = fed_results(made.as_ref(), inputs, &node.name).into_iter();
         let vars: Vec<String> = outs.iter().map(|o| self.unique(o)).collect();
         let mut name = node.name.clone();
         let mut k = 1;
@@ -267,7 +268,7 @@ impl Importer {
                     ty,
                     constant: None,
                     source: false,
-                    fed: None,
+                    fed: fed.next().flatten(),
                 }
             })
             .collect())
@@ -410,6 +411,35 @@ pub(crate) fn free_names(g: &GraphProto) -> Vec<String> {
     free
 }
 
+/// Known inputs up to this many elements carry a data set's value through
+/// an op (shape arithmetic on a fed input is small).
+const FED_LIMIT: usize = 4096;
+
+/// What `op` gives on `inputs` when one of them is known only from the
+/// data set ([`Value::fed`]) and all are known and small: the outputs'
+/// values for that data set (`None` past [`FOLD_LIMIT`]), so that shape
+/// arithmetic on a fed input folds as on a constant. Empty otherwise, or
+/// when the op fails (the run reports that).
+fn fed_results(op: &dyn vigil_engine::Op, inputs: &[Value], node: &str) -> Vec<Option<Tensor>> {
+    if !inputs.iter().any(|v| v.fed.is_some()) {
+        return Vec::new();
+    }
+    let known: Option<Vec<Tensor>> = inputs
+        .iter()
+        .map(|v| v.known().filter(|t| t.size() <= FED_LIMIT).cloned())
+        .collect();
+    let Some(known) = known else {
+        return Vec::new();
+    };
+    match op.compute(&known, &mut OpCtx::new(node)) {
+        Ok(outs) => outs
+            .into_iter()
+            .map(|t| (t.size() <= FOLD_LIMIT).then(|| t.to_contiguous().ok()).flatten())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Outer constants up to this many elements are copied into a body that
 /// reads them (so that they fold there); larger ones, and every value
 /// computed at run time, become the body's inputs.
@@ -438,7 +468,11 @@ impl Importer {
     ) -> Result<GraphFile> {
         let mut sub = Importer::new(self.opset, self.registry.clone(), g);
         let mut inputs = Vec::new();
-        let declare = |sub: &mut Importer, inputs: &mut Vec<InputDecl>, name: &str, ty: TypeInfo| {
+        let declare = |sub: &mut Importer,
+                       inputs: &mut Vec<InputDecl>,
+                       name: &str,
+                       ty: TypeInfo,
+                       fed: Option<Tensor>| {
             let var = sub.unique(name);
             inputs.push(InputDecl {
                 name: var.clone(),
@@ -454,16 +488,18 @@ impl Importer {
                     ty,
                     constant: None,
                     source: true,
-                    fed: None,
+                    fed,
                 },
             );
         };
         for (name, ty) in own {
-            declare(&mut sub, &mut inputs, name, ty.clone());
+            declare(&mut sub, &mut inputs, name, ty.clone(), None);
         }
         for (name, v) in outer {
             if captured_as_input(v) {
-                declare(&mut sub, &mut inputs, name, v.ty.clone());
+                // The data set's value goes in with it: shape arithmetic
+                // inside folds as outside.
+                declare(&mut sub, &mut inputs, name, v.ty.clone(), v.fed.clone());
             } else if let Some(t) = &v.constant {
                 let c = sub.constant(name, t.clone());
                 sub.bind(name, c);
@@ -579,7 +615,7 @@ impl NodeCtx<'_> {
     }
 }
 
-fn value_type(v: &ValueInfoProto) -> Result<TypeInfo> {
+pub(crate) fn value_type(v: &ValueInfoProto) -> Result<TypeInfo> {
     let bad = |msg: &str| ImportError::BadValue {
         name: v.name.clone(),
         msg: msg.to_string(),

@@ -1,7 +1,8 @@
-//! If on small models built in Rust: both branches become body graphs of
-//! one `if` node, the outer values they read become its inputs, a
-//! condition known at import time inlines its branch, and the imported
-//! case runs the branch its condition picks.
+//! If, Loop and Scan on small models built in Rust: each subgraph becomes
+//! a body graph of one node, the outer values it reads become the node's
+//! inputs, a condition known at import time inlines its branch, and the
+//! imported case runs as ONNX says. A data set's input values reach the
+//! shape arithmetic inside a body.
 
 use vigil_engine::{DType, Tensor};
 use vigil_onnx::{import, Options};
@@ -216,4 +217,215 @@ fn a_branch_reading_an_undefined_name_is_refused() {
     let e = import(&round_trip(&m), &Options::default()).unwrap_err();
     assert!(matches!(e, vigil_onnx::ImportError::UndefinedInput { .. }), "{e}");
     assert!(e.to_string().contains("nowhere"), "{e}");
+}
+
+/// `y, ys = Loop(M, "", y0)` with body `(i, c, y) -> (c, y + nx, y + nx)`,
+/// `nx = Neg(x)` computed outside (a captured run-time value).
+fn loop_model() -> onnx_protobuf::ModelProto {
+    let body = graph(
+        "body",
+        vec![
+            node("Identity", "keep", &["c_in"], &["c_out"], vec![]),
+            node("Add", "add", &["y_in", "nx"], &["y_out"], vec![]),
+            node("Identity", "scan", &["y_out"], &["s_out"], vec![]),
+        ],
+        vec![
+            value("i", DType::I64, &[]),
+            value("c_in", DType::Bool, &[]),
+            value("y_in", DType::F32, &[2]),
+        ],
+        vec![],
+        vec![
+            value("c_out", DType::Bool, &[]),
+            value("y_out", DType::F32, &[2]),
+            value("s_out", DType::F32, &[2]),
+        ],
+    );
+    model(
+        16,
+        vec![
+            node("Neg", "neg", &["x"], &["nx"], vec![]),
+            node(
+                "Loop",
+                "lp",
+                &["m", "", "y0"],
+                &["y", "ys"],
+                vec![("body", A::G(Box::new(body)))],
+            ),
+        ],
+        vec![
+            value("m", DType::I64, &[]),
+            value("x", DType::F32, &[2]),
+            value("y0", DType::F32, &[2]),
+        ],
+        vec![],
+        vec![value("y", DType::F32, &[2]), value("ys", DType::F32, &[-1, 2])],
+    )
+}
+
+#[test]
+fn loop_imports_as_one_node_carrying_its_values() {
+    let m = loop_model();
+    let imported = import(&round_trip(&m), &Options::default()).unwrap();
+    let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
+    assert_eq!(ops, ["neg", "loop"]);
+    let lp = &imported.file.nodes[1];
+    // M, the absent cond (an empty constant), y0, then the captured nx.
+    assert_eq!(lp.inputs.len(), 4);
+    assert_eq!(lp.inputs[3], "nx");
+    assert_eq!(lp.attrs.i64("carried").unwrap(), Some(1));
+    assert_eq!(imported.values[&lp.inputs[1]].shape(), [0]);
+    let x = f32s(&[2], &[1., 2.]);
+    let y0 = f32s(&[2], &[10., 20.]);
+    let m3 = Tensor::from_vec(&[], vec![3i64]).unwrap();
+    let out = run(&m, &[("m", m3), ("x", x.clone()), ("y0", y0.clone())]);
+    // Written out: y0 - x, y0 - 2x, y0 - 3x.
+    assert_eq!(vals(&out[0].1), [7., 14.]);
+    assert_eq!(out[1].1.shape(), [3, 2]);
+    assert_eq!(vals(&out[1].1), [9., 18., 8., 16., 7., 14.]);
+    let m0 = Tensor::from_vec(&[], vec![0i64]).unwrap();
+    let out = run(&m, &[("m", m0), ("x", x), ("y0", y0)]);
+    assert_eq!(vals(&out[0].1), [10., 20.]);
+    assert_eq!(out[1].1.shape(), [0, 2]);
+}
+
+/// `total, ys = Scan(init, xs)` over the columns of xs (axis 1), last
+/// column first, `ys` stacked in reverse.
+fn scan_model(opset: i64) -> onnx_protobuf::ModelProto {
+    let body = graph(
+        "body",
+        vec![
+            node("Add", "add", &["t_in", "x"], &["t_out"], vec![]),
+            node("Identity", "y", &["t_out"], &["y"], vec![]),
+        ],
+        vec![value("t_in", DType::F32, &[2]), value("x", DType::F32, &[2])],
+        vec![],
+        vec![value("t_out", DType::F32, &[2]), value("y", DType::F32, &[2])],
+    );
+    model(
+        opset,
+        vec![node(
+            "Scan",
+            "sc",
+            &["init", "xs"],
+            &["total", "ys"],
+            vec![
+                ("body", A::G(Box::new(body))),
+                ("num_scan_inputs", A::I(1)),
+                ("scan_input_axes", A::Ints(vec![1])),
+                ("scan_input_directions", A::Ints(vec![1])),
+                ("scan_output_directions", A::Ints(vec![1])),
+            ],
+        )],
+        vec![value("init", DType::F32, &[2]), value("xs", DType::F32, &[2, 3])],
+        vec![],
+        vec![value("total", DType::F32, &[2]), value("ys", DType::F32, &[3, 2])],
+    )
+}
+
+#[test]
+fn scan_imports_with_every_axis_and_direction() {
+    let m = scan_model(11);
+    let imported = import(&round_trip(&m), &Options::default()).unwrap();
+    let sc = &imported.file.nodes[0];
+    assert_eq!(sc.op, "scan");
+    assert_eq!(sc.attrs.i64_list("scan_input_axes").unwrap(), Some(vec![1]));
+    assert_eq!(sc.attrs.i64_list("scan_output_axes").unwrap(), Some(vec![0]));
+    assert_eq!(
+        sc.attrs.i64_list("scan_output_directions").unwrap(),
+        Some(vec![1])
+    );
+    let init = f32s(&[2], &[0., 0.]);
+    let xs = f32s(&[2, 3], &[1., 10., 100., 2., 20., 200.]);
+    let out = run(&m, &[("init", init), ("xs", xs)]);
+    assert_eq!(vals(&out[0].1), [111., 222.]);
+    // Columns last first: totals (100, 200), (110, 220), (111, 222),
+    // stacked in reverse.
+    assert_eq!(vals(&out[1].1), [111., 222., 110., 220., 100., 200.]);
+}
+
+#[test]
+fn scan_before_opset_9_is_refused() {
+    let e = import(&round_trip(&scan_model(8)), &Options::default()).unwrap_err();
+    assert!(matches!(e, vigil_onnx::ImportError::Unsupported { .. }), "{e}");
+    assert!(e.to_string().contains("sc"), "{e}");
+}
+
+/// `z = If(c)` with both branches `ConstantOfShape(n + 1)`: the shape is
+/// a graph input, known only from the data set, read inside a body.
+fn shape_in_branch_model() -> onnx_protobuf::ModelProto {
+    let branch = |name: &str, v: f32| {
+        graph(
+            name,
+            vec![node(
+                "ConstantOfShape",
+                "fill",
+                &["n1"],
+                &["z"],
+                vec![("value", A::T(Box::new(tensor("v", &f32s(&[1], &[v])))))],
+            )],
+            vec![],
+            vec![],
+            vec![value("z", DType::F32, &[-1])],
+        )
+    };
+    model(
+        13,
+        vec![
+            node("Add", "inc", &["n", "one"], &["n1"], vec![]),
+            node(
+                "If",
+                "pick",
+                &["c"],
+                &["z"],
+                vec![
+                    ("then_branch", A::G(Box::new(branch("t", 1.)))),
+                    ("else_branch", A::G(Box::new(branch("e", 2.)))),
+                ],
+            ),
+        ],
+        vec![value("c", DType::Bool, &[]), value("n", DType::I64, &[1])],
+        vec![tensor("one", &Tensor::from_i64s(&[1]))],
+        vec![value("z", DType::F32, &[-1])],
+    )
+}
+
+#[test]
+fn a_data_sets_value_reaches_shape_arithmetic_inside_a_body() {
+    use onnx_protobuf::Message;
+    let m = round_trip(&shape_in_branch_model());
+    let e = import(&m, &Options::default()).unwrap_err();
+    assert!(matches!(e, vigil_onnx::ImportError::Unsupported { .. }), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let c = tensor("c", &cond(false));
+    let n = tensor("n", &Tensor::from_i64s(&[3]));
+    std::fs::write(dir.path().join("input_0.pb"), c.write_to_bytes().unwrap()).unwrap();
+    std::fs::write(dir.path().join("input_1.pb"), n.write_to_bytes().unwrap()).unwrap();
+    let z = tensor("z", &f32s(&[4], &[2.; 4]));
+    std::fs::write(dir.path().join("output_0.pb"), z.write_to_bytes().unwrap()).unwrap();
+    // n + 1 is computed by a node that still reads n, and its value for
+    // this data set is known inside both branches.
+    let imported = vigil_onnx::import_with(&m, &Options::default(), Some(dir.path())).unwrap();
+    let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
+    assert_eq!(ops, ["add", "if"]);
+    let case = dir.path().join("case");
+    vigil_onnx::write_case(
+        &imported,
+        &vigil_onnx::InputSource::DataSet(dir.path().into()),
+        &case,
+    )
+    .unwrap();
+    let g = vigil_engine::Graph::load(case.join("graph.json"), &vigil_engine::OpRegistry::builtin()).unwrap();
+    let feeds = [
+        ("c".to_string(), cond(false)),
+        ("n".to_string(), Tensor::from_i64s(&[3])),
+    ]
+    .into_iter()
+    .collect();
+    let out = vigil_engine::Executor::new(&g)
+        .unwrap()
+        .run(&feeds)
+        .unwrap()
+        .outputs;
+    assert_eq!(vals(&out[0].1), [2., 2., 2., 2.]);
 }

@@ -968,7 +968,10 @@ impl<'g> Cursor<'_, 'g> {
         // A control node's bodies run under this run's listeners.
         let outputs = match control_of(node.op.as_ref()).filter(|_| self.hooks) {
             Some(ctl) => {
-                let body_at = self.opts.at;
+                let body_at = At {
+                    in_body: true,
+                    ..self.opts.at
+                };
                 ctl.run(&inputs, &mut |body, feeds| {
                     run_body(body, feeds, listener, body_at)
                 })

@@ -29,6 +29,10 @@ pub struct At {
     pub operation: Operation,
     /// Position of the current node in the execution order, for op hooks.
     pub node_index: Option<usize>,
+    /// The event comes from a control node's body (`if`, `loop`, `scan`):
+    /// its node and variable ids are the body graph's (`OpEvent::graph`),
+    /// not the run's, so a listener keyed by the run's ids skips it.
+    pub in_body: bool,
 }
 
 impl At {

@@ -5,25 +5,39 @@
 //! every read, and a body is an ordinary [`Graph`] (validated, typed).
 //!
 //! - `if(cond, captured…)`: `then_branch` when the one-element bool `cond`
-//!   is true, else `else_branch`. Both branches take the captured values as
-//!   their inputs, in order, and give the node's outputs.
+//!   is true, else `else_branch` ([`If`]).
+//! - `loop(M, cond, v…, captured…)`: `body` run while the trip count and
+//!   the condition allow, carrying `v` from one iteration to the next and
+//!   stacking its other outputs ([`Loop`]).
+//! - `scan(state…, xs…, captured…)`: `body` run once per slice of the
+//!   scan inputs, carrying the state and stacking its other outputs
+//!   ([`Scan`]).
 //!
 //! The graph loader builds these nodes ([`make`]), not an [`OpRegistry`]:
 //! their bodies are graph files inside the node's attrs, built with the
 //! loader's registry, and each body node is named after the outer node
-//! (`If_1/then_branch/Add_3`), so a finding inside a body names both.
+//! (`If_1/then_branch/Add_3`, `Loop_0/body/Add`), so a finding inside a
+//! body names both.
 //!
-//! A control op's `compute` runs the chosen body node by node with no
-//! listener; the executor instead runs it through [`Control::run`] with its
-//! own listeners, so each body node is checked as an outer node is.
+//! A control op's `compute` runs its bodies node by node with no listener;
+//! the executor instead runs it through [`Control::run`] with its own
+//! listeners, so each body node is checked as an outer node is, in every
+//! iteration.
+
+mod if_op;
+mod loop_op;
+mod scan;
+
+pub use if_op::If;
+pub use loop_op::Loop;
+pub use scan::Scan;
 
 use std::sync::Arc;
 
-use crate::dtype::DType;
-use crate::error::{dtype_err, Error, Result};
+use crate::error::{attr_err, dtype_err, shape_err, Error, Result};
 use crate::graph::{Graph, GraphFile};
-use crate::ops::{Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
-use crate::tensor::Tensor;
+use crate::ops::{Attrs, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::tensor::{IndexSpec, Tensor};
 
 /// Runs one body on its inputs and gives its outputs: what a control op
 /// asks of whoever runs it (a plain loop, or the executor with listeners).
@@ -37,11 +51,18 @@ pub trait Control: Op {
 
 /// The control op behind `op`, if it is one.
 pub fn control_of(op: &dyn Op) -> Option<&dyn Control> {
-    op.as_control()?.downcast_ref::<If>().map(|c| c as &dyn Control)
+    let any = op.as_control()?;
+    if let Some(c) = any.downcast_ref::<If>() {
+        return Some(c);
+    }
+    if let Some(c) = any.downcast_ref::<Loop>() {
+        return Some(c);
+    }
+    any.downcast_ref::<Scan>().map(|c| c as &dyn Control)
 }
 
 /// The op names [`make`] builds.
-pub const CONTROL_OPS: &[&str] = &["if"];
+pub const CONTROL_OPS: &[&str] = &["if", "loop", "scan"];
 
 /// Makes node `node`'s op `op` from `attrs`: a control op when `op` names
 /// one (its bodies built with `registry`), else `registry`'s op.
@@ -52,6 +73,19 @@ pub fn make(registry: &OpRegistry, node: &str, op: &str, attrs: &Attrs) -> Resul
             let then_branch = Body::from_attr(registry, node, attrs, "then_branch")?;
             let else_branch = Body::from_attr(registry, node, attrs, "else_branch")?;
             Ok(Arc::new(If::new(then_branch, else_branch)?))
+        }
+        "loop" => {
+            attrs.only("loop", &["body", "carried"])?;
+            let body = Body::from_attr(registry, node, attrs, "body")?;
+            let carried = attrs
+                .i64("carried")?
+                .ok_or_else(|| Error::Attr("attr 'carried' is required".into()))?;
+            Ok(Arc::new(Loop::new(body, count("carried", carried)?)?))
+        }
+        "scan" => {
+            attrs.only("scan", &scan::ATTRS)?;
+            let body = Body::from_attr(registry, node, attrs, "body")?;
+            Ok(Arc::new(Scan::from_attrs(body, attrs)?))
         }
         _ => registry.make(op, attrs),
     }
@@ -64,8 +98,8 @@ pub fn make(registry: &OpRegistry, node: &str, op: &str, attrs: &Attrs) -> Resul
 pub struct Body {
     file: GraphFile,
     registry: OpRegistry,
-    inputs: Vec<TypeInfo>,
-    outputs: Vec<TypeInfo>,
+    pub(crate) inputs: Vec<TypeInfo>,
+    pub(crate) outputs: Vec<TypeInfo>,
 }
 
 impl std::fmt::Debug for Body {
@@ -107,20 +141,15 @@ impl Body {
     }
 
     /// The attr value: the graph file.
-    fn attr(&self) -> serde_json::Value {
+    pub(crate) fn attr(&self) -> serde_json::Value {
         serde_json::to_value(&self.file).unwrap_or_default()
     }
 }
 
-/// What two bodies' outputs have in common: the dtype must agree; a dim
-/// they disagree on is unknown, and so is the rank if that differs.
-fn join(a: &TypeInfo, b: &TypeInfo, k: usize) -> Result<TypeInfo> {
-    if a.dtype != b.dtype {
-        return dtype_err(format!(
-            "op 'if': output {k} is {} in then_branch and {} in else_branch",
-            a.dtype, b.dtype
-        ));
-    }
+/// What two types of one value have in common (a body's output and the
+/// value it stands for): a dim they disagree on is unknown, and so is the
+/// rank if that differs. The dtypes are the caller's to check.
+pub(crate) fn join_shapes(a: &TypeInfo, b: &TypeInfo) -> TypeInfo {
     let shape = match (&a.shape, &b.shape) {
         (Some(x), Some(y)) if x.len() == y.len() => Some(
             x.iter()
@@ -130,11 +159,11 @@ fn join(a: &TypeInfo, b: &TypeInfo, k: usize) -> Result<TypeInfo> {
         ),
         _ => None,
     };
-    Ok(TypeInfo::new(a.dtype, shape))
+    TypeInfo::new(a.dtype, shape)
 }
 
 /// Checks `inputs` against a body's declared inputs.
-fn check_inputs(op: &str, b: &Body, inputs: &[TypeInfo]) -> Result<()> {
+pub(crate) fn check_inputs(op: &str, b: &Body, inputs: &[TypeInfo]) -> Result<()> {
     let want = &b.inputs;
     if want.len() != inputs.len() {
         return Err(Error::Arity(format!(
@@ -169,7 +198,7 @@ fn check_inputs(op: &str, b: &Body, inputs: &[TypeInfo]) -> Result<()> {
 /// the node's inputs, the body's constants or an earlier output (the outer
 /// graph may overwrite a node's result in place, and must not reach a
 /// value it does not own through it).
-fn owned(g: &Graph, inputs: &[Tensor], outs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+pub(crate) fn owned(g: &Graph, inputs: &[Tensor], outs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     let mut held: Vec<Tensor> = inputs.to_vec();
     for v in g.vars() {
         if let crate::graph::VarKind::Constant(t) | crate::graph::VarKind::Parameter(t) = &v.kind {
@@ -238,108 +267,84 @@ pub fn run_plain(g: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         .collect()
 }
 
-/// The `if` op.
-#[derive(Clone, Debug)]
-pub struct If {
-    then_branch: Body,
-    else_branch: Body,
+/// A count attr (`carried`) as a usize.
+fn count(key: &str, v: i64) -> Result<usize> {
+    usize::try_from(v).or_else(|_| attr_err(format!("attr '{key}' must be >= 0, got {v}")))
 }
 
-impl If {
-    /// Checks that the branches take the same inputs and give the same
-    /// number of outputs.
-    pub fn new(then_branch: Body, else_branch: Body) -> Result<If> {
-        let (a, b) = (&then_branch.inputs, &else_branch.inputs);
-        if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.dtype != y.dtype) {
-            return Err(Error::Attr(format!(
-                "op 'if': then_branch takes {} inputs and else_branch {}; they must take the same values",
-                a.len(),
-                b.len()
-            )));
-        }
-        if then_branch.outputs.len() != else_branch.outputs.len() {
-            return Err(Error::Attr(format!(
-                "op 'if': then_branch gives {} outputs and else_branch {}",
-                then_branch.outputs.len(),
-                else_branch.outputs.len()
-            )));
-        }
-        Ok(If {
-            then_branch,
-            else_branch,
-        })
-    }
-
-    pub fn then_branch(&self) -> &Body {
-        &self.then_branch
-    }
-
-    pub fn else_branch(&self) -> &Body {
-        &self.else_branch
+/// A one-element value as a body input: `v` in the shape the body
+/// declares for it (`[]` or `[1]`).
+pub(crate) fn scalar_input<T: crate::dtype::Element>(declared: &TypeInfo, v: T) -> Result<Tensor> {
+    match declared.static_shape() {
+        Some(s) if s.iter().product::<usize>() == 1 => Tensor::from_vec(&s, vec![v]),
+        _ => Tensor::from_vec(&[], vec![v]),
     }
 }
 
-impl Control for If {
-    fn run(&self, inputs: &[Tensor], run_body: &mut RunBody<'_>) -> Result<Vec<Tensor>> {
-        let cond = &inputs[0];
-        if cond.dtype() != DType::Bool || cond.size() != 1 {
-            return dtype_err(format!(
-                "op 'if': cond must be one bool, got {} {:?}",
-                cond.dtype(),
-                cond.shape()
+/// `items` (one per iteration, all of one shape) stacked along a new axis
+/// `axis` (counted in the result, negative from the end) into a new
+/// buffer. With no items the shape is `ty`'s, unknown dims taken as 0.
+pub(crate) fn stack(op: &str, k: usize, items: &[Tensor], axis: i64, ty: &TypeInfo) -> Result<Tensor> {
+    let (dtype, shape): (_, Vec<usize>) = match items.first() {
+        Some(t) => (t.dtype(), t.shape().to_vec()),
+        None => (
+            ty.dtype,
+            ty.shape
+                .iter()
+                .flatten()
+                .map(|&d| usize::try_from(d).unwrap_or(0))
+                .collect(),
+        ),
+    };
+    let r = shape.len() as i64 + 1;
+    let ax = if axis < 0 { axis + r } else { axis };
+    if !(0..r).contains(&ax) {
+        return attr_err(format!(
+            "op '{op}': output axis {axis} is out of range for rank {r}"
+        ));
+    }
+    let mut full = vec![items.len()];
+    full.extend(&shape);
+    let out = Tensor::zeros(dtype, &full)?;
+    for (i, t) in items.iter().enumerate() {
+        if t.shape() != shape.as_slice() || t.dtype() != dtype {
+            return shape_err(format!(
+                "op '{op}': scan output {k} is {} {:?} in iteration {i} and {dtype} {shape:?} in the first",
+                t.dtype(),
+                t.shape()
             ));
         }
-        let taken = cond.to_array::<bool>()?.iter().next().copied().unwrap_or(false);
-        let body = if taken {
-            &self.then_branch
-        } else {
-            &self.else_branch
-        };
-        let g = body.graph()?;
-        let outs = run_body(&g, &inputs[1..])?;
-        owned(&g, inputs, outs)
+        let mut at = vec![IndexSpec::Point(i as i64)];
+        at.extend(std::iter::repeat_n(IndexSpec::All, shape.len()));
+        out.slice(&at)?.assign(t)?;
     }
+    if ax == 0 {
+        return Ok(out);
+    }
+    let mut perm: Vec<usize> = (1..r as usize).collect();
+    perm.insert(ax as usize, 0);
+    out.permute(&perm)?.deep_copy()
 }
 
-impl Op for If {
-    fn name(&self) -> &str {
-        "if"
-    }
-    fn arity(&self) -> Arity {
-        Arity::exactly(self.then_branch.inputs.len() + 1)
-    }
-    fn num_outputs(&self) -> usize {
-        self.then_branch.outputs.len()
-    }
-    fn infer(&self, inputs: &[TypeInfo]) -> Result<Vec<TypeInfo>> {
-        crate::ops::check_arity(self, inputs.len())?;
-        let c = &inputs[0];
-        if c.dtype != DType::Bool || c.static_shape().is_some_and(|s| s.iter().product::<usize>() != 1) {
-            return dtype_err(format!(
-                "op 'if': cond must be one bool, got {} {}",
-                c.dtype,
-                c.shape_string()
-            ));
-        }
-        check_inputs("if", &self.then_branch, &inputs[1..])?;
-        check_inputs("if", &self.else_branch, &inputs[1..])?;
-        let (t, e) = (&self.then_branch.outputs, &self.else_branch.outputs);
-        t.iter()
-            .zip(e)
-            .enumerate()
-            .map(|(k, (a, b))| join(a, b, k))
-            .collect()
-    }
-    fn compute(&self, inputs: &[Tensor], _ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        crate::ops::check_arity(self, inputs.len())?;
-        self.run(inputs, &mut run_plain)
-    }
-    fn as_control(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
-    }
-    fn attrs(&self) -> Attrs {
-        Attrs::new()
-            .with("then_branch", self.then_branch.attr())
-            .with("else_branch", self.else_branch.attr())
+/// Element `i` of `x` along `axis` (a view, one rank less).
+pub(crate) fn slice_at(x: &Tensor, axis: usize, i: usize) -> Result<Tensor> {
+    let mut at: Vec<IndexSpec> = std::iter::repeat_n(IndexSpec::All, axis).collect();
+    at.push(IndexSpec::Point(i as i64));
+    x.slice(&at)
+}
+
+/// The one element of `t`, or `None` when `t` is empty (an input given as
+/// absent).
+pub(crate) fn optional_scalar<T: crate::dtype::Element + Copy>(
+    op: &str,
+    what: &str,
+    t: &Tensor,
+) -> Result<Option<T>> {
+    match t.size() {
+        0 => Ok(None),
+        1 => Ok(t.to_array::<T>()?.iter().next().copied()),
+        n => shape_err(format!(
+            "op '{op}': {what} must have one element (or none), got {n}"
+        )),
     }
 }
