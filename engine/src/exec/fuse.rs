@@ -40,7 +40,7 @@ use crate::dtype::Float;
 use crate::error::Result;
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, NodeId};
-use crate::kernels::pointwise::{apply_tile, Operand, Pointwise};
+use crate::kernels::pointwise::{apply_tile, map_tile, Operand, Pointwise};
 use crate::kernels::summary::{Acc, Summarize};
 use crate::kernels::vmath::VMath;
 use crate::ops::Op;
@@ -424,8 +424,7 @@ fn tiles<T: Float + VMath + Summarize>(
                 }
                 Role::ToScratch => {
                     let s = &mut scratch[..t.len()];
-                    s.copy_from_slice(t);
-                    apply_tile(f, s, t_at, y)?;
+                    map_tile(f, t, s)?;
                     s
                 }
                 Role::FromScratch => {
@@ -689,10 +688,7 @@ fn twin_tiles<T: Float + VMath + Summarize>(
                 }
                 Role::ToScratch => {
                     let (a, b) = (&mut si[..len], &mut sr[..len]);
-                    a.copy_from_slice(ti);
-                    b.copy_from_slice(tr);
-                    let ok =
-                        apply_tile(f, a, at + start, yi).is_ok() && apply_tile(g, b, at + start, yr).is_ok();
+                    let ok = map_tile(f, ti, a).is_ok() && map_tile(g, tr, b).is_ok();
                     (ok, a, b)
                 }
                 Role::FromScratch => {

@@ -274,6 +274,19 @@ pub fn apply_tile<T: Float + VMath>(
     }
 }
 
+/// `dst = f(src)` for a unary step: a folded pure node's tile written
+/// straight to its scratch tile, as [`apply_tile`] on a copy of `src`
+/// would, without the copy.
+pub fn map_tile<T: Float + VMath>(p: Pointwise, src: &[T], dst: &mut [T]) -> Result<()> {
+    match p {
+        Pointwise::Unary(kind) => {
+            unary_float::<T, _>(kind, FromTile(src, dst));
+            Ok(())
+        }
+        Pointwise::Binary(kind) => op_err(format!("internal: '{}' is not unary", kind.name())),
+    }
+}
+
 pub(crate) fn relu<T: Num>(x: T) -> T {
     // NaN stays NaN, as numpy's maximum(x, 0) does.
     if x > T::zero() || x.partial_cmp(&x).is_none() {
@@ -328,6 +341,19 @@ impl<T: VMath> UnaryTarget<T> for OnTile<'_, T> {
     }
     fn map(self, g: impl Fn(T) -> T) {
         self.0.iter_mut().for_each(|x| *x = g(*x))
+    }
+}
+
+/// `dst[i] = f(src[i])`.
+struct FromTile<'a, T>(&'a [T], &'a mut [T]);
+
+impl<T: VMath> UnaryTarget<T> for FromTile<'_, T> {
+    type Out = ();
+    fn math(self, f: MathFn) {
+        T::map(f, self.0, self.1)
+    }
+    fn map(self, g: impl Fn(T) -> T) {
+        self.1.iter_mut().zip(self.0).for_each(|(y, &x)| *y = g(x))
     }
 }
 
