@@ -224,8 +224,10 @@ impl Op for Jitter {
     vigil_listeners::corpus_unary_basics!(f32_1d);
     /// `x + 0.25`; the broken one adds 0.26 on every other call.
     fn compute(&self, i: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
-        let call = JITTER.fetch_add(1, Ordering::Relaxed);
-        let add = if !self.fixed && call % 2 == 1 { 0.26 } else { 0.25 };
+        // Only the broken op counts its calls: a fixed twin running in a
+        // parallel case must not shift the broken one's alternation.
+        let odd = !self.fixed && JITTER.fetch_add(1, Ordering::Relaxed) % 2 == 1;
+        let add = if odd { 0.26 } else { 0.25 };
         let r: Vec<f32> = values(&i[0])?.iter().map(|v| v + add).collect();
         let out = ctx.output(0, DType::F32, i[0].shape())?;
         store(&out, &r)?;
