@@ -7,6 +7,7 @@ rep by rep.
     /tmp/venv/bin/python benches/onnx_vs_ort.py [--vigil target/release/vigil] [--reps 7] [MODEL...]
     /tmp/venv/bin/python benches/onnx_vs_ort.py --real [--threads 1,2] [--reps 5] DIR...
     /tmp/venv/bin/python benches/onnx_vs_ort.py --pools [--batch 1] [--reps 101]
+    /tmp/venv/bin/python benches/onnx_vs_ort.py --convs [--threads 1,2] [--reps 7]
 
 MODEL is a light model's short name (resnet50, vgg19, ...; default all nine).
 `--real` times exported models instead: each DIR holds `model.onnx` (with
@@ -24,6 +25,9 @@ round (Vigil's in one `vigil bench` process): the CNN pools (max and average,
 f32 input (ResNet-50's stem output at batch N), written with onnx.helper
 into a temporary directory as ONNX test cases (random input, onnxruntime's
 output as the expected one), so both sides compute the same thing.
+`--convs` times single convs the same way, at each thread count of
+`--threads`: the shapes of resnet18's dense convs and of mobilenet's and
+efficientnet's depthwise ones (batch 1, f32, no bias), with GFLOP/s.
 Each round times one Vigil rep (`vigil bench --modes plain --reps 1
 --format json`, with RAYON_NUM_THREADS=1 so that Vigil's intra-op
 parallelism is off; the figure is the run of the graph prepared once, the
@@ -90,6 +94,78 @@ POOLS = [
 ]
 
 
+# (name, C, H=W, M, kernel, stride, group): resnet18's dense convs, then
+# mobilenet_v3_small's and efficientnet_b0's depthwise ones (group = C).
+CONVS = [
+    ("resnet18 stem 3x224 7x7/2", 3, 224, 64, 7, 2, 1),
+    ("resnet18 64x56 3x3/1", 64, 56, 64, 3, 1, 1),
+    ("resnet18 64x56 3x3/2 ->128", 64, 56, 128, 3, 2, 1),
+    ("resnet18 128x28 3x3/1", 128, 28, 128, 3, 1, 1),
+    ("resnet18 256x14 3x3/1", 256, 14, 256, 3, 1, 1),
+    ("resnet18 512x7 3x3/1", 512, 7, 512, 3, 1, 1),
+    ("resnet18 64x56 1x1/2 ->128", 64, 56, 128, 1, 2, 1),
+    ("pointwise 96x56 1x1 ->24", 96, 56, 24, 1, 1, 1),
+    ("depthwise 96x112 3x3/2", 96, 112, 96, 3, 2, 96),
+    ("depthwise 144x56 3x3/1", 144, 56, 144, 3, 1, 144),
+    ("depthwise 240x28 5x5/1", 240, 28, 240, 5, 1, 240),
+    ("depthwise 72x56 3x3/2", 72, 56, 72, 3, 2, 72),
+    ("depthwise 576x7 5x5/1", 576, 7, 576, 5, 1, 576),
+]
+
+
+def conv_case(root, name, c, hw, m, k, s, group):
+    """One conv (pads k // 2) as an ONNX test case under `root`, as
+    [`pool_case`]; also returns its GFLOP count."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    p = k // 2
+    w = rng.standard_normal([m, c // group, k, k]).astype(np.float32) * 0.1
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, group=group)
+    graph = helper.make_graph(
+        [node],
+        "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    case = os.path.join(root, name.replace(" ", "_").replace("/", "s").replace(">", ""))
+    data = os.path.join(case, "test_data_set_0")
+    os.makedirs(data)
+    path = os.path.join(case, "model.onnx")
+    onnx.save(model, path)
+    x = rng.standard_normal([1, c, hw, hw]).astype(np.float32)
+    feeds = {"x": x}
+    (y,) = ort_session(path).run(None, feeds)
+    for f, arr in [("input_0.pb", x), ("output_0.pb", y)]:
+        with open(os.path.join(data, f), "wb") as fh:
+            fh.write(numpy_helper.from_array(arr).SerializeToString())
+    gflop = 2 * y.size * (c // group) * k * k / 1e9
+    return case, path, feeds, gflop
+
+
+def convs(a):
+    threads = [int(t) for t in a.threads.split(",")]
+    before = load()
+    rows = []
+    with tempfile.TemporaryDirectory() as root:
+        for name, c, hw, m, k, s, g in CONVS:
+            case, path, feeds, gflop = conv_case(root, name, c, hw, m, k, s, g)
+            for t in threads:
+                v, o = alternate(a.vigil, case, ort_session(path, t), feeds, a.reps, a.inner, t)
+                rows.append((name, t, v, o, gflop))
+                print(f"{name}, {t} thread(s): vigil {v:.3f} ms, ort {o:.3f} ms, {v / o:.2f}x", file=sys.stderr, flush=True)
+    print("| conv, [1, C, H, W] f32 | threads | Vigil ms (GFLOP/s) | onnxruntime ms (GFLOP/s) | Vigil / ort |")
+    print("|---|---|---|---|---|")
+    for name, t, v, o, gf in rows:
+        print(f"| {name} | {t} | {v:.3f} ({gf / v * 1e3:.0f}) | {o:.3f} ({gf / o * 1e3:.0f}) | {v / o:.2f}x |")
+    print(
+        f"\n{a.reps} rounds of {a.inner} warm runs each, alternating, medians; ort {ort.__version__}, "
+        f"intra-op threads = Vigil's RAYON_NUM_THREADS; load average {before:.2f} -> {load():.2f}"
+    )
+
+
 def pool_case(root, op, k, s, p, batch):
     """One pool as an ONNX test case directory under `root`: model.onnx and
     test_data_set_0 (the input and onnxruntime's output). Returns the
@@ -150,6 +226,7 @@ def main():
     ap.add_argument("--vigil", default="target/release/vigil")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--pools", action="store_true", help="time the CNN pools instead of the light models")
+    ap.add_argument("--convs", action="store_true", help="time single convs at real models' shapes instead")
     ap.add_argument("--real", action="store_true", help="time exported models (directories) instead")
     ap.add_argument("--threads", default="1,2", help="thread counts (with --real)")
     ap.add_argument("--batch", type=int, default=1, help="the pools' batch (with --pools)")
@@ -161,6 +238,8 @@ def main():
         raise SystemExit(f"no vigil binary at {a.vigil} (cargo build --release)")
     if a.pools:
         return pools(a)
+    if a.convs:
+        return convs(a)
     if a.real:
         return real(a)
     names = a.models or sorted(f[6:-5] for f in os.listdir(LIGHT) if f.startswith("light_") and f.endswith(".onnx"))

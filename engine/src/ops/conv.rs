@@ -10,10 +10,15 @@
 //! group) is one GEMM on the project's matmul path (faer):
 //! `out[Mg, O] = w[Mg, Cg·K] · col[Cg·K, O]`, where `col` is the im2col
 //! matrix. A 1×1 kernel with stride 1 and no padding reads the input plane
-//! directly as `col`, without copying; 1-D and 2-D windows copy whole runs of
-//! input rows (see [`im2col_planar`]); more spatial axes gather through
-//! [`gather_table`].
+//! directly as `col`, without copying. Otherwise `col` is never whole: it is
+//! built a block of columns (about [`COL_BLOCK`] elements) at a time and
+//! each block multiplied while it is in cache, blocks in parallel
+//! ([`MatMulElem::gemm_blocks`]); the whole matrix went through memory twice
+//! and its serial copy kept the second core idle. 1-D and 2-D windows copy
+//! whole runs of input rows (see [`im2col_planar`]); more spatial axes
+//! gather through [`gather_table`].
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
@@ -25,6 +30,7 @@ use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::parallel::PARALLEL_MACS;
 use crate::tensor::Tensor;
 
 /// `conv` with its window and group count.
@@ -117,43 +123,71 @@ impl Im2col {
     }
 
     /// Appends the rows of channel plane `xc` to `col`: one row per kernel
-    /// tap (row-major over the kernel axes), one column per window.
-    fn rows<T: Float>(&self, xc: &[T], k: usize, o: usize, col: &mut Vec<T>) {
+    /// tap (row-major over the kernel axes), holding the windows `cols`
+    /// (row-major over the output axes; for `Planar`, whole output rows).
+    fn rows<T: Float>(&self, xc: &[T], k: usize, o: usize, cols: Range<usize>, col: &mut Vec<T>) {
         match self {
-            Im2col::Direct => col.extend_from_slice(xc),
-            Im2col::Planar(h, w) => im2col_planar(xc, h, w, col),
+            Im2col::Direct => col.extend_from_slice(&xc[cols]),
+            Im2col::Planar(h, w) => {
+                let ow = w.output.max(1);
+                im2col_planar(xc, h, w, cols.start / ow..cols.end.div_ceil(ow), col)
+            }
             Im2col::Table(table) => {
                 for t in table.chunks_exact(o).take(k) {
                     col.extend(
-                        t.iter()
+                        t[cols.clone()]
+                            .iter()
                             .map(|&off| if off == PAD { T::zero() } else { xc[off as usize] }),
                     );
                 }
             }
         }
     }
+
+    /// Im2col columns per block of the blocked GEMM: whole output rows for
+    /// `Planar`, about `budget` elements of the matrix's `rows` rows.
+    fn block(&self, rows: usize, budget: usize) -> usize {
+        let unit = match self {
+            Im2col::Planar(_, w) => w.output.max(1),
+            _ => 1,
+        };
+        ((budget / rows.max(1)) / unit).max(1) * unit
+    }
 }
+
+/// Elements of the im2col matrix built and multiplied at a time (1 MiB of
+/// f32): a block stays in L2 between its copy and the GEMM reading it.
+const COL_BLOCK: usize = 1 << 18;
+
+/// Runs shorter than this are copied element by element.
+const SHORT_RUN: usize = 32;
 
 /// The im2col rows of one 2-D plane `xc` (`h.input` rows of `w.input`):
 /// for each tap `(kh, kw)`, the windows in row-major order, each the input
 /// element the tap reads or zero in the padding. The runs of windows whose
 /// tap is inside the input are found once per tap, not per element.
-fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, col: &mut Vec<T>) {
+fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, col: &mut Vec<T>) {
     let zeros = |col: &mut Vec<T>, n: usize| col.extend(std::iter::repeat_n(T::zero(), n));
     for kh in 0..h.kernel {
         let (oh_lo, oh_hi) = h.outputs_inside(kh);
+        let oh_lo = oh_lo.clamp(ohs.start, ohs.end);
+        let oh_hi = oh_hi.clamp(oh_lo, ohs.end);
         for kw in 0..w.kernel {
             let (ow_lo, ow_hi) = w.outputs_inside(kw);
             let run = ow_hi - ow_lo;
-            zeros(col, oh_lo * w.output);
+            zeros(col, (oh_lo - ohs.start) * w.output);
             for oh in oh_lo..oh_hi {
                 let ih = (h.start(oh) + (kh * h.dilation) as i64) as usize;
                 zeros(col, ow_lo);
                 if run > 0 {
                     let iw = (w.start(ow_lo) + (kw * w.dilation) as i64) as usize;
                     let src = &xc[ih * w.input + iw..(ih + 1) * w.input];
-                    if w.stride == 1 {
+                    if w.stride == 1 && run >= SHORT_RUN {
                         col.extend_from_slice(&src[..run]);
+                    } else if w.stride == 1 {
+                        // A call to memcpy per short run (a 7- or 14-wide
+                        // plane) cost more than the copy.
+                        col.extend(src[..run].iter().copied());
                     } else {
                         let src = &src[..(run - 1) * w.stride + 1];
                         col.extend((0..run).map(|i| src[i * w.stride]));
@@ -161,7 +195,7 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, col: &mut Vec<T>) {
                 }
                 zeros(col, w.output - ow_hi);
             }
-            zeros(col, (h.output - oh_hi) * w.output);
+            zeros(col, (ohs.end - oh_hi) * w.output);
         }
     }
 }
@@ -174,6 +208,23 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
     w: &[T],
     b: Option<&[T]>,
     out: &mut [T],
+) -> Result<()> {
+    conv_blocked(d, group, x, w, b, out, COL_BLOCK, PARALLEL_MACS)
+}
+
+/// [`conv_kernel`] with the im2col block budget (elements) and the
+/// multiply-adds from which blocks run in parallel as parameters, so that
+/// tests reach the blocked and parallel paths on small shapes.
+#[allow(clippy::too_many_arguments)]
+fn conv_blocked<T: Float + MatMulElem + DepthwiseElem>(
+    d: &Dims,
+    group: usize,
+    x: &[T],
+    w: &[T],
+    b: Option<&[T]>,
+    out: &mut [T],
+    col_block: usize,
+    par_macs: usize,
 ) -> Result<()> {
     let plane: usize = d.axes.iter().map(|a| a.input).product();
     let k: usize = d.axes.iter().map(|a| a.kernel).product();
@@ -191,25 +242,31 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
         return Ok(());
     }
     let im2col = Im2col::new(&d.axes)?;
-    let mut col = Vec::new();
+    let rows = cg * k;
+    let block = im2col.block(rows, col_block);
     let shape_err = |e: ndarray::ShapeError| crate::error::Error::Op(format!("internal: conv block: {e}"));
     for n in 0..d.n {
         for g in 0..group {
             let xg = &x[(n * d.c + g * cg) * plane..(n * d.c + (g + 1) * cg) * plane];
-            let cols = if let Im2col::Direct = im2col {
-                xg
-            } else {
-                col.clear();
-                col.reserve(cg * k * o);
-                for c in 0..cg {
-                    im2col.rows(&xg[c * plane..(c + 1) * plane], k, o, &mut col);
-                }
-                &col[..]
-            };
-            let a = ArrayView2::from_shape((mg, cg * k), &w[g * mg * cg * k..(g + 1) * mg * cg * k])
-                .map_err(shape_err)?;
-            let bm = ArrayView2::from_shape((cg * k, o), cols).map_err(shape_err)?;
+            let wg = &w[g * mg * rows..(g + 1) * mg * rows];
             let dst = &mut out[(n * d.m + g * mg) * o..(n * d.m + (g + 1) * mg) * o];
+            if !matches!(im2col, Im2col::Direct) {
+                // The im2col matrix a block of columns at a time, each
+                // multiplied while in cache; blocks in parallel.
+                let par = crate::parallel::intra_op() && mg * rows * o >= par_macs;
+                let fill = |cols: Range<usize>, col: &mut Vec<T>| {
+                    col.clear();
+                    col.reserve(rows * cols.len());
+                    for c in 0..cg {
+                        im2col.rows(&xg[c * plane..(c + 1) * plane], k, o, cols.clone(), col);
+                    }
+                };
+                T::gemm_blocks(wg, mg, rows, dst, o, block, par, &fill)?;
+                continue;
+            }
+            // A 1×1 window: the input plane is the matrix, read in place.
+            let a = ArrayView2::from_shape((mg, rows), wg).map_err(shape_err)?;
+            let bm = ArrayView2::from_shape((rows, o), xg).map_err(shape_err)?;
             let mut cm = ArrayViewMut2::from_shape((mg, o), dst).map_err(shape_err)?;
             T::gemm(&a, &bm, &mut cm);
         }
@@ -443,8 +500,8 @@ mod tests {
                 let xc = ramp(plane, 3);
                 let (ph, pw) = planar(&axes).unwrap();
                 let (mut fast, mut general) = (Vec::new(), Vec::new());
-                Im2col::Planar(ph, pw).rows(&xc, k, o, &mut fast);
-                Im2col::Table(gather_table(&axes).unwrap()).rows(&xc, k, o, &mut general);
+                Im2col::Planar(ph, pw).rows(&xc, k, o, 0..o, &mut fast);
+                Im2col::Table(gather_table(&axes).unwrap()).rows(&xc, k, o, 0..o, &mut general);
                 prop_assert_eq!(fast.len(), k * o);
                 prop_assert_eq!(fast, general, "{:?}", axes);
             }
@@ -460,6 +517,7 @@ mod tests {
             mg in 1usize..3,
             group in 1usize..4,
             bias in any::<bool>(),
+            block in 1usize..40,
         ) {
             let Some((input, kernel, axes)) = window(&spec) else { return Ok(()) };
             let (c, m) = (cg * group, mg * group);
@@ -470,14 +528,18 @@ mod tests {
             let x = ramp(n * c * plane, 1);
             let w = ramp(m * cg * k, 2);
             let b = ramp(m, 5);
-            let mut got = vec![f64::NAN; n * m * o];
-            conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got).unwrap();
             let mut want = reference(&d, group, &x, &w, &kernel);
             if bias {
                 want.iter_mut().enumerate().for_each(|(i, v)| *v += b[(i / o) % m]);
             }
-            for (i, (g, r)) in got.iter().zip(&want).enumerate() {
-                prop_assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {}: {} vs {} ({:?})", i, g, r, d.axes);
+            // Whole im2col matrices, then blocks of a few columns (serial
+            // and on the rayon pool).
+            for (col_block, par_macs) in [(COL_BLOCK, PARALLEL_MACS), (block, usize::MAX), (block, 0)] {
+                let mut got = vec![f64::NAN; n * m * o];
+                conv_blocked(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, col_block, par_macs).unwrap();
+                for (i, (g, r)) in got.iter().zip(&want).enumerate() {
+                    prop_assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {}: {} vs {} ({:?}, block {})", i, g, r, d.axes, col_block);
+                }
             }
         }
     }

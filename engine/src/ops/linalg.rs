@@ -17,6 +17,7 @@
 //! inputs are read in place, never copied. Integer products wrap on overflow
 //! instead of panicking.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use faer::linalg::matmul::matmul;
@@ -31,9 +32,90 @@ use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::parallel::PARALLEL_MACS;
 use crate::tensor::Tensor;
 
+/// Writes columns `cols` of a `[k, m]` matrix into the buffer, row-major
+/// (`[k, cols.len()]`), after clearing it: conv's im2col, one block at a
+/// time.
+pub(crate) type FillColumns<'a, T> = dyn Fn(Range<usize>, &mut Vec<T>) + Sync + 'a;
+
 /// One 2-D block product `c = a · b`, overwriting `c` (also used by `conv`).
 pub(crate) trait MatMulElem: Num {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>);
+
+    /// `c = a · b` where `b` (`[k, m]`) is never whole: `fill` writes a
+    /// block of `block` of its columns at a time, which is multiplied while
+    /// it is in cache (conv's im2col matrix would otherwise go through
+    /// memory twice). `a` is row-major `[n, k]` and `c` row-major `[n, m]`
+    /// in `dst`. With `par`, the blocks run in parallel on the rayon pool,
+    /// each with its own buffer. f32 and f64 only (conv computes 16-bit
+    /// floats in f32); other dtypes get an internal error.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_blocks(
+        _a: &[Self],
+        _n: usize,
+        _k: usize,
+        _dst: &mut [Self],
+        _m: usize,
+        _block: usize,
+        _par: bool,
+        _fill: &FillColumns<'_, Self>,
+    ) -> Result<()> {
+        op_err("internal: blocked GEMM is f32 and f64 only")
+    }
+}
+
+/// [`MatMulElem::gemm_blocks`] through faer: the column blocks of `c` are
+/// faer's disjoint views, each multiplied on one thread.
+#[allow(clippy::too_many_arguments)]
+fn faer_gemm_blocks<T>(
+    a: &[T],
+    n: usize,
+    k: usize,
+    dst: &mut [T],
+    m: usize,
+    block: usize,
+    par: bool,
+    fill: &FillColumns<'_, T>,
+) -> Result<()>
+where
+    T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One + Send + Sync,
+{
+    if k == 0 || n == 0 || m == 0 || a.len() != n * k || dst.len() != n * m {
+        if a.len() != n * k || dst.len() != n * m {
+            return op_err(format!("internal: gemm blocks of [{n}, {k}] · [{k}, {m}] on {} and {} elements", a.len(), dst.len()));
+        }
+        dst.fill(T::zero());
+        return Ok(());
+    }
+    let block = block.max(1);
+    let a = MatRef::from_row_major_slice(a, n, k);
+    let c = MatMut::from_row_major_slice_mut(dst, n, m);
+    let run = |j: usize, cb: MatMut<'_, T>, col: &mut Vec<T>| {
+        let cols = j * block..j * block + cb.ncols();
+        let w = cols.len();
+        fill(cols, col);
+        let b = MatRef::from_row_major_slice(&col[..], k, w);
+        matmul(cb, Accum::Replace, a, b, T::one(), Par::Seq);
+    };
+    if m <= block {
+        // One block: faer splits the product itself.
+        let mut col = Vec::new();
+        fill(0..m, &mut col);
+        let b = MatRef::from_row_major_slice(&col[..], k, m);
+        matmul(c, Accum::Replace, a, b, T::one(), if par { Par::rayon(0) } else { Par::Seq });
+    } else if par {
+        use rayon::prelude::*;
+        c.par_col_chunks_mut(block)
+            .enumerate()
+            .for_each_init(Vec::new, |col, (j, cb)| run(j, cb, col));
+    } else {
+        let mut c = c;
+        let mut col = Vec::new();
+        for j in 0..m.div_ceil(block) {
+            let w = block.min(m - j * block);
+            run(j, c.as_mut().subcols_mut(j * block, w), &mut col);
+        }
+    }
+    Ok(())
 }
 
 /// `v` as a faer matrix, when it is contiguous in row- or column-major
@@ -92,6 +174,18 @@ macro_rules! matmul_float {
                     // when k = 0), so its unspecified contents never leak.
                     general_mat_mul(1.0, a, b, 0.0, c);
                 }
+            }
+            fn gemm_blocks(
+                a: &[Self],
+                n: usize,
+                k: usize,
+                dst: &mut [Self],
+                m: usize,
+                block: usize,
+                par: bool,
+                fill: &FillColumns<'_, Self>,
+            ) -> Result<()> {
+                faer_gemm_blocks(a, n, k, dst, m, block, par, fill)
             }
         }
     };

@@ -2,13 +2,17 @@
 //! FMA), chosen at run time through `rten-simd` as `fastmath` does.
 //!
 //! Each input plane is first copied into a zero-padded buffer split into
-//! `stride` phases per row (phase `r` holds the padded row's elements
-//! `r, r + stride, …`), so that every tap of every output row is one
-//! contiguous, unconditional vector load: a strided or padded window
-//! becomes plain shifted rows. Each output vector then accumulates its
-//! taps in tap order with fused multiply-adds, four output rows at a time
-//! so the adds do not wait on one another. Taps over the zero padding add
-//! `w · 0`, as an im2col GEMM does.
+//! `stride_h · stride_w` phases (phase `(r, c)` holds the padded plane's
+//! rows `r, r + stride_h, …` and, of those, the columns `c, c + stride_w,
+//! …`), each `wq` wide. A tap then reads, for output `(oh, ow)`, element
+//! `oh · wq + ow` of its phase shifted by a constant: over the flat grid of
+//! `oh · wq + ow`, every tap of every output is one contiguous,
+//! unconditional vector load, whatever the stride or padding, and vectors
+//! run across output rows, so a 7- or 14-wide plane fills them (the grid's
+//! `wq - wo` extra columns per row are computed and dropped). Each vector of
+//! outputs accumulates its taps in tap order with fused multiply-adds, four
+//! vectors at a time so the adds do not wait on one another. Taps over the
+//! zero padding add `w · 0`, as an im2col GEMM does.
 
 use rayon::prelude::*;
 use rten_simd::ops::{BitOps, NumOps};
@@ -17,8 +21,8 @@ use rten_simd::{Isa, SimdOp};
 use super::{parallel, AxisTaps};
 use crate::kernels::fastmath;
 
-/// Output rows accumulated together.
-const ROWS: usize = 4;
+/// Output vectors accumulated together.
+const VECS: usize = 4;
 
 /// One padded axis: taps become (phase, shift) reads of a phase buffer.
 struct Axis {
@@ -53,6 +57,11 @@ impl Axis {
         (self.output - 1) * self.stride + self.offset.iter().max().copied().unwrap_or(0) + 1
     }
 
+    /// Elements of the axis in each phase.
+    fn phase_len(&self) -> usize {
+        self.padded().div_ceil(self.stride)
+    }
+
     /// The input element at padded coordinate `p`, if inside the input.
     fn input_at(&self, p: usize) -> Option<usize> {
         let i = p as i64 + self.base;
@@ -69,24 +78,43 @@ fn ceil_div(n: i64, d: i64) -> i64 {
 struct Geometry {
     h: Axis,
     w: Axis,
-    /// Padded rows.
-    rows: usize,
-    /// Elements per phase row: the output row rounded up to whole vectors,
-    /// plus the largest shift.
-    width: usize,
-    /// (phase, shift) of each horizontal tap.
-    taps: Vec<(usize, usize)>,
+    /// Rows and columns of each phase.
+    hq: usize,
+    wq: usize,
+    /// Elements of each phase: `hq · wq` and the slack the last vector's
+    /// shifted loads read past it.
+    phase: usize,
+    /// Outputs of the flat grid, `ho · wq`, rounded up to whole vectors.
+    grid: usize,
+    /// Buffer offset of each tap (row-major over the kernel).
+    taps: Vec<usize>,
 }
 
 impl Geometry {
     fn new(h: &AxisTaps, w: &AxisTaps, lanes: usize) -> Option<Geometry> {
         let (h, w) = (Axis::new(h)?, Axis::new(w)?);
-        let taps: Vec<(usize, usize)> = w.offset.iter().map(|&o| (o % w.stride, o / w.stride)).collect();
-        let shift = taps.iter().map(|t| t.1).max().unwrap_or(0);
-        let width = w.output.div_ceil(lanes) * lanes + shift;
+        let (hq, wq) = (h.phase_len(), w.phase_len());
+        let grid = (h.output * wq).div_ceil(lanes) * lanes;
+        let shift = |a: &Axis, o: usize| (o % a.stride, o / a.stride);
+        let max_shift = {
+            let (_, sh) = shift(&h, h.offset.iter().max().copied().unwrap_or(0));
+            let (_, sw) = shift(&w, w.offset.iter().max().copied().unwrap_or(0));
+            sh * wq + sw
+        };
+        let phase = (grid + max_shift).max(hq * wq);
+        let mut taps = Vec::with_capacity(h.offset.len() * w.offset.len());
+        for &oh in &h.offset {
+            let (ph, sh) = shift(&h, oh);
+            for &ow in &w.offset {
+                let (pw, sw) = shift(&w, ow);
+                taps.push((ph * w.stride + pw) * phase + sh * wq + sw);
+            }
+        }
         Some(Geometry {
-            rows: h.padded(),
-            width,
+            hq,
+            wq,
+            phase,
+            grid,
             taps,
             h,
             w,
@@ -94,35 +122,35 @@ impl Geometry {
     }
 
     fn buffer_len(&self) -> usize {
-        self.rows * self.w.stride * self.width
+        self.h.stride * self.w.stride * self.phase
     }
 
     /// Fills `buf` with the padded, phase-split copy of plane `x`.
     fn fill(&self, x: &[f32], buf: &mut [f32]) {
-        let s = self.w.stride;
-        for (p, row) in buf.chunks_exact_mut(s * self.width).enumerate() {
-            let Some(ih) = self.h.input_at(p) else {
-                row.fill(0.0);
-                continue;
-            };
-            let src = &x[ih * self.w.input..(ih + 1) * self.w.input];
-            for (r, phase) in row.chunks_exact_mut(self.width).enumerate() {
-                // Phase element j holds input j·s + r + base: inside the
-                // row for j in lo..hi.
-                let shift = r as i64 + self.w.base;
-                let clamp = |j: i64| j.clamp(0, phase.len() as i64) as usize;
-                let lo = clamp(ceil_div(-shift, s as i64));
-                let hi = clamp(ceil_div(src.len() as i64 - shift, s as i64)).max(lo);
-                phase[..lo].fill(0.0);
-                phase[hi..].fill(0.0);
-                if lo < hi {
-                    let first = (lo as i64 * s as i64 + shift) as usize;
-                    if s == 1 {
-                        // A plain copy: the element loop below left a
-                        // stride-1 3×3 plane mostly copying.
-                        phase[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-                    } else {
-                        for (v, &e) in phase[lo..hi].iter_mut().zip(src[first..].iter().step_by(s)) {
+        let (sh, sw, wq) = (self.h.stride, self.w.stride, self.wq);
+        for (ph, rows) in buf.chunks_exact_mut(sw * self.phase).enumerate() {
+            for (pw, phase) in rows.chunks_exact_mut(self.phase).enumerate() {
+                let (grid, slack) = phase.split_at_mut(self.hq * wq);
+                slack.fill(0.0);
+                // Phase column j holds padded column j·sw + pw: input
+                // column j·sw + shift, inside the row for j in lo..hi.
+                let shift = pw as i64 + self.w.base;
+                let clamp = |j: i64| j.clamp(0, wq as i64) as usize;
+                let lo = clamp(ceil_div(-shift, sw as i64));
+                let hi = clamp(ceil_div(self.w.input as i64 - shift, sw as i64)).max(lo);
+                for (r, row) in grid.chunks_exact_mut(wq).enumerate() {
+                    let Some(ih) = self.h.input_at(r * sh + ph) else {
+                        row.fill(0.0);
+                        continue;
+                    };
+                    let src = &x[ih * self.w.input..(ih + 1) * self.w.input];
+                    row[..lo].fill(0.0);
+                    row[hi..].fill(0.0);
+                    if lo < hi {
+                        let first = (lo as i64 * sw as i64 + shift) as usize;
+                        // Element loops: a call to memcpy per short row
+                        // cost more than the copy.
+                        for (v, &e) in row[lo..hi].iter_mut().zip(src[first..].iter().step_by(sw)) {
                             *v = e;
                         }
                     }
@@ -177,7 +205,7 @@ impl SimdOp for Image<'_> {
             return false;
         };
         let (ip, op) = (geo.h.input * geo.w.input, geo.h.output * geo.w.output);
-        let k = geo.h.offset.len() * geo.w.offset.len();
+        let k = geo.taps.len();
         if op == 0 || k == 0 {
             self.out.fill(0.0);
             return true;
@@ -233,6 +261,7 @@ impl SimdOp for Channels<'_> {
     fn eval<I: Isa>(self, isa: I) {
         let geo = self.geo;
         let mut buf = vec![0f32; geo.buffer_len()];
+        let mut grid = vec![0f32; geo.grid];
         let mut filled = None;
         for (i, o) in self.out.chunks_exact_mut(self.op).enumerate() {
             let m = self.first + i;
@@ -241,58 +270,53 @@ impl SimdOp for Channels<'_> {
                 geo.fill(&self.x[c * self.ip..(c + 1) * self.ip], &mut buf);
                 filled = Some(c);
             }
-            plane(isa, geo, &buf, &self.wts[m * self.k..(m + 1) * self.k], o);
-        }
-    }
-}
-
-/// One output plane from its channel's phase buffer and taps `wt`.
-#[inline(always)]
-fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], out: &mut [f32]) {
-    let (oh_n, ow_n) = (geo.h.output, geo.w.output);
-    let mut oh = 0;
-    while oh + ROWS <= oh_n {
-        rows::<I, ROWS>(isa, geo, buf, wt, oh, &mut out[oh * ow_n..(oh + ROWS) * ow_n]);
-        oh += ROWS;
-    }
-    while oh < oh_n {
-        rows::<I, 1>(isa, geo, buf, wt, oh, &mut out[oh * ow_n..(oh + 1) * ow_n]);
-        oh += 1;
-    }
-}
-
-/// Output rows `oh..oh + R` (`out`), vector by vector along the row.
-#[inline(always)]
-fn rows<I: Isa, const R: usize>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], oh: usize, out: &mut [f32]) {
-    let ops = isa.f32();
-    let lanes = ops.len();
-    let (ow_n, kw_n) = (geo.w.output, geo.taps.len());
-    let phase_row = geo.w.stride * geo.width;
-    let mut c0 = 0;
-    while c0 < ow_n {
-        let mut acc = [ops.zero(); R];
-        for (kh, &dh) in geo.h.offset.iter().enumerate() {
-            for (kw, &(phase, shift)) in geo.taps.iter().enumerate() {
-                let wv = ops.splat(wt[kh * kw_n + kw]);
-                for (r, a) in acc.iter_mut().enumerate() {
-                    let p = (oh + r) * geo.h.stride + dh;
-                    let at = p * phase_row + phase * geo.width + shift + c0;
-                    *a = ops.mul_add(ops.load(&buf[at..at + lanes]), wv, *a);
+            plane(isa, geo, &buf, &self.wts[m * self.k..(m + 1) * self.k], &mut grid);
+            // The grid's rows, without their extra columns.
+            let (wq, wo) = (geo.wq, geo.w.output);
+            if wq == wo {
+                o.copy_from_slice(&grid[..o.len()]);
+            } else {
+                for (dst, src) in o.chunks_exact_mut(wo).zip(grid.chunks(wq)) {
+                    for (d, &v) in dst.iter_mut().zip(src) {
+                        *d = v;
+                    }
                 }
             }
         }
-        let n = lanes.min(ow_n - c0);
-        for (r, a) in acc.into_iter().enumerate() {
-            let dst = &mut out[r * ow_n + c0..r * ow_n + c0 + n];
-            if n == lanes {
-                ops.store(a, dst);
-            } else {
-                let mut tmp = [0f32; 16];
-                ops.store(a, &mut tmp[..lanes]);
-                dst.copy_from_slice(&tmp[..n]);
-            }
+    }
+}
+
+/// One output plane's flat grid from its channel's phase buffer and taps
+/// `wt`.
+#[inline(always)]
+fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], grid: &mut [f32]) {
+    let lanes = isa.f32().len();
+    let mut at = 0;
+    while at + VECS * lanes <= geo.grid {
+        vectors::<I, VECS>(isa, geo, buf, wt, at, &mut grid[at..at + VECS * lanes]);
+        at += VECS * lanes;
+    }
+    while at < geo.grid {
+        vectors::<I, 1>(isa, geo, buf, wt, at, &mut grid[at..at + lanes]);
+        at += lanes;
+    }
+}
+
+/// `V` vectors of the grid from element `at` on (`out`).
+#[inline(always)]
+fn vectors<I: Isa, const V: usize>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], at: usize, out: &mut [f32]) {
+    let ops = isa.f32();
+    let lanes = ops.len();
+    let mut acc = [ops.zero(); V];
+    for (&t, &c) in geo.taps.iter().zip(wt) {
+        let wv = ops.splat(c);
+        for (v, a) in acc.iter_mut().enumerate() {
+            let p = t + at + v * lanes;
+            *a = ops.mul_add(ops.load(&buf[p..p + lanes]), wv, *a);
         }
-        c0 += lanes;
+    }
+    for (a, dst) in acc.into_iter().zip(out.chunks_exact_mut(lanes)) {
+        ops.store(a, dst);
     }
 }
 
