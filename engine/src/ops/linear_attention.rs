@@ -257,7 +257,7 @@ fn kernel<C: Float>(op: &LinearAttention, ins: &[Tensor], d: Dims) -> Result<(Ve
                             g[bt * hk + h]
                         };
                         let e = gi.exp();
-                        row.iter_mut().for_each(|x| *x = *x * e);
+                        row.iter_mut().for_each(|x| *x *= e);
                     }
                 }
                 if let Some(be) = &be {
@@ -269,7 +269,7 @@ fn kernel<C: Float>(op: &LinearAttention, ins: &[Tensor], d: Dims) -> Result<(Ve
                 }
                 for (i, row) in s.chunks_mut(dv).enumerate() {
                     for (x, &y) in row.iter_mut().zip(&vt) {
-                        *x = *x + kt[i] * y;
+                        *x += kt[i] * y;
                     }
                 }
                 for j in h * group..(h + 1) * group {

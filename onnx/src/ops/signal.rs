@@ -1,7 +1,8 @@
-//! Signal processing: DFT, STFT and the windows STFT takes (HannWindow,
-//! HammingWindow, BlackmanWindow) and MelWeightMatrix. Lengths and axes given as inputs are
-//! read when the model runs; an optional input left out before a given
-//! one becomes an empty constant, which the ops read as absent.
+//! Signal processing: DFT, STFT, the windows STFT takes (HannWindow,
+//! HammingWindow, BlackmanWindow) and MelWeightMatrix. Lengths and axes
+//! given as inputs are read when the model runs; an optional input left
+//! out before a given one becomes an empty constant, which the ops read as
+//! absent.
 
 use vigil_engine::{Attrs, DType};
 
