@@ -250,7 +250,7 @@ fn kernel<C: Float>(op: &LinearAttention, ins: &[Tensor], d: Dims) -> Result<(Ve
                 let kt = &k[(bt * hk + h) * dk..][..dk];
                 vt.copy_from_slice(&v[(bt * hk + h) * dv..][..dv]);
                 if let Some(g) = &g {
-                    for (i, row) in s.chunks_mut(dv).enumerate() {
+                    for (i, row) in s.chunks_mut(dv.max(1)).enumerate() {
                         let gi = if d.decay_per_dim {
                             g[(bt * hk + h) * dk + i]
                         } else {
@@ -267,7 +267,7 @@ fn kernel<C: Float>(op: &LinearAttention, ins: &[Tensor], d: Dims) -> Result<(Ve
                         *x = bv * (*x - got);
                     }
                 }
-                for (i, row) in s.chunks_mut(dv).enumerate() {
+                for (i, row) in s.chunks_mut(dv.max(1)).enumerate() {
                     for (x, &y) in row.iter_mut().zip(&vt) {
                         *x += kt[i] * y;
                     }

@@ -273,3 +273,18 @@ proptest! {
         close(&out[0].to_f64_vec().unwrap(), &want, 1e-10);
     }
 }
+
+/// Zero-size heads (dk or dv 0) give empty or zero outputs, no panic.
+#[test]
+fn empty_heads_run() {
+    let a = Attrs::new()
+        .with("q_num_heads", 1)
+        .with("kv_num_heads", 1)
+        .with("update_rule", "linear");
+    let e = || t(&[1, 1, 0], Vec::<f32>::new());
+    let out = run_all(&*la(a.clone()), &[e(), e(), e()]).unwrap();
+    assert_eq!(out[0].shape(), [1, 1, 0]);
+    assert_eq!(out[1].shape(), [1, 1, 0, 0]);
+    let out = run_all(&*la(a), &[e(), e(), t(&[1, 1, 2], vec![1.0f32, 2.0])]).unwrap();
+    assert_eq!(out[0].to_f64_vec().unwrap(), [0.0, 0.0]);
+}
