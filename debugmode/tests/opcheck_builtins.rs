@@ -25,6 +25,9 @@ const NO_SAMPLES: &[(&str, &str)] = &[
     ("rnn", "x, w and r need related shapes ([seq, batch, in], [dirs, H, in], [dirs, H, H]) samples do not draw"),
     ("gru", "x, w and r need related shapes ([seq, batch, in], [dirs, 3·H, in], [dirs, 3·H, H]) samples do not draw"),
     ("rotary_embedding", "the rotated head size must be even and the cos/sin caches match it; samples do not draw that"),
+    ("deform_conv", "offset must be [N, og·kH·kW·2, oH, oW] for x, w and the window; samples do not draw that"),
+    ("roi_align", "rois need a last axis of 4; sampled dimensions stop at 3"),
+    ("mel_weight_matrix", "three integer scalars and two float scalars; samples give every input one dtype"),
     (
         "reverse_sequence",
         "every length must lie within the time axis; sampled integers are -5..=5",

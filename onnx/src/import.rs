@@ -289,7 +289,8 @@ impl Importer {
                 onnx_name,
                 name,
             };
-            if !(n.domain.is_empty() || n.domain == "ai.onnx") {
+            let preview = n.domain == "ai.onnx.preview" && crate::ops::PREVIEW.contains(&n.op_type.as_str());
+            if !(n.domain.is_empty() || n.domain == "ai.onnx" || preview) {
                 return Err(ImportError::UnsupportedOp {
                     node: ctx.onnx_name,
                     op: n.op_type.clone(),

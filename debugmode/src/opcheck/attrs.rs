@@ -105,6 +105,21 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         )
             .prop_map(|(k, p)| Attrs::new().with("kind", k).with("periodic", p))
             .boxed(),
+        "linear_attention" => (
+            1i64..=2,
+            1i64..=2,
+            prop::sample::select(vec!["linear", "gated", "delta", "gated_delta"]),
+        )
+            .prop_map(|(kv, group, rule)| {
+                Attrs::new()
+                    .with("q_num_heads", kv * group)
+                    .with("kv_num_heads", kv)
+                    .with("update_rule", rule)
+            })
+            .boxed(),
+        "max_unpool" => prop::collection::vec(1i64..=2, 1..=2)
+            .prop_map(|k| one("kernel_shape", json!(k)))
+            .boxed(),
         "rnn" | "gru" | "lstm" => (
             1i64..=3,
             prop::sample::select(vec!["forward", "reverse", "bidirectional"]),

@@ -79,6 +79,11 @@ impl OpRegistry {
                 super::attention::register(&mut r);
                 super::rotary::register(&mut r);
                 super::tensor_scatter::register(&mut r);
+                super::linear_attention::register(&mut r);
+                super::causal_conv::register(&mut r);
+                super::max_unpool::register(&mut r);
+                super::roi_align::register(&mut r);
+                super::deform_conv::register(&mut r);
                 r
             })
             .clone()

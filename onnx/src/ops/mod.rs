@@ -67,6 +67,10 @@ impl Op {
     }
 }
 
+/// The ops of domain `ai.onnx.preview` the registry also translates (their
+/// since_opset is that domain's version).
+pub(crate) const PREVIEW: &[&str] = &["FlexAttention"];
+
 /// Every family's entries.
 const FAMILIES: &[&[Op]] = &[
     math::OPS,

@@ -1,5 +1,5 @@
-//! Convolutions, Col2Im, pooling, GridSample, AffineGrid and
-//! inference-mode Dropout.
+//! Convolutions (and DeformConv, CausalConvWithState), Col2Im, pooling (and
+//! MaxUnpool, RoiAlign), GridSample, AffineGrid and inference-mode Dropout.
 
 use vigil_engine::Attrs;
 
@@ -13,6 +13,7 @@ use super::Op;
 pub(super) const OPS: &[Op] = &[
     Op::new("Conv", 1, conv),
     Op::new("ConvTranspose", 1, conv_transpose),
+    Op::new("DeformConv", 19, deform_conv),
     Op::new("MaxPool", 1, pool),
     Op::new("AveragePool", 1, pool),
     Op::new("GlobalAveragePool", 1, global_pool),
@@ -22,6 +23,9 @@ pub(super) const OPS: &[Op] = &[
     Op::new("AffineGrid", 20, affine_grid),
     Op::new("Col2Im", 18, col2im),
     Op::new("Dropout", 1, dropout),
+    Op::new("CausalConvWithState", 27, causal_conv_with_state),
+    Op::new("MaxUnpool", 9, max_unpool),
+    Op::new("RoiAlign", 10, roi_align),
 ];
 
 fn conv(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
@@ -185,4 +189,125 @@ fn dropout(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         imp.bind(mask, m);
     }
     Ok(x)
+}
+
+/// CausalConvWithState (opset 27): one `causal_conv_with_state` node
+/// (`activation` none, silu or swish), attrs `bias` and `past` saying which
+/// optional inputs it is given. Outputs output and present_state.
+fn causal_conv_with_state(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let activation = c.s("activation").unwrap_or_else(|| "none".into());
+    if !matches!(activation.as_str(), "none" | "silu" | "swish") {
+        return Err(c.bad_attr(
+            "activation",
+            format!("must be none, silu or swish, got '{activation}'"),
+        ));
+    }
+    let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
+    let bias = optional(imp, c, 2)?;
+    let past = optional(imp, c, 3)?;
+    let a = Attrs::new()
+        .with("activation", activation.as_str())
+        .with("bias", bias.is_some())
+        .with("past", past.is_some());
+    ins.extend(bias);
+    ins.extend(past);
+    out_n(imp, c, "causal_conv_with_state", a, &ins, 2)
+}
+
+/// MaxUnpool (opset 9): `max_unpool` (`kernel_shape`, `strides`, `pads`
+/// kept); output_shape, when given, is its third input, read when it runs.
+fn max_unpool(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?];
+    ins.extend(optional(imp, c, 2)?);
+    if c.ints("kernel_shape").is_none() {
+        return Err(c.bad_attr("kernel_shape", "is required"));
+    }
+    for k in ["kernel_shape", "strides", "pads"] {
+        if c.ints(k).is_some_and(|v| v.iter().any(|&x| x < 0)) {
+            return Err(c.bad_attr(k, "must not be negative"));
+        }
+    }
+    let a = copy_attrs(c, &["kernel_shape", "strides", "pads"], &[]);
+    out(imp, c, "max_unpool", a, &ins)
+}
+
+/// RoiAlign (opsets 10, 16): `roi_align` (`mode`, `output_height`,
+/// `output_width`, `sampling_ratio`, `spatial_scale` kept).
+/// `coordinate_transformation_mode` (opset 16, default half_pixel) becomes
+/// attr `half_pixel`; opset 10 has no such attr and does not shift
+/// (output_half_pixel).
+fn roi_align(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = vec![input(imp, c, 0)?, input(imp, c, 1)?, input(imp, c, 2)?];
+    let default = if imp.opset >= 16 {
+        "half_pixel"
+    } else {
+        "output_half_pixel"
+    };
+    let ctm = c
+        .s("coordinate_transformation_mode")
+        .unwrap_or_else(|| default.into());
+    let half_pixel = match ctm.as_str() {
+        "half_pixel" => true,
+        "output_half_pixel" => false,
+        m => {
+            return Err(c.bad_attr(
+                "coordinate_transformation_mode",
+                format!("must be half_pixel or output_half_pixel, got '{m}'"),
+            ))
+        }
+    };
+    let mode = c.s("mode").unwrap_or_else(|| "avg".into());
+    if !matches!(mode.as_str(), "avg" | "max") {
+        return Err(c.bad_attr("mode", format!("must be avg or max, got '{mode}'")));
+    }
+    for (k, min) in [("output_height", 1), ("output_width", 1), ("sampling_ratio", 0)] {
+        if let Some(v) = c.i(k).filter(|&v| v < min) {
+            return Err(c.bad_attr(k, format!("must be at least {min}, got {v}")));
+        }
+    }
+    let a = Attrs::new()
+        .with("mode", mode.as_str())
+        .with("output_height", c.i("output_height").unwrap_or(1))
+        .with("output_width", c.i("output_width").unwrap_or(1))
+        .with("sampling_ratio", c.i("sampling_ratio").unwrap_or(0))
+        .with("spatial_scale", c.f("spatial_scale").unwrap_or(1.0))
+        .with("half_pixel", half_pixel);
+    out(imp, c, "roi_align", a, &ins)
+}
+
+/// DeformConv (opset 19): `deform_conv` (`strides`, `dilations`, `pads`,
+/// `group`, `offset_group`, `kernel_shape` kept), attrs `bias` and `mask`
+/// saying which optional inputs are given. 2-D only (X of rank 4), as
+/// ONNX's reference; other ranks are refused.
+fn deform_conv(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let mut ins = vec![input(imp, c, 0)?, input(imp, c, 1)?, input(imp, c, 2)?];
+    if let Some(r) = ins[0].ty.rank().filter(|&r| r != 4) {
+        return Err(c.unsupported(format!(
+            "only 2-D DeformConv (X of rank 4) is supported, X has rank {r}"
+        )));
+    }
+    for k in ["strides", "dilations", "pads", "kernel_shape"] {
+        if c.ints(k).is_some_and(|v| v.iter().any(|&x| x < 0)) {
+            return Err(c.bad_attr(k, "must not be negative"));
+        }
+    }
+    let b = optional(imp, c, 3)?;
+    let mask = optional(imp, c, 4)?;
+    let a = copy_attrs(
+        c,
+        &[
+            "strides",
+            "dilations",
+            "pads",
+            "group",
+            "offset_group",
+            "kernel_shape",
+        ],
+        &[],
+    )
+    .with("bias", b.is_some())
+    .with("mask", mask.is_some());
+    ins.extend(b);
+    ins.extend(mask);
+    out(imp, c, "deform_conv", a, &ins)
 }

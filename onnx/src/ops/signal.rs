@@ -1,7 +1,8 @@
-//! Signal processing: DFT, STFT and the windows STFT takes (HannWindow,
-//! HammingWindow, BlackmanWindow). Lengths and axes given as inputs are
-//! read when the model runs; an optional input left out before a given
-//! one becomes an empty constant, which the ops read as absent.
+//! Signal processing: DFT, STFT, the windows STFT takes (HannWindow,
+//! HammingWindow, BlackmanWindow) and MelWeightMatrix. Lengths and axes
+//! given as inputs are read when the model runs; an optional input left
+//! out before a given one becomes an empty constant, which the ops read as
+//! absent.
 
 use vigil_engine::{Attrs, DType};
 
@@ -17,6 +18,7 @@ pub(super) const OPS: &[Op] = &[
     Op::new("HannWindow", 17, window),
     Op::new("HammingWindow", 17, window),
     Op::new("BlackmanWindow", 17, window),
+    Op::new("MelWeightMatrix", 17, mel_weight_matrix),
     Op::new("DFT", 17, dft),
     Op::new("STFT", 17, stft),
 ];
@@ -39,6 +41,24 @@ fn window(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
         .with("periodic", c.i("periodic").unwrap_or(1) != 0)
         .with("dtype", dtype.name());
     out(imp, c, "spectral_window", a, &[size])
+}
+
+/// MelWeightMatrix (opset 17): `mel_weight_matrix` of its five scalar
+/// inputs, read when it runs; `output_datatype` (default float) as `dtype`.
+fn mel_weight_matrix(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let ins = (0..5).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+    let what = format!("node '{}' ({}): attr 'output_datatype'", c.onnx_name, c.op_type);
+    let dtype = match c.i("output_datatype") {
+        Some(e) => dtype_of(e as i32, &what)?,
+        None => DType::F32,
+    };
+    out(
+        imp,
+        c,
+        "mel_weight_matrix",
+        Attrs::new().with("dtype", dtype.name()),
+        &ins,
+    )
 }
 
 /// `dft`: opset 17 takes the axis as an attr (default 1), opset 20 as

@@ -1,6 +1,7 @@
 //! Spectral ops: `dft` and `stft` (ONNX DFT and STFT) over one transform
-//! per line ([`transform`]), and the windows STFT takes
-//! ([`window::SpectralWindow`]).
+//! per line ([`transform`]), the windows STFT takes
+//! ([`window::SpectralWindow`]) and the mel filter bank
+//! ([`mel::MelWeightMatrix`]).
 //!
 //! Signals and spectra are real (a last axis of 1) or complex (a last
 //! axis of 2: real, imaginary). Transforms are computed directly in f64,
@@ -11,6 +12,7 @@
 use crate::ops::OpRegistry;
 
 pub mod dft;
+pub mod mel;
 pub mod stft;
 pub mod window;
 
@@ -41,6 +43,7 @@ pub fn transform(x: &[Complex], n: usize, bins: usize, inverse: bool) -> Vec<Com
 
 pub fn register(r: &mut OpRegistry) {
     window::register(r);
+    mel::register(r);
     dft::register(r);
     stft::register(r);
 }
