@@ -134,11 +134,13 @@ impl Im2col {
             }
             Im2col::Table(table) => {
                 for t in table.chunks_exact(o).take(k) {
-                    col.extend(
-                        t[cols.clone()]
-                            .iter()
-                            .map(|&off| if off == PAD { T::zero() } else { xc[off as usize] }),
-                    );
+                    col.extend(t[cols.clone()].iter().map(|&off| {
+                        if off == PAD {
+                            T::zero()
+                        } else {
+                            xc[off as usize]
+                        }
+                    }));
                 }
             }
         }

@@ -81,7 +81,11 @@ where
 {
     if k == 0 || n == 0 || m == 0 || a.len() != n * k || dst.len() != n * m {
         if a.len() != n * k || dst.len() != n * m {
-            return op_err(format!("internal: gemm blocks of [{n}, {k}] · [{k}, {m}] on {} and {} elements", a.len(), dst.len()));
+            return op_err(format!(
+                "internal: gemm blocks of [{n}, {k}] · [{k}, {m}] on {} and {} elements",
+                a.len(),
+                dst.len()
+            ));
         }
         dst.fill(T::zero());
         return Ok(());
@@ -101,7 +105,14 @@ where
         let mut col = Vec::new();
         fill(0..m, &mut col);
         let b = MatRef::from_row_major_slice(&col[..], k, m);
-        matmul(c, Accum::Replace, a, b, T::one(), if par { Par::rayon(0) } else { Par::Seq });
+        matmul(
+            c,
+            Accum::Replace,
+            a,
+            b,
+            T::one(),
+            if par { Par::rayon(0) } else { Par::Seq },
+        );
     } else if par {
         use rayon::prelude::*;
         c.par_col_chunks_mut(block)

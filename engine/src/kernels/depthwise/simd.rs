@@ -304,7 +304,14 @@ fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], grid: &mut [f3
 
 /// `V` vectors of the grid from element `at` on (`out`).
 #[inline(always)]
-fn vectors<I: Isa, const V: usize>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], at: usize, out: &mut [f32]) {
+fn vectors<I: Isa, const V: usize>(
+    isa: I,
+    geo: &Geometry,
+    buf: &[f32],
+    wt: &[f32],
+    at: usize,
+    out: &mut [f32],
+) {
     let ops = isa.f32();
     let lanes = ops.len();
     let mut acc = [ops.zero(); V];
