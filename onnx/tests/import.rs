@@ -295,7 +295,10 @@ fn unsupported_things_are_refused_naming_node_and_op() {
     );
     let e = import(&round_trip(&m), &Options::default()).unwrap_err();
     assert!(matches!(e, ImportError::UnsupportedOp { .. }));
-    assert_eq!(e.to_string(), "node 'uq' (ImageDecoder): unsupported op (domain '')");
+    assert_eq!(
+        e.to_string(),
+        "node 'uq' (ImageDecoder): unsupported op (domain '')"
+    );
 
     let m = model(29, vec![], vec![], vec![], vec![]);
     let e = import(&round_trip(&m), &Options::default()).unwrap_err();
