@@ -129,18 +129,8 @@ def conv_case(root, name, c, hw, m, k, s, group):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(w, "w")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    case = os.path.join(root, name.replace(" ", "_").replace("/", "s").replace(">", ""))
-    data = os.path.join(case, "test_data_set_0")
-    os.makedirs(data)
-    path = os.path.join(case, "model.onnx")
-    onnx.save(model, path)
     x = rng.standard_normal([1, c, hw, hw]).astype(np.float32)
-    feeds = {"x": x}
-    (y,) = ort_session(path).run(None, feeds)
-    for f, arr in [("input_0.pb", x), ("output_0.pb", y)]:
-        with open(os.path.join(data, f), "wb") as fh:
-            fh.write(numpy_helper.from_array(arr).SerializeToString())
+    case, path, feeds, y = save_case(root, name.replace(" ", "_").replace("/", "s").replace(">", ""), graph, x)
     gflop = 2 * y.size * (c // group) * k * k / 1e9
     return case, path, feeds, gflop
 
@@ -180,20 +170,29 @@ def pool_case(root, op, k, s, p, batch):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    case, path, feeds, _ = save_case(root, f"{op.lower()}_{k}x{k}_s{s}_p{p}", graph, x)
+    return case, ort_session(path), feeds
+
+
+def save_case(root, name, graph, x):
+    """`graph` (opset 13) as an ONNX test case directory `root/name`:
+    model.onnx and test_data_set_0 with input `x` and onnxruntime's output.
+    Returns the directory, the model's path, the feeds and the output."""
+    from onnx import helper, numpy_helper
+
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    case = os.path.join(root, f"{op.lower()}_{k}x{k}_s{s}_p{p}")
+    case = os.path.join(root, name)
     data = os.path.join(case, "test_data_set_0")
     os.makedirs(data)
     path = os.path.join(case, "model.onnx")
     onnx.save(model, path)
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    sess = ort_session(path)
     feeds = {"x": x}
-    (y,) = sess.run(None, feeds)
-    for name, arr in [("input_0.pb", x), ("output_0.pb", y)]:
-        with open(os.path.join(data, name), "wb") as f:
-            f.write(numpy_helper.from_array(arr).SerializeToString())
-    return case, sess, feeds
+    (y,) = ort_session(path).run(None, feeds)
+    for f, arr in [("input_0.pb", x), ("output_0.pb", y)]:
+        with open(os.path.join(data, f), "wb") as fh:
+            fh.write(numpy_helper.from_array(arr).SerializeToString())
+    return case, path, feeds, y
 
 
 def vigil_reps(vigil, path, inner, threads=1):

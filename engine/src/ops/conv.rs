@@ -161,9 +161,6 @@ impl Im2col {
 /// f32): a block stays in L2 between its copy and the GEMM reading it.
 const COL_BLOCK: usize = 1 << 18;
 
-/// Runs shorter than this are copied element by element.
-const SHORT_RUN: usize = 32;
-
 /// The im2col rows of one 2-D plane `xc` (`h.input` rows of `w.input`):
 /// for each tap `(kh, kw)`, the windows in row-major order, each the input
 /// element the tap reads or zero in the padding. The runs of windows whose
@@ -184,12 +181,8 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, co
                 if run > 0 {
                     let iw = (w.start(ow_lo) + (kw * w.dilation) as i64) as usize;
                     let src = &xc[ih * w.input + iw..(ih + 1) * w.input];
-                    if w.stride == 1 && run >= SHORT_RUN {
+                    if w.stride == 1 {
                         col.extend_from_slice(&src[..run]);
-                    } else if w.stride == 1 {
-                        // A call to memcpy per short run (a 7- or 14-wide
-                        // plane) cost more than the copy.
-                        col.extend(src[..run].iter().copied());
                     } else {
                         let src = &src[..(run - 1) * w.stride + 1];
                         col.extend((0..run).map(|i| src[i * w.stride]));
@@ -202,23 +195,12 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, co
     }
 }
 
-/// The convolution of contiguous `x` and `w` into contiguous `out`.
-fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
-    d: &Dims,
-    group: usize,
-    x: &[T],
-    w: &[T],
-    b: Option<&[T]>,
-    out: &mut [T],
-) -> Result<()> {
-    conv_blocked(d, group, x, w, b, out, COL_BLOCK, PARALLEL_MACS)
-}
-
-/// [`conv_kernel`] with the im2col block budget (elements) and the
-/// multiply-adds from which blocks run in parallel as parameters, so that
-/// tests reach the blocked and parallel paths on small shapes.
+/// The convolution of contiguous `x` and `w` into contiguous `out`, with
+/// the im2col block budget (elements; [`COL_BLOCK`]) and the multiply-adds
+/// from which blocks run in parallel ([`PARALLEL_MACS`]) as parameters, so
+/// that tests reach the blocked and parallel paths on small shapes.
 #[allow(clippy::too_many_arguments)]
-fn conv_blocked<T: Float + MatMulElem + DepthwiseElem>(
+fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
     d: &Dims,
     group: usize,
     x: &[T],
@@ -380,7 +362,7 @@ impl Op for Conv {
         let dtype = inputs[0].dtype();
         let out = ctx.output(0, dtype, &shape)?;
         let g = self.group;
-        crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv", inputs, &out, |x, w, b, o| conv_kernel(&d, g, x, w, b, o))?,
+        crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv", inputs, &out, |x, w, b, o| conv_kernel(&d, g, x, w, b, o, COL_BLOCK, PARALLEL_MACS))?,
             return dtype_err("op 'conv' takes float inputs"));
         Ok(vec![out])
     }
@@ -538,7 +520,7 @@ mod tests {
             // and on the rayon pool).
             for (col_block, par_macs) in [(COL_BLOCK, PARALLEL_MACS), (block, usize::MAX), (block, 0)] {
                 let mut got = vec![f64::NAN; n * m * o];
-                conv_blocked(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, col_block, par_macs).unwrap();
+                conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, col_block, par_macs).unwrap();
                 for (i, (g, r)) in got.iter().zip(&want).enumerate() {
                     prop_assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {}: {} vs {} ({:?}, block {})", i, g, r, d.axes, col_block);
                 }

@@ -148,10 +148,12 @@ impl Geometry {
                     row[hi..].fill(0.0);
                     if lo < hi {
                         let first = (lo as i64 * sw as i64 + shift) as usize;
-                        // Element loops: a call to memcpy per short row
-                        // cost more than the copy.
-                        for (v, &e) in row[lo..hi].iter_mut().zip(src[first..].iter().step_by(sw)) {
-                            *v = e;
+                        if sw == 1 {
+                            row[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+                        } else {
+                            for (v, &e) in row[lo..hi].iter_mut().zip(src[first..].iter().step_by(sw)) {
+                                *v = e;
+                            }
                         }
                     }
                 }
@@ -277,9 +279,7 @@ impl SimdOp for Channels<'_> {
                 o.copy_from_slice(&grid[..o.len()]);
             } else {
                 for (dst, src) in o.chunks_exact_mut(wo).zip(grid.chunks(wq)) {
-                    for (d, &v) in dst.iter_mut().zip(src) {
-                        *d = v;
-                    }
+                    dst.copy_from_slice(&src[..wo]);
                 }
             }
         }
