@@ -7,7 +7,8 @@
 //! [`PARALLEL_ELEMS`]). A base module: the tensor layer's copies and
 //! fills split too, so it depends on nothing else in the crate.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
@@ -69,5 +70,138 @@ pub fn join_global_pool() {
             .num_threads(threads)
             .use_current_thread()
             .build_global();
+    }
+}
+
+/// Keeps the other workers of the calling thread's rayon pool busy-polling
+/// for work while a graph runs, as onnxruntime's pool spins between the ops
+/// of a run. A worker that finds no work for a few dozen rounds goes to
+/// sleep, and waking it costs more than a short op's whole parallel part on
+/// a virtual machine (measured: 2-thread runs of one conv bimodal, median no
+/// faster than one thread); a polling worker picks the next op's pieces up
+/// at once. Only a run on a pool worker keeps the others awake (a `vigil`
+/// run, where [`join_global_pool`] made the main thread worker 0): a caller
+/// outside the pool, as tests are, leaves it to sleep as before. The pollers
+/// stop when the value is dropped. Results do not change: the same pieces
+/// run, on whichever thread takes them.
+pub struct KeepAwake {
+    state: Option<Arc<Awake>>,
+}
+
+struct Awake {
+    /// Cleared when the run ends; pollers return then.
+    running: AtomicBool,
+    /// Pollers spawned and not yet returned.
+    polling: AtomicUsize,
+    /// How many other workers to keep awake.
+    want: usize,
+    /// The worker running the graph: a poller that lands on it returns at
+    /// once (it would otherwise spin on the thread it is meant to serve).
+    owner: usize,
+}
+
+impl KeepAwake {
+    /// Starts pollers on the calling thread's pool, if it is a worker of a
+    /// pool of two threads or more and intra-op parallelism is on.
+    pub fn start() -> KeepAwake {
+        match rayon::current_thread_index() {
+            Some(owner) if intra_op() => KeepAwake::polling(owner, rayon::current_num_threads() - 1),
+            _ => KeepAwake { state: None },
+        }
+    }
+
+    /// `want` pollers for the run of worker `owner`.
+    fn polling(owner: usize, want: usize) -> KeepAwake {
+        let k = KeepAwake {
+            state: Some(Arc::new(Awake {
+                running: AtomicBool::new(true),
+                polling: AtomicUsize::new(0),
+                want,
+                owner,
+            })),
+        };
+        k.rearm();
+        k
+    }
+
+    /// Spawns pollers again where some returned (one that landed on the
+    /// owner, which takes its own queue's jobs while it waits in a join).
+    /// Cheap when all are polling: one atomic load.
+    pub fn rearm(&self) {
+        let Some(s) = &self.state else { return };
+        while s.polling.load(Ordering::Acquire) < s.want {
+            s.polling.fetch_add(1, Ordering::AcqRel);
+            let s = Arc::clone(s);
+            rayon::spawn(move || poll(&s));
+        }
+    }
+}
+
+impl Drop for KeepAwake {
+    fn drop(&mut self) {
+        if let Some(s) = &self.state {
+            s.running.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// Runs the pool's pending jobs as they come until the run ends.
+fn poll(s: &Awake) {
+    if rayon::current_thread_index() != Some(s.owner) {
+        while s.running.load(Ordering::Acquire) {
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    s.polling.fetch_sub(1, Ordering::AcqRel);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Whether `what` holds within ten seconds.
+    fn within(what: impl Fn() -> bool) -> bool {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if what() {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        what()
+    }
+
+    #[test]
+    fn forked_work_runs_beside_a_poller_and_pollers_stop_when_dropped() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        let (stolen, stopped) = pool.install(|| {
+            let owner = rayon::current_thread_index().expect("a worker");
+            let awake = KeepAwake::polling(owner, 1);
+            let state = Arc::clone(awake.state.as_ref().expect("pollers"));
+            // The first half waits for the second: it can only finish if
+            // the other worker, polling, takes the second half.
+            let ran = AtomicBool::new(false);
+            let (waited, other) = rayon::join(
+                || within(|| ran.load(Ordering::Acquire)),
+                || {
+                    ran.store(true, Ordering::Release);
+                    rayon::current_thread_index()
+                },
+            );
+            let stolen = waited && other.is_some_and(|t| t != owner);
+            drop(awake);
+            (stolen, within(|| state.polling.load(Ordering::Acquire) == 0))
+        });
+        assert!(stolen, "the other worker ran the forked half");
+        assert!(stopped, "the pollers returned once the run ended");
+    }
+
+    #[test]
+    fn a_run_outside_any_pool_keeps_no_worker_awake() {
+        // Test threads are not rayon workers.
+        assert!(KeepAwake::start().state.is_none());
     }
 }

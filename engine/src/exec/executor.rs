@@ -350,7 +350,9 @@ impl<'g> Executor<'g> {
                 SweepWatch::Summaries => Some(true),
             },
         };
+        let awake = crate::parallel::KeepAwake::start();
         let ran = loop {
+            awake.rearm();
             let next = match sweeps {
                 Some(summaries) => cursor.step_fused(listener, summaries),
                 None => cursor.step(listener),
@@ -361,6 +363,7 @@ impl<'g> Executor<'g> {
                 Err(e) => break Err(e),
             }
         };
+        drop(awake);
         // Listeners finish their run (collect, replay) even when an op failed.
         let out = cursor.finish(listener);
         ran?;
