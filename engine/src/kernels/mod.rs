@@ -12,6 +12,7 @@
 //! - [`norm`] and [`softmax`]: layer/RMS normalization and softmax over
 //!   contiguous rows;
 //! - [`pow`]: powers by small integers and halves as multiplies;
+//! - [`stride`]: every n-th element of a row, for strided windows;
 //! - [`compare`] and [`summary`]: tolerance comparison and one-pass
 //!   statistics over element runs, for the listeners.
 
@@ -25,6 +26,7 @@ pub mod norm;
 pub mod pointwise;
 pub mod pow;
 pub mod softmax;
+pub mod stride;
 pub mod summary;
 pub mod vmath;
 

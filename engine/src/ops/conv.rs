@@ -155,6 +155,24 @@ impl Im2col {
         };
         ((budget / rows.max(1)) / unit).max(1) * unit
     }
+
+    /// [`Im2col::block`] for blocks run in parallel on `threads` threads:
+    /// shrunk so the `cols` columns make a multiple of `threads` blocks,
+    /// where rounding to whole output rows allows. Seven blocks on two
+    /// threads would keep one of them idle for a seventh of the conv.
+    fn parallel_block(&self, rows: usize, budget: usize, cols: usize, threads: usize) -> usize {
+        let block = self.block(rows, budget);
+        let blocks = cols.div_ceil(block);
+        if blocks <= 1 || threads <= 1 {
+            return block;
+        }
+        let unit = match self {
+            Im2col::Planar(_, w) => w.output.max(1),
+            _ => 1,
+        };
+        let even = blocks.div_ceil(threads) * threads;
+        cols.div_ceil(even).div_ceil(unit).max(1) * unit
+    }
 }
 
 /// Elements of the im2col matrix built and multiplied at a time (1 MiB of
@@ -184,8 +202,9 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, co
                     if w.stride == 1 {
                         col.extend_from_slice(&src[..run]);
                     } else {
-                        let src = &src[..(run - 1) * w.stride + 1];
-                        col.extend((0..run).map(|i| src[i * w.stride]));
+                        let at = col.len();
+                        col.resize(at + run, T::zero());
+                        crate::kernels::stride::take_every(src, w.stride, &mut col[at..]);
                     }
                 }
                 zeros(col, w.output - ow_hi);
@@ -227,7 +246,6 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
     }
     let im2col = Im2col::new(&d.axes)?;
     let rows = cg * k;
-    let block = im2col.block(rows, col_block);
     let shape_err = |e: ndarray::ShapeError| crate::error::Error::Op(format!("internal: conv block: {e}"));
     for n in 0..d.n {
         for g in 0..group {
@@ -238,6 +256,11 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
                 // The im2col matrix a block of columns at a time, each
                 // multiplied while in cache; blocks in parallel.
                 let par = crate::parallel::intra_op() && mg * rows * o >= par_macs;
+                let block = if par {
+                    im2col.parallel_block(rows, col_block, o, rayon::current_num_threads())
+                } else {
+                    im2col.block(rows, col_block)
+                };
                 let fill = |cols: Range<usize>, col: &mut Vec<T>| {
                     col.clear();
                     col.reserve(rows * cols.len());
@@ -562,5 +585,26 @@ mod tests {
         assert!(matches!(Im2col::new(&three).unwrap(), Im2col::Direct));
         let three = window(&[(2, 2, 1, 1, 0, 0); 3]).unwrap().2;
         assert!(matches!(Im2col::new(&three).unwrap(), Im2col::Table(_)));
+    }
+
+    /// Parallel blocks come in a multiple of the threads where whole
+    /// output rows allow it, each no larger than the budget's block.
+    #[test]
+    fn parallel_blocks_split_evenly_among_threads() {
+        // resnet18's first stage: 64 channels of 3×3 over 56×56.
+        let axes = window(&[(56, 3, 1, 1, 1, 1), (56, 3, 1, 1, 1, 1)]).unwrap().2;
+        let im2col = Im2col::new(&axes).unwrap();
+        let (rows, cols) = (64 * 9, 56 * 56);
+        let serial = im2col.block(rows, COL_BLOCK);
+        assert_eq!((serial % 56, cols.div_ceil(serial)), (0, 7));
+        for threads in [2, 4, 8] {
+            let b = im2col.parallel_block(rows, COL_BLOCK, cols, threads);
+            assert_eq!(b % 56, 0);
+            assert!(b <= serial);
+            assert_eq!(cols.div_ceil(b) % threads, 0, "{threads} threads: blocks of {b}");
+        }
+        // One block stays one block (faer splits it); one thread keeps it.
+        assert_eq!(im2col.parallel_block(rows, COL_BLOCK, 56, 2), serial);
+        assert_eq!(im2col.parallel_block(rows, COL_BLOCK, cols, 1), serial);
     }
 }

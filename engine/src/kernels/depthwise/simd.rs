@@ -121,44 +121,75 @@ impl Geometry {
         })
     }
 
-    fn buffer_len(&self) -> usize {
-        self.h.stride * self.w.stride * self.phase
+    fn buffer_len(&self, lanes: usize) -> usize {
+        self.h.stride * self.w.stride * self.phase + lanes
     }
 
-    /// Fills `buf` with the padded, phase-split copy of plane `x`.
-    fn fill(&self, x: &[f32], buf: &mut [f32]) {
+    /// Fills `buf` with the padded, phase-split copy of plane `x`. Rows are
+    /// written with whole vectors, zeros included, so short rows and their
+    /// padding cost no memcpy or memset calls: a row's last vector may spill
+    /// into the next row, which is written after it (and the last row's
+    /// into the slack, zeroed after the rows, or into the `lanes` elements
+    /// [`Geometry::buffer_len`] keeps past the last phase).
+    #[inline(always)]
+    fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32]) {
         let (sh, sw, wq) = (self.h.stride, self.w.stride, self.wq);
-        for (ph, rows) in buf.chunks_exact_mut(sw * self.phase).enumerate() {
-            for (pw, phase) in rows.chunks_exact_mut(self.phase).enumerate() {
-                let (grid, slack) = phase.split_at_mut(self.hq * wq);
-                slack.fill(0.0);
+        let grid_len = self.hq * wq;
+        for ph in 0..sh {
+            for pw in 0..sw {
+                let at = (ph * sw + pw) * self.phase;
                 // Phase column j holds padded column j·sw + pw: input
                 // column j·sw + shift, inside the row for j in lo..hi.
                 let shift = pw as i64 + self.w.base;
                 let clamp = |j: i64| j.clamp(0, wq as i64) as usize;
                 let lo = clamp(ceil_div(-shift, sw as i64));
                 let hi = clamp(ceil_div(self.w.input as i64 - shift, sw as i64)).max(lo);
-                for (r, row) in grid.chunks_exact_mut(wq).enumerate() {
-                    let Some(ih) = self.h.input_at(r * sh + ph) else {
-                        row.fill(0.0);
-                        continue;
-                    };
-                    let src = &x[ih * self.w.input..(ih + 1) * self.w.input];
-                    row[..lo].fill(0.0);
-                    row[hi..].fill(0.0);
-                    if lo < hi {
-                        let first = (lo as i64 * sw as i64 + shift) as usize;
-                        if sw == 1 {
-                            row[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-                        } else {
-                            for (v, &e) in row[lo..hi].iter_mut().zip(src[first..].iter().step_by(sw)) {
-                                *v = e;
-                            }
+                for r in 0..self.hq {
+                    let row = &mut buf[at + r * wq..];
+                    let src = match self.h.input_at(r * sh + ph) {
+                        Some(ih) if lo < hi => {
+                            let first = (lo as i64 * sw as i64 + shift) as usize;
+                            &x[ih * self.w.input + first..(ih + 1) * self.w.input]
                         }
-                    }
+                        _ => &[],
+                    };
+                    put_row(isa, row, wq, lo, hi - lo, src, sw);
                 }
+                buf[at + grid_len..at + self.phase].fill(0.0);
             }
         }
+    }
+}
+
+/// Writes padded row `dst[..wq]`: zeros, then `n` elements of `src` taken
+/// every `step` from column `lo`, then zeros. Whole vectors throughout, so
+/// it may write up to a vector past `wq` (see [`Geometry::fill`]).
+#[inline(always)]
+fn put_row<I: Isa>(isa: I, dst: &mut [f32], wq: usize, lo: usize, n: usize, src: &[f32], step: usize) {
+    let ops = isa.f32();
+    let lanes = ops.len();
+    let n = if src.is_empty() { 0 } else { n };
+    let mut c = 0;
+    while c < lo {
+        ops.store(ops.zero(), &mut dst[c..c + lanes]);
+        c += lanes;
+    }
+    let row = &mut dst[lo..];
+    if step == 1 {
+        let mut i = 0;
+        while i < n {
+            let (v, _) = ops.load_pad(&src[i..n]);
+            ops.store(v, &mut row[i..i + lanes]);
+            i += lanes;
+        }
+        c = lo + i;
+    } else {
+        crate::kernels::stride::take_every(src, step, &mut row[..n]);
+        c = lo + n;
+    }
+    while c < wq {
+        ops.store(ops.zero(), &mut dst[c..c + lanes]);
+        c += lanes;
     }
 }
 
@@ -262,26 +293,45 @@ impl SimdOp for Channels<'_> {
     #[inline(always)]
     fn eval<I: Isa>(self, isa: I) {
         let geo = self.geo;
-        let mut buf = vec![0f32; geo.buffer_len()];
+        let mut buf = vec![0f32; geo.buffer_len(isa.f32().len())];
         let mut grid = vec![0f32; geo.grid];
         let mut filled = None;
         for (i, o) in self.out.chunks_exact_mut(self.op).enumerate() {
             let m = self.first + i;
             let c = m / self.per;
             if filled != Some(c) {
-                geo.fill(&self.x[c * self.ip..(c + 1) * self.ip], &mut buf);
+                geo.fill(isa, &self.x[c * self.ip..(c + 1) * self.ip], &mut buf);
                 filled = Some(c);
             }
             plane(isa, geo, &buf, &self.wts[m * self.k..(m + 1) * self.k], &mut grid);
-            // The grid's rows, without their extra columns.
-            let (wq, wo) = (geo.wq, geo.w.output);
-            if wq == wo {
-                o.copy_from_slice(&grid[..o.len()]);
-            } else {
-                for (dst, src) in o.chunks_exact_mut(wo).zip(grid.chunks(wq)) {
-                    dst.copy_from_slice(&src[..wo]);
-                }
+            rows_out(isa, geo, &grid, o);
+        }
+    }
+}
+
+/// The grid's rows, without their extra columns, into output plane `o`:
+/// whole vectors while the last one stays inside `o` (it may spill into
+/// the next row, written after it), `copy_from_slice` for the rest.
+#[inline(always)]
+fn rows_out<I: Isa>(isa: I, geo: &Geometry, grid: &[f32], o: &mut [f32]) {
+    let (wq, wo) = (geo.wq, geo.w.output);
+    if wq == wo {
+        o.copy_from_slice(&grid[..o.len()]);
+        return;
+    }
+    let ops = isa.f32();
+    let lanes = ops.len();
+    let span = wo.div_ceil(lanes) * lanes;
+    for r in 0..geo.h.output {
+        let (d, s) = (r * wo, r * wq);
+        if d + span <= o.len() && s + span <= grid.len() {
+            let mut i = 0;
+            while i < span {
+                ops.store(ops.load(&grid[s + i..s + i + lanes]), &mut o[d + i..d + i + lanes]);
+                i += lanes;
             }
+        } else {
+            o[d..d + wo].copy_from_slice(&grid[s..s + wo]);
         }
     }
 }
@@ -374,6 +424,8 @@ mod tests {
             (5, 5, 2, 1, 0, 1),
             (1, 1, 1, 1, 0, 3),
             (20, 4, 2, 1, 1, 1),
+            (6, 3, 1, 9, 18, 1),
+            (40, 3, 2, 1, 1, 1),
         ] {
             let (hx, wx) = (hw, hw + 3);
             let (ht, wt) = (taps(hx, k, s, d, p), taps(wx, k, s, d, p));
