@@ -154,6 +154,7 @@ fn exec_debug_refuses_flags_it_cannot_honour_before_writing_anything() {
         vec!["--record", s(&rec)],
         vec!["--no-inplace"],
         vec!["--profile", "p.json"],
+        vec!["--warmup", "1"],
     ] {
         let mut args = vec![
             "exec",
@@ -185,6 +186,33 @@ fn exec_debug_refuses_flags_it_cannot_honour_before_writing_anything() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn exec_warmup_runs_are_left_out_of_the_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let events = |warmup: &str| {
+        let (out, prof) = (
+            tmp.path().join(format!("o{warmup}")),
+            tmp.path().join(format!("p{warmup}.json")),
+        );
+        let o = vigil(&[
+            "exec",
+            "suites/broken/broken_accumulate",
+            "--out",
+            s(&out),
+            "--profile",
+            s(&prof),
+            "--warmup",
+            warmup,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let trace: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
+        trace["traceEvents"].as_array().unwrap().len()
+    };
+    let cold = events("0");
+    assert!(cold > 0);
+    assert_eq!(events("3"), cold, "one event per node of the counted run");
 }
 
 /// A two-layer case: h = relu(x @ w1), y = h @ w2; w2 a parameter.

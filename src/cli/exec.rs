@@ -45,6 +45,11 @@ pub struct ExecArgs {
     /// Write a Chrome trace-event file of op timings (opens in Perfetto).
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
+    /// Runs the graph N times with no listeners before the run that
+    /// counts, so `--profile` times a warm run (buffers reused, constants
+    /// paged in) as `vigil bench` does, not the first one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    warmup: usize,
     /// plain runs the graph and writes its outputs (nothing is compared);
     /// validate adds the non-in-place, view-map and numerics listeners and
     /// debug runs DebugMode, as `vigil run` does: their findings go to
@@ -101,6 +106,7 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
             ("--record", a.record.is_some()),
             ("--profile", a.profile.is_some()),
             ("--no-inplace", a.no_inplace),
+            ("--warmup", a.warmup > 0),
         ] {
             if set {
                 bail!("{flag} works with --mode plain or validate, not debug");
@@ -132,6 +138,13 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
         }
     }
     let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs, FeedSource::Flags)?;
+    if a.warmup > 0 {
+        let prepared = crate::runner::prepare(&graph, &cfg).with_context(|| case.graph.display().to_string())?;
+        let exec = prepared.executor();
+        for _ in 0..a.warmup {
+            exec.run(&feeds).with_context(|| format!("{}: warm-up run", case.graph.display()))?;
+        }
+    }
     let mut set = ListenerSet::new().with_listener(TracingListener::new());
     set.set_case(Some(a.graph.display().to_string()));
     if a.profile.is_some() {
