@@ -594,7 +594,7 @@ mod tests {
         // resnet18's first stage: 64 channels of 3×3 over 56×56.
         let axes = window(&[(56, 3, 1, 1, 1, 1), (56, 3, 1, 1, 1, 1)]).unwrap().2;
         let im2col = Im2col::new(&axes).unwrap();
-        let (rows, cols) = (64 * 9, 56 * 56);
+        let (rows, cols): (usize, usize) = (64 * 9, 56 * 56);
         let serial = im2col.block(rows, COL_BLOCK);
         assert_eq!((serial % 56, cols.div_ceil(serial)), (0, 7));
         for threads in [2, 4, 8] {
