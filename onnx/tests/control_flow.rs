@@ -468,6 +468,9 @@ fn an_if_whose_rank_depends_on_its_branch_takes_the_data_sets() {
         tensor("x", &x).write_to_bytes().unwrap(),
     )
     .unwrap();
+    // The else branch: -x, a trailing axis added.
+    let z = tensor("z", &f32s(&[2, 1], &[-1.5, 2.]));
+    std::fs::write(dir.path().join("output_0.pb"), z.write_to_bytes().unwrap()).unwrap();
     let imported = vigil_onnx::import_with(&m, &Options::default(), Some(dir.path())).unwrap();
     let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
     // The If stays a node (c still decides when it runs).

@@ -110,7 +110,7 @@ impl TfIdfVectorizer {
             let size = k + 1;
             let end = ngram_counts.get(k + 1).map_or(pool.len(), |&e| e as usize);
             let items = &pool[start as usize..end];
-            if items.len() % size != 0 {
+            if !items.len().is_multiple_of(size) {
                 return attr_err(format!(
                     "op '{NAME}': the pool's {size}-grams (items {start}..{end} of 'pool_int64s') are not a whole number of {size}-grams"
                 ));
@@ -423,15 +423,15 @@ mod tests {
         let w = vec![0.5, 2.0, 3.0];
         let (_, idf) = run_vec::<f32>(
             &*op(NAME, base.clone().with("weights", float_list(&w))),
-            &[x.clone()],
+            std::slice::from_ref(&x),
         )
         .unwrap();
         // 4 thrice, 9 once, 3 never.
         assert_eq!(idf, [0.5, 2.0, 0.0]);
-        let (_, idf1) = run_vec::<f32>(&*op(NAME, base.clone()), &[x.clone()]).unwrap();
+        let (_, idf1) = run_vec::<f32>(&*op(NAME, base.clone()), std::slice::from_ref(&x)).unwrap();
         assert_eq!(idf1, [1.0, 1.0, 0.0]);
         let tfidf = base.clone().with("mode", "TFIDF").with("weights", float_list(&w));
-        let (_, got) = run_vec::<f32>(&*op(NAME, tfidf), &[x.clone()]).unwrap();
+        let (_, got) = run_vec::<f32>(&*op(NAME, tfidf), std::slice::from_ref(&x)).unwrap();
         assert_eq!(got, [1.5, 2.0, 0.0]);
         let (_, plain) = run_vec::<f32>(&*op(NAME, base.with("mode", "TFIDF")), &[x]).unwrap();
         assert_eq!(plain, [3.0, 1.0, 0.0]);

@@ -498,7 +498,7 @@ mod tests {
             ROWS.iter().flatten().map(|&v| v as f32).collect::<Vec<f32>>(),
         );
         for agg in ["average", "min", "max"] {
-            let (_, got) = run_vec::<f32>(&*op(NAME, two_trees(agg)), &[x.clone()]).unwrap();
+            let (_, got) = run_vec::<f32>(&*op(NAME, two_trees(agg)), std::slice::from_ref(&x)).unwrap();
             for (r, row) in ROWS.iter().enumerate() {
                 let leaves = by_hand(row[0], row[1]);
                 for k in 0..2 {
@@ -518,7 +518,7 @@ mod tests {
     fn nan_goes_the_false_way_unless_missing_tracks_true() {
         let x = t(&[1, 2], vec![f64::NAN, 1.0]);
         // x0 NaN: `NaN <= 1.5` is false, so tree A goes to node 1 (x1 = 1, not a member: leaf 2).
-        let (_, got) = run_vec::<f64>(&*op(NAME, two_trees("sum")), &[x.clone()]).unwrap();
+        let (_, got) = run_vec::<f64>(&*op(NAME, two_trees("sum")), std::slice::from_ref(&x)).unwrap();
         assert_eq!(got, [100.0 + 1000.0, 0.0]);
         let a = two_trees("sum").with("nodes_missing_value_tracks_true", vec![1i64, 0, 0]);
         let (_, got) = run_vec::<f64>(&*op(NAME, a), &[x]).unwrap();
