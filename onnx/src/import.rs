@@ -263,12 +263,19 @@ impl Importer {
             .zip(inferred)
             .map(|(var, mut ty)| {
                 ty.value = None;
+                let fed = fed.next().flatten();
+                // A rank the op cannot infer (an `if` whose branches give
+                // different ranks) is the data set's, as a shape read from
+                // a fed value is: the case holds for inputs like it.
+                if let (None, Some(t)) = (&ty.shape, &fed) {
+                    ty.shape = Some(vec![-1; t.shape().len()]);
+                }
                 Value {
                     var,
                     ty,
                     constant: None,
                     source: false,
-                    fed: fed.next().flatten(),
+                    fed,
                 }
             })
             .collect())
@@ -289,8 +296,11 @@ impl Importer {
                 onnx_name,
                 name,
             };
-            let preview = n.domain == "ai.onnx.preview" && crate::ops::PREVIEW.contains(&n.op_type.as_str());
-            if !(n.domain.is_empty() || n.domain == "ai.onnx" || preview) {
+            let op = n.op_type.as_str();
+            let preview = n.domain == "ai.onnx.preview" && crate::ops::PREVIEW.contains(&op);
+            let ml = crate::ops::ML.contains(&op);
+            let default = (n.domain.is_empty() || n.domain == "ai.onnx") && !ml;
+            if !(default || preview || (ml && n.domain == "ai.onnx.ml")) {
                 return Err(ImportError::UnsupportedOp {
                     node: ctx.onnx_name,
                     op: n.op_type.clone(),

@@ -18,9 +18,10 @@ pub use error::{ImportError, Result};
 pub use import::{import, import_with, sanitize, Imported, Initializers, Options};
 pub use model::{decode_model, read_model, read_tensor_file};
 
-/// The ONNX op types the importer translates (default domain, and the
-/// `ai.onnx.preview` ops of `ops::PREVIEW`), sorted, each with the first
-/// opset of its domain that defines it. docs/onnx.md lists the same.
+/// The ONNX op types the importer translates (default domain, the
+/// `ai.onnx.preview` ops of `ops::PREVIEW` and the `ai.onnx.ml` ops of
+/// `ops::ML`), sorted, each with the first opset of its domain that
+/// defines it. docs/onnx.md lists the same.
 pub fn supported_ops() -> Vec<(&'static str, i64)> {
     let mut v: Vec<_> = ops::all().map(|op| (op.op_type, op.since_opset)).collect();
     v.sort_unstable();

@@ -344,11 +344,155 @@ fn scan_imports_with_every_axis_and_direction() {
     assert_eq!(vals(&out[1].1), [111., 222., 110., 220., 100., 200.]);
 }
 
+/// Opset 8's `total, ys = Scan(lens, init, xs)`: a leading batch axis of
+/// 2, xs `[2, 3, 2]` scanned in reverse; `lens` an initializer when given.
+fn scan8_model(lens: Option<&[i64]>) -> onnx_protobuf::ModelProto {
+    let body = graph(
+        "body",
+        vec![
+            node("Add", "add", &["t_in", "x"], &["t_out"], vec![]),
+            node("Identity", "y", &["t_out"], &["y"], vec![]),
+        ],
+        vec![value("t_in", DType::F32, &[2]), value("x", DType::F32, &[2])],
+        vec![],
+        vec![value("t_out", DType::F32, &[2]), value("y", DType::F32, &[2])],
+    );
+    model(
+        8,
+        vec![node(
+            "Scan",
+            "sc",
+            &[if lens.is_some() { "lens" } else { "" }, "init", "xs"],
+            &["total", "ys"],
+            vec![
+                ("body", A::G(Box::new(body))),
+                ("num_scan_inputs", A::I(1)),
+                ("directions", A::Ints(vec![1])),
+            ],
+        )],
+        vec![
+            value("init", DType::F32, &[2, 2]),
+            value("xs", DType::F32, &[2, 3, 2]),
+        ],
+        lens.map(|l| tensor("lens", &Tensor::from_i64s(l)))
+            .into_iter()
+            .collect(),
+        vec![
+            value("total", DType::F32, &[2, 2]),
+            value("ys", DType::F32, &[2, 3, 2]),
+        ],
+    )
+}
+
 #[test]
-fn scan_before_opset_9_is_refused() {
-    let e = import(&round_trip(&scan_model(8)), &Options::default()).unwrap_err();
-    assert!(matches!(e, vigil_onnx::ImportError::Unsupported { .. }), "{e}");
-    assert!(e.to_string().contains("sc"), "{e}");
+fn opset_8_scan_runs_each_batch_entry() {
+    let init = f32s(&[2, 2], &[0., 0., 100., 100.]);
+    let xs = f32s(
+        &[2, 3, 2],
+        &[1., 10., 2., 20., 3., 30., 4., 40., 5., 50., 6., 60.],
+    );
+    for lens in [None, Some(&[3i64, 3][..])] {
+        let m = scan8_model(lens);
+        let out = run(&m, &[("init", init.clone()), ("xs", xs.clone())]);
+        assert_eq!(out[0].1.shape(), [2, 2]);
+        assert_eq!(vals(&out[0].1), [6., 60., 115., 250.]);
+        // Written out: each entry's running sums, last row first, in the
+        // order the rows are visited.
+        assert_eq!(out[1].1.shape(), [2, 3, 2]);
+        assert_eq!(
+            vals(&out[1].1),
+            [3., 30., 5., 50., 6., 60., 106., 160., 111., 210., 115., 250.]
+        );
+    }
+    let e = import(&round_trip(&scan8_model(Some(&[3, 2]))), &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, vigil_onnx::ImportError::Unsupported { node, msg, .. } if node == "sc" && msg.contains("sequence_lens")),
+        "{e}"
+    );
+}
+
+/// `z = Unsqueeze(If(c), -1)`: the then branch gives a 0-d value, the else
+/// branch x `[2]` negated, so the If's rank depends on c.
+fn rank_by_branch_model() -> onnx_protobuf::ModelProto {
+    let branch = |name: &str, from: &str| {
+        graph(
+            name,
+            vec![node("Neg", "neg", &[from], &[name], vec![])],
+            vec![],
+            vec![],
+            vec![value(name, DType::F32, &[])],
+        )
+    };
+    model(
+        13,
+        vec![
+            node(
+                "If",
+                "pick",
+                &["c"],
+                &["y"],
+                vec![
+                    ("then_branch", A::G(Box::new(branch("t", "k")))),
+                    ("else_branch", A::G(Box::new(branch("e", "x")))),
+                ],
+            ),
+            node("Unsqueeze", "unsq", &["y", "axes"], &["z"], vec![]),
+        ],
+        vec![value("c", DType::Bool, &[]), value("x", DType::F32, &[2])],
+        vec![
+            tensor("k", &f32s(&[], &[5.])),
+            tensor("axes", &Tensor::from_i64s(&[-1])),
+        ],
+        vec![value("z", DType::F32, &[-1, 1])],
+    )
+}
+
+#[test]
+fn an_if_whose_rank_depends_on_its_branch_takes_the_data_sets() {
+    use onnx_protobuf::Message;
+    let m = round_trip(&rank_by_branch_model());
+    let e = import(&m, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, vigil_onnx::ImportError::Unsupported { node, .. } if node == "unsq"),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let x = f32s(&[2], &[1.5, -2.]);
+    std::fs::write(
+        dir.path().join("input_0.pb"),
+        tensor("c", &cond(false)).write_to_bytes().unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("input_1.pb"),
+        tensor("x", &x).write_to_bytes().unwrap(),
+    )
+    .unwrap();
+    // The else branch: -x, a trailing axis added.
+    let z = tensor("z", &f32s(&[2, 1], &[-1.5, 2.]));
+    std::fs::write(dir.path().join("output_0.pb"), z.write_to_bytes().unwrap()).unwrap();
+    let imported = vigil_onnx::import_with(&m, &Options::default(), Some(dir.path())).unwrap();
+    let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
+    // The If stays a node (c still decides when it runs).
+    assert_eq!(ops, ["if", "expand_dims"]);
+    let case = dir.path().join("case");
+    vigil_onnx::write_case(
+        &imported,
+        &vigil_onnx::InputSource::DataSet(dir.path().into()),
+        &case,
+    )
+    .unwrap();
+    let g = vigil_engine::Graph::load(case.join("graph.json"), &vigil_engine::OpRegistry::builtin()).unwrap();
+    let feeds = [("c".to_string(), cond(false)), ("x".to_string(), x)]
+        .into_iter()
+        .collect();
+    let out = vigil_engine::Executor::new(&g)
+        .unwrap()
+        .run(&feeds)
+        .unwrap()
+        .outputs;
+    assert_eq!(out[0].1.shape(), [2, 1]);
+    assert_eq!(vals(&out[0].1), [-1.5, 2.]);
 }
 
 /// `z = If(c)` with both branches `ConstantOfShape(n + 1)`: the shape is

@@ -120,6 +120,54 @@ pub fn strategy(op: &str) -> BoxedStrategy<Attrs> {
         "max_unpool" => prop::collection::vec(1i64..=2, 1..=2)
             .prop_map(|k| one("kernel_shape", json!(k)))
             .boxed(),
+        // A pool of two unigrams and two bigrams of 0s and 1s (what sampled
+        // integers hold often), counted with and without skips.
+        "tfidf_vectorizer" => (
+            prop::sample::select(vec!["TF", "IDF", "TFIDF"]),
+            1i64..=2,
+            0i64..=2,
+        )
+            .prop_map(|(mode, min, skip)| {
+                Attrs::new()
+                    .with("mode", mode)
+                    .with("min_gram_length", min)
+                    .with("max_gram_length", 2)
+                    .with("max_skip_count", skip)
+                    .with("ngram_counts", json!([0, 2]))
+                    .with("ngram_indexes", json!([0, 1, 2, 3]))
+                    .with("pool_int64s", json!([0, 1, 0, 1, 1, 1]))
+            })
+            .boxed(),
+        // One tree on feature 0: a split at 0 by each comparison mode, or
+        // membership in {0, 1}, two leaves on two targets.
+        "tree_ensemble" => (
+            0i64..=6,
+            prop::sample::select(vec!["sum", "average", "min", "max"]),
+        )
+            .prop_map(|(mode, agg)| {
+                Attrs::new()
+                    .with("nodes_featureids", json!([0]))
+                    .with("nodes_modes", json!([mode]))
+                    .with("nodes_splits", json!([0.0]))
+                    .with("nodes_truenodeids", json!([0]))
+                    .with("nodes_falsenodeids", json!([1]))
+                    .with("nodes_trueleafs", json!([1]))
+                    .with("nodes_falseleafs", json!([1]))
+                    .with("leaf_targetids", json!([0, 1]))
+                    .with("leaf_weights", json!([1.5, -2.0]))
+                    .with("tree_roots", json!([0]))
+                    .with("n_targets", 2)
+                    .with("aggregate", agg)
+                    .with(
+                        "membership_values",
+                        if mode == 6 {
+                            json!([0.0, 1.0, "nan"])
+                        } else {
+                            json!([])
+                        },
+                    )
+            })
+            .boxed(),
         "rnn" | "gru" | "lstm" => (
             1i64..=3,
             prop::sample::select(vec!["forward", "reverse", "bidirectional"]),

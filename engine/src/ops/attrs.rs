@@ -78,6 +78,28 @@ impl Attrs {
         }
     }
 
+    /// A list of numbers. JSON has no NaN or infinities: those are the
+    /// strings `"nan"`, `"inf"` and `"-inf"`, as [`float_list`] writes them.
+    pub fn f64_list(&self, key: &str) -> Result<Option<Vec<f64>>> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) if s == "nan" => Ok(f64::NAN),
+                    Value::String(s) if s == "inf" => Ok(f64::INFINITY),
+                    Value::String(s) if s == "-inf" => Ok(f64::NEG_INFINITY),
+                    _ => x.as_f64().map_or_else(
+                        || Self::bad(key, "a list of numbers", &Value::Array(a.clone())),
+                        Ok,
+                    ),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some(v) => Self::bad(key, "a list of numbers", v),
+        }
+    }
+
     /// A list of non-negative integers (a shape or a permutation).
     pub fn usize_list(&self, key: &str) -> Result<Option<Vec<usize>>> {
         match self.i64_list(key)? {
@@ -121,4 +143,22 @@ impl Attrs {
         }
         Ok(())
     }
+}
+
+/// `v` as an attr value that [`Attrs::f64_list`] reads back exactly: finite
+/// values as JSON numbers, NaN and the infinities as strings.
+pub fn float_list(v: &[f64]) -> Value {
+    Value::Array(
+        v.iter()
+            .map(|&x| {
+                if x.is_nan() {
+                    Value::from("nan")
+                } else if x.is_infinite() {
+                    Value::from(if x > 0.0 { "inf" } else { "-inf" })
+                } else {
+                    Value::from(x)
+                }
+            })
+            .collect(),
+    )
 }

@@ -84,6 +84,8 @@ impl OpRegistry {
                 super::max_unpool::register(&mut r);
                 super::roi_align::register(&mut r);
                 super::deform_conv::register(&mut r);
+                super::tfidf_vectorizer::register(&mut r);
+                super::tree_ensemble::register(&mut r);
                 r
             })
             .clone()

@@ -172,12 +172,10 @@ fn loop_(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
 }
 
 /// `Scan(state…, xs…)` (opset 9 on): a `scan` node with every axis and
-/// direction listed.
+/// direction listed. Opset 8's form goes to [`scan8`].
 fn scan(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     if imp.opset < 9 {
-        return Err(c.unsupported(
-            "Scan before opset 9 (a batch axis and sequence_lens) is not supported; opset 9 on is",
-        ));
+        return scan8(imp, c);
     }
     let body_g = graph_attr(c, "body")?;
     let m = c
@@ -239,4 +237,160 @@ fn scan(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     let mut ins = ins;
     ins.extend(outer.into_iter().map(|(_, v)| v).filter(captured_as_input));
     out_n(imp, c, "scan", attrs, &ins, n_out)
+}
+
+/// `Scan(sequence_lens, state…, xs…)` of opset 8: every input has a
+/// leading batch axis (the scan inputs `[batch, sequence, …]`), and the
+/// body sees one batch entry. The batch must be known at import time; each
+/// entry is a `gather` of it from every input, a `scan` (axis 0,
+/// `directions` as given, outputs forward), and each output an
+/// `expand_dims` of the entries' results, concatenated along the batch
+/// axis. `sequence_lens`, when given, must be a constant holding the full
+/// sequence length for every entry (shorter sequences are refused).
+fn scan8(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
+    let body_g = graph_attr(c, "body")?;
+    let m = c
+        .i("num_scan_inputs")
+        .ok_or_else(|| c.bad_attr("num_scan_inputs", "is required"))?;
+    let n_in = c.proto.input.len().saturating_sub(1);
+    let m = usize::try_from(m)
+        .ok()
+        .filter(|m| (1..=n_in).contains(m))
+        .ok_or_else(|| c.bad_attr("num_scan_inputs", format!("must be 1 to {n_in}, got {m}")))?;
+    let states = n_in - m;
+    let n_out = c.proto.output.len();
+    if n_out < states || body_g.input.len() != n_in || body_g.output.len() != n_out {
+        return Err(c.bad_attr(
+            "body",
+            format!(
+                "takes {} inputs and gives {} outputs; an opset-8 Scan with {states} states, {m} scan inputs and \
+                 {n_out} outputs needs {n_in} and {n_out}",
+                body_g.input.len(),
+                body_g.output.len(),
+            ),
+        ));
+    }
+    let dirs = match c.ints("directions") {
+        None => vec![0; m],
+        Some(v) if v.len() == m => v,
+        Some(v) => return Err(c.bad_attr("directions", format!("lists {} values, {m} expected", v.len()))),
+    };
+    let ins = (1..=n_in).map(|k| input(imp, c, k)).collect::<Result<Vec<_>>>()?;
+    let dims: Vec<Option<Vec<i64>>> = ins.iter().map(|v| v.ty.shape.clone()).collect();
+    let batch = match dims
+        .iter()
+        .map(|s| s.as_ref().and_then(|s| s.first().copied()))
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(b) if b.iter().all(|&d| d > 0 && d == b[0]) => b[0] as usize,
+        _ => {
+            return Err(c.unsupported(format!(
+                "every input needs one batch size (the leading axis) known at import time, got {}",
+                ins.iter()
+                    .map(|v| v.ty.shape_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    };
+    if let Some(lens) = optional(imp, c, 0)? {
+        let full = dims[states]
+            .as_ref()
+            .and_then(|s| s.get(1).copied())
+            .filter(|&d| d >= 0);
+        let known = match (&lens.constant, lens.source) {
+            (Some(_), false) => Some(super::emit::const_ints(c, &lens, "sequence_lens")?),
+            _ => None,
+        };
+        match (known, full) {
+            (Some(l), Some(f)) if l.len() == batch && l.iter().all(|&x| x == f) => {}
+            _ => return Err(c.unsupported(
+                "sequence_lens must be a constant holding the full sequence length for every batch entry \
+                     (shorter sequences are not supported)",
+            )),
+        }
+    }
+    // The body's own inputs: each input without its batch axis, and the
+    // scan inputs without their sequence axis too.
+    let fallback: Vec<TypeInfo> = ins
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            let drop = if k < states { 1 } else { 2 };
+            let shape =
+                v.ty.shape
+                    .as_ref()
+                    .filter(|s| s.len() >= drop)
+                    .map(|s| s[drop..].to_vec());
+            TypeInfo::new(v.ty.dtype, shape)
+        })
+        .collect();
+    let outer = outer_values(imp, c, &[body_g])?;
+    let body = imp.body(body_g, &own_inputs(body_g, &fallback), &outer)?;
+    let json = serde_json::to_value(&body).map_err(|e| c.unsupported(e.to_string()))?;
+    let attrs = Attrs::new()
+        .with("body", json)
+        .with("scan_input_axes", vec![0i64; m])
+        .with("scan_input_directions", dirs)
+        .with("scan_output_axes", vec![0i64; n_out - states])
+        .with("scan_output_directions", vec![0i64; n_out - states]);
+    let captured: Vec<Value> = outer
+        .into_iter()
+        .map(|(_, v)| v)
+        .filter(captured_as_input)
+        .collect();
+    let names: Vec<String> = (0..n_out)
+        .map(|k| match c.proto.output.get(k).filter(|o| !o.is_empty()) {
+            Some(o) => o.clone(),
+            None => format!("{}.output{k}", c.onnx_name),
+        })
+        .collect();
+    // Each output's per-entry results, batch axis restored.
+    let mut parts: Vec<Vec<Value>> = vec![Vec::new(); n_out];
+    for b in 0..batch {
+        let at = imp.constant(&format!("{}.entry{b}", c.name), Tensor::from_i64s(&[b as i64]));
+        let mut entry = Vec::with_capacity(ins.len() + captured.len());
+        for (k, v) in ins.iter().enumerate() {
+            let a = Attrs::new().with("axis", 0i64);
+            let g = imp.emit(
+                c,
+                "gather",
+                a,
+                &[v.clone(), at.clone()],
+                &format!("{}.in{k}.b{b}", c.out()),
+            )?;
+            let a = Attrs::new().with("axes", vec![0i64]);
+            entry.push(imp.emit(c, "squeeze", a, &[g], &format!("{}.in{k}.entry{b}", c.out()))?);
+        }
+        entry.extend(captured.iter().cloned());
+        let outs: Vec<String> = names.iter().map(|n| format!("{n}.scan{b}")).collect();
+        let refs: Vec<&str> = outs.iter().map(String::as_str).collect();
+        let res = imp.emit_n(c, "scan", attrs.clone(), &entry, &refs)?;
+        for (k, r) in res.into_iter().enumerate() {
+            let a = Attrs::new().with("axis", 0i64);
+            let tag = if batch == 1 {
+                names[k].clone()
+            } else {
+                format!("{}.b{b}", names[k])
+            };
+            parts[k].push(imp.emit(c, "expand_dims", a, &[r], &tag)?);
+        }
+    }
+    let mut results = Vec::with_capacity(n_out);
+    for (k, p) in parts.into_iter().enumerate() {
+        let v = if batch == 1 {
+            p.into_iter()
+                .next()
+                .ok_or_else(|| c.unsupported("internal: no batch entry"))?
+        } else {
+            imp.emit(c, "concat", Attrs::new().with("axis", 0i64), &p, &names[k])?
+        };
+        results.push(v);
+    }
+    for (k, v) in results.iter().enumerate().skip(1) {
+        if c.proto.output.get(k).is_some_and(|o| !o.is_empty()) {
+            imp.bind(&names[k], v.clone());
+        }
+    }
+    Ok(results[0].clone())
 }

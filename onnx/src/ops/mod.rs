@@ -21,6 +21,7 @@ mod linalg;
 mod logic;
 mod losses;
 mod math;
+mod ml;
 mod nd;
 mod nn;
 mod norm;
@@ -32,6 +33,7 @@ mod select;
 mod shape;
 mod signal;
 mod softmax;
+mod text;
 
 use crate::error::{ImportError, Result};
 use crate::import::{Importer, NodeCtx, Value};
@@ -71,6 +73,11 @@ impl Op {
 /// since_opset is that domain's version).
 pub(crate) const PREVIEW: &[&str] = &["FlexAttention"];
 
+/// The ops of domain `ai.onnx.ml` the registry translates (their
+/// since_opset is that domain's version); they are refused in any other
+/// domain, and every other op in this one.
+pub(crate) const ML: &[&str] = &["ArrayFeatureExtractor", "Binarizer", "TreeEnsemble"];
+
 /// Every family's entries.
 const FAMILIES: &[&[Op]] = &[
     math::OPS,
@@ -96,6 +103,8 @@ const FAMILIES: &[&[Op]] = &[
     recurrent::OPS,
     attention::OPS,
     control::OPS,
+    text::OPS,
+    ml::OPS,
 ];
 
 /// Every registered op.
