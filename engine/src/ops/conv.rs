@@ -179,12 +179,27 @@ impl Im2col {
 /// f32): a block stays in L2 between its copy and the GEMM reading it.
 const COL_BLOCK: usize = 1 << 18;
 
+/// Runs of the im2col rows shorter than this are written element by
+/// element (see [`im2col_planar`]).
+const SHORT_RUN: usize = 32;
+
 /// The im2col rows of one 2-D plane `xc` (`h.input` rows of `w.input`):
 /// for each tap `(kh, kw)`, the windows in row-major order, each the input
 /// element the tap reads or zero in the padding. The runs of windows whose
 /// tap is inside the input are found once per tap, not per element.
 fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, col: &mut Vec<T>) {
-    let zeros = |col: &mut Vec<T>, n: usize| col.extend(std::iter::repeat_n(T::zero(), n));
+    // Short runs are pushed element by element: a memcpy or memset call
+    // per 7-wide run measured about 120 ns here, 60% of a 512-channel
+    // 7×7 conv.
+    let zeros = |col: &mut Vec<T>, n: usize| {
+        if n < SHORT_RUN {
+            for _ in 0..n {
+                col.push(T::zero());
+            }
+        } else {
+            col.extend(std::iter::repeat_n(T::zero(), n));
+        }
+    };
     for kh in 0..h.kernel {
         let (oh_lo, oh_hi) = h.outputs_inside(kh);
         let oh_lo = oh_lo.clamp(ohs.start, ohs.end);
@@ -199,7 +214,11 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, co
                 if run > 0 {
                     let iw = (w.start(ow_lo) + (kw * w.dilation) as i64) as usize;
                     let src = &xc[ih * w.input + iw..(ih + 1) * w.input];
-                    if w.stride == 1 {
+                    if w.stride == 1 && run < SHORT_RUN {
+                        for &v in &src[..run] {
+                            col.push(v);
+                        }
+                    } else if w.stride == 1 {
                         col.extend_from_slice(&src[..run]);
                     } else {
                         let at = col.len();
