@@ -14,7 +14,7 @@ MODEL is a light model's short name (resnet50, vgg19, ...; default all nine).
 its external data) and `test_data_set_0/` (scripts/export_models.py writes
 them), fed that data set's inputs on both sides, at each thread count of
 `--threads` (Vigil's rayon pool via RAYON_NUM_THREADS, onnxruntime's
-intra-op threads). After the timing, one `vigil exec --profile --warmup 1` run per
+intra-op threads). After the timing, one `vigil exec --profile --warmup 2` run per
 model and thread count gives the per-op breakdown (time per Vigil op name)
 and the GFLOP/s of the matmuls (MatMul, Gemm) and convs (Conv): their
 multiply-adds, counted from ONNX shape inference on the data set's input
@@ -361,7 +361,7 @@ def profile(vigil, model_path, work, threads):
     trace = os.path.join(out, "trace.json")
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     subprocess.run(
-        [vigil, "exec", case, "--out", os.path.join(out, "o"), "--profile", trace, "--warmup", "1"],
+        [vigil, "exec", case, "--out", os.path.join(out, "o"), "--profile", trace, "--warmup", "2"],
         check=True,
         capture_output=True,
         env=env,
