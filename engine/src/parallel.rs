@@ -176,7 +176,10 @@ mod tests {
 
     #[test]
     fn forked_work_runs_beside_a_poller_and_pollers_stop_when_dropped() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a pool");
         let (stolen, stopped) = pool.install(|| {
             let owner = rayon::current_thread_index().expect("a worker");
             let awake = KeepAwake::polling(owner, 1);

@@ -139,10 +139,12 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
     }
     let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs, FeedSource::Flags)?;
     if a.warmup > 0 {
-        let prepared = crate::runner::prepare(&graph, &cfg).with_context(|| case.graph.display().to_string())?;
+        let prepared =
+            crate::runner::prepare(&graph, &cfg).with_context(|| case.graph.display().to_string())?;
         let exec = prepared.executor();
         for _ in 0..a.warmup {
-            exec.run(&feeds).with_context(|| format!("{}: warm-up run", case.graph.display()))?;
+            exec.run(&feeds)
+                .with_context(|| format!("{}: warm-up run", case.graph.display()))?;
         }
     }
     let mut set = ListenerSet::new().with_listener(TracingListener::new());

@@ -327,7 +327,10 @@ fn rows_out<I: Isa>(isa: I, geo: &Geometry, grid: &[f32], o: &mut [f32]) {
         if d + span <= o.len() && s + span <= grid.len() {
             let mut i = 0;
             while i < span {
-                ops.store(ops.load(&grid[s + i..s + i + lanes]), &mut o[d + i..d + i + lanes]);
+                ops.store(
+                    ops.load(&grid[s + i..s + i + lanes]),
+                    &mut o[d + i..d + i + lanes],
+                );
                 i += lanes;
             }
         } else {
