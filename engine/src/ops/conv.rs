@@ -149,11 +149,16 @@ impl Im2col {
     /// Im2col columns per block of the blocked GEMM: whole output rows for
     /// `Planar`, about `budget` elements of the matrix's `rows` rows.
     fn block(&self, rows: usize, budget: usize) -> usize {
-        let unit = match self {
+        let unit = self.unit();
+        ((budget / rows.max(1)) / unit).max(1) * unit
+    }
+
+    /// Columns a block is a multiple of: whole output rows for `Planar`.
+    fn unit(&self) -> usize {
+        match self {
             Im2col::Planar(_, w) => w.output.max(1),
             _ => 1,
-        };
-        ((budget / rows.max(1)) / unit).max(1) * unit
+        }
     }
 
     /// [`Im2col::block`] for blocks run in parallel on `threads` threads:
@@ -166,10 +171,7 @@ impl Im2col {
         if blocks <= 1 || threads <= 1 {
             return block;
         }
-        let unit = match self {
-            Im2col::Planar(_, w) => w.output.max(1),
-            _ => 1,
-        };
+        let unit = self.unit();
         let even = blocks.div_ceil(threads) * threads;
         cols.div_ceil(even).div_ceil(unit).max(1) * unit
     }

@@ -146,14 +146,15 @@ impl Geometry {
                 let hi = clamp(ceil_div(self.w.input as i64 - shift, sw as i64)).max(lo);
                 for r in 0..self.hq {
                     let row = &mut buf[at + r * wq..];
-                    let src = match self.h.input_at(r * sh + ph) {
+                    let src: &[f32] = match self.h.input_at(r * sh + ph) {
                         Some(ih) if lo < hi => {
                             let first = (lo as i64 * sw as i64 + shift) as usize;
                             &x[ih * self.w.input + first..(ih + 1) * self.w.input]
                         }
                         _ => &[],
                     };
-                    put_row(isa, row, wq, lo, hi - lo, src, sw);
+                    let n = if src.is_empty() { 0 } else { hi - lo };
+                    put_row(isa, row, wq, lo, n, src, sw);
                 }
                 buf[at + grid_len..at + self.phase].fill(0.0);
             }
@@ -168,7 +169,6 @@ impl Geometry {
 fn put_row<I: Isa>(isa: I, dst: &mut [f32], wq: usize, lo: usize, n: usize, src: &[f32], step: usize) {
     let ops = isa.f32();
     let lanes = ops.len();
-    let n = if src.is_empty() { 0 } else { n };
     let mut c = 0;
     while c < lo {
         ops.store(ops.zero(), &mut dst[c..c + lanes]);
