@@ -13,6 +13,7 @@
 //!   contiguous rows;
 //! - [`pow`]: powers by small integers and halves as multiplies;
 //! - [`stride`]: every n-th element of a row, for strided windows;
+//! - [`rowsum`]: sums of contiguous rows, for reductions over trailing axes;
 //! - [`compare`] and [`summary`]: tolerance comparison and one-pass
 //!   statistics over element runs, for the listeners.
 
@@ -25,6 +26,7 @@ pub mod math_fn;
 pub mod norm;
 pub mod pointwise;
 pub mod pow;
+pub mod rowsum;
 pub mod softmax;
 pub mod stride;
 pub mod summary;

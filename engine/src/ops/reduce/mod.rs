@@ -23,6 +23,7 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, Zip};
 
 use crate::dtype::{DType, Element, Float, Num};
 use crate::error::{attr_err, dtype_err, op_err, refuse_dtype, shape_err, Error, Result};
+use crate::kernels::rowsum::sum_rows;
 use crate::ops::widen;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::tensor::layout::resolve_axis;
@@ -156,6 +157,8 @@ fn fold_axis_with<T: Element>(v: &ArrayViewD<'_, T>, ax: usize, init: T, f: impl
 trait Reducible: Num {
     fn sum_all(v: &ArrayViewD<'_, Self>) -> Self;
     fn sum_along(v: &ArrayViewD<'_, Self>, ax: usize) -> ArrayD<Self>;
+    /// The sum of a contiguous run, accumulated as [`Reducible::sum_all`].
+    fn sum_slice(s: &[Self]) -> Self;
 }
 
 macro_rules! reducible_float {
@@ -166,6 +169,9 @@ macro_rules! reducible_float {
             }
             fn sum_along(v: &ArrayViewD<'_, Self>, ax: usize) -> ArrayD<Self> {
                 v.sum_axis(Axis(ax))
+            }
+            fn sum_slice(s: &[Self]) -> Self {
+                ndarray::ArrayView1::from(s).sum()
             }
         }
     };
@@ -185,6 +191,9 @@ macro_rules! reducible_half {
                     .sum_axis(Axis(ax))
                     .mapv(<$t>::from_f32)
             }
+            fn sum_slice(s: &[Self]) -> Self {
+                <$t>::from_f32(s.iter().map(|x| x.to_f32()).sum())
+            }
         }
     )*};
 }
@@ -198,6 +207,9 @@ macro_rules! reducible_int {
             }
             fn sum_along(v: &ArrayViewD<'_, Self>, ax: usize) -> ArrayD<Self> {
                 fold_axis_with(v, ax, 0, <$t>::wrapping_add)
+            }
+            fn sum_slice(s: &[Self]) -> Self {
+                s.iter().fold(0, |a, &b| a.wrapping_add(b))
             }
         }
     };
@@ -273,6 +285,20 @@ fn reduce_mean<T: Reducible + Float>(v: &ArrayViewD<'_, T>, flags: &[bool]) -> A
     s
 }
 
+/// The length of the run each output element sums when the flagged axes
+/// are the trailing ones (some, not all) of a contiguous input, whose
+/// outputs then follow in C order whether or not the axes are kept.
+fn trailing_run(x: &Tensor, flags: &[bool], out: &Tensor) -> Option<usize> {
+    let first = flags.iter().position(|&f| f)?;
+    let trailing = first > 0 && flags[first..].iter().all(|&f| f);
+    (trailing && x.is_contiguous() && out.is_contiguous()).then(|| x.shape()[first..].iter().product())
+}
+
+/// Sums the runs of [`trailing_run`] straight into `out`.
+fn sum_trailing<T: Reducible>(x: &Tensor, len: usize, out: &Tensor) -> Result<()> {
+    x.read_contiguous(|xs: &[T]| out.write_contiguous(|o: &mut [T]| sum_rows(xs, len, o, T::sum_slice)))?
+}
+
 fn run_reduce<T: Reducible>(
     kind: ReduceKind,
     x: &Tensor,
@@ -280,11 +306,22 @@ fn run_reduce<T: Reducible>(
     keepdims: bool,
     out: &Tensor,
 ) -> Result<()> {
+    if kind == ReduceKind::Sum {
+        if let Some(len) = trailing_run(x, flags, out) {
+            return sum_trailing::<T>(x, len, out);
+        }
+    }
     let res = x.read(|v: ArrayViewD<'_, T>| reduce_num(kind, &v, flags))?;
     write_result(out, res, flags, keepdims)
 }
 
 fn run_mean<T: Reducible + Float>(x: &Tensor, flags: &[bool], keepdims: bool, out: &Tensor) -> Result<()> {
+    if let Some(len) = trailing_run(x, flags, out) {
+        sum_trailing::<T>(x, len, out)?;
+        // 0 / 0 = NaN for empty runs, as numpy's mean.
+        let n = T::from_f64(len as f64);
+        return out.write_contiguous(|o: &mut [T]| o.iter_mut().for_each(|v| *v = *v / n));
+    }
     let res = x.read(|v: ArrayViewD<'_, T>| reduce_mean(&v, flags))?;
     write_result(out, res, flags, keepdims)
 }

@@ -452,3 +452,72 @@ fn prod_over_axes_keepdims_empty_axes_wraps_and_nan() {
     assert!(n[0].is_nan());
     assert!(run(&*all, &t(&[1], vec![true])).is_err());
 }
+
+/// `sum` and `mean` over the trailing axes of `x` (shape `[a, b, c, d]`,
+/// C order), by the definition: one accumulation per output element.
+fn trailing_by_definition(x: &[f64], shape: [usize; 4], from: usize, mean: bool) -> Vec<f64> {
+    let len: usize = shape[from..].iter().product();
+    x.chunks(len)
+        .map(|run| {
+            let s: f64 = run.iter().sum();
+            if mean {
+                s / len as f64
+            } else {
+                s
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn reductions_over_trailing_axes_sum_each_run() {
+    let shape = [2, 3, 4, 5];
+    let data: Vec<f64> = (0..120).map(|i| ((i * 37) % 11) as f64 - 5.5).collect();
+    let x = t(&shape, data.clone());
+    for (from, ax) in [
+        (1, vec![1, 2, 3]),
+        (2, vec![2, 3]),
+        (2, vec![-1, -2]),
+        (3, vec![3]),
+    ] {
+        for (name, mean) in [("sum", false), ("mean", true)] {
+            let want = trailing_by_definition(&data, shape, from, mean);
+            let got = vals::<f64>(&run(&*op(name, axes(&ax)), &x).unwrap());
+            assert_eq!(got, (shape[..from].to_vec(), want.clone()), "{name} over {ax:?}");
+            let kept = op(name, axes(&ax).with("keepdims", true));
+            let (kshape, kvals) = vals::<f64>(&run(&*kept, &x).unwrap());
+            let mut want_shape = shape.to_vec();
+            want_shape[from..].fill(1);
+            assert_eq!(
+                (kshape, kvals),
+                (want_shape, want),
+                "{name} over {ax:?}, keepdims"
+            );
+        }
+    }
+    // The same reduction of a strided view (axis 0 reversed) walks the
+    // axes one at a time and agrees.
+    let r = rev0(&x);
+    let mut rdata = data[60..].to_vec();
+    rdata.extend_from_slice(&data[..60]);
+    let got = vals::<f64>(&run(&*op("mean", axes(&[2, 3])), &r).unwrap());
+    assert_eq!(got, (vec![2, 3], trailing_by_definition(&rdata, shape, 2, true)));
+}
+
+#[test]
+fn trailing_reductions_of_empty_runs_and_integers() {
+    // Runs of zero elements: sums 0, means NaN (0 / 0), as numpy.
+    let e = t(&[2, 0], Vec::<f32>::new());
+    assert_eq!(
+        vals::<f32>(&run(&*op("sum", axes(&[1])), &e).unwrap()),
+        (vec![2], vec![0.0, 0.0])
+    );
+    let m = vals::<f32>(&run(&*op("mean", axes(&[1])), &e).unwrap());
+    assert!(m.1.len() == 2 && m.1.iter().all(|v| v.is_nan()));
+    // Integer sums wrap, as numpy's.
+    let i = t(&[2, 2], vec![i32::MAX, 1, 5, 6]);
+    assert_eq!(
+        vals::<i32>(&run(&*op("sum", axes(&[1])), &i).unwrap()),
+        (vec![2], vec![i32::MIN, 11])
+    );
+}
