@@ -23,6 +23,28 @@ mod simd;
 /// already worth a fork-join.
 const PARALLEL_TAPS: usize = 1 << 18;
 
+/// A depthwise conv's taps (`[M, kh·kw]`, row-major) and optional bias
+/// (`[M]`).
+#[derive(Clone, Copy, Debug)]
+pub struct Weights<'a, T> {
+    pub taps: &'a [T],
+    pub bias: Option<&'a [T]>,
+}
+
+impl<T: Float> Weights<'_, T> {
+    /// Output channel `m`'s bias, 0 without one.
+    fn bias(&self, m: usize) -> T {
+        self.bias.map_or(T::zero(), |b| b[m])
+    }
+
+    /// Output planes of `op` elements with only their bias (no taps).
+    fn fill_bias(&self, out: &mut [T], op: usize) {
+        for (m, o) in out.chunks_mut(op.max(1)).enumerate() {
+            o.fill(self.bias(m));
+        }
+    }
+}
+
 /// One spatial axis of the window, as the kernel walks it.
 #[derive(Clone, Debug)]
 pub struct AxisTaps {
@@ -37,10 +59,10 @@ pub struct AxisTaps {
     pub first: Vec<i64>,
 }
 
-/// One output plane: `out = Σ_taps w[tap] · x shifted`, over one input
+/// One output plane: `out = b + Σ_taps w[tap] · x shifted`, over one input
 /// plane `x` (`h.input` rows of `w.input`) and the taps `wt` (row-major).
-fn plane<T: Float>(x: &[T], wt: &[T], h: &AxisTaps, w: &AxisTaps, out: &mut [T]) {
-    out.fill(T::zero());
+fn plane<T: Float>(x: &[T], wt: &[T], b: T, h: &AxisTaps, w: &AxisTaps, out: &mut [T]) {
+    out.fill(b);
     let kw_n = w.inside.len();
     for (kh, &(oh_lo, oh_hi)) in h.inside.iter().enumerate() {
         for (kw, &(ow_lo, ow_hi)) in w.inside.iter().enumerate() {
@@ -72,10 +94,18 @@ fn plane<T: Float>(x: &[T], wt: &[T], h: &AxisTaps, w: &AxisTaps, out: &mut [T])
 /// every float, f32 overriding it with the run-time SIMD kernel.
 pub trait DepthwiseElem: Float {
     /// Depthwise convolution of one image: `x` holds its `C` input planes,
-    /// `wts` the `[M, kh·kw]` taps, `out` its `M` output planes; output
-    /// channel `m` reads input channel `m / per` (`per = M / C`, the channel
-    /// multiplier).
-    fn depthwise_2d(x: &[Self], wts: &[Self], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [Self]) {
+    /// `wts` the `[M, kh·kw]` taps and the optional `[M]` bias, `out` its
+    /// `M` output planes; output channel `m` reads input channel `m / per`
+    /// (`per = M / C`, the channel multiplier). The bias is each output's
+    /// first term, so it costs no pass of its own.
+    fn depthwise_2d(
+        x: &[Self],
+        wts: Weights<'_, Self>,
+        per: usize,
+        h: &AxisTaps,
+        w: &AxisTaps,
+        out: &mut [Self],
+    ) {
         depthwise_taps(x, wts, per, h, w, out);
     }
 }
@@ -84,7 +114,14 @@ impl DepthwiseElem for f64 {}
 impl DepthwiseElem for half::f16 {}
 impl DepthwiseElem for half::bf16 {}
 impl DepthwiseElem for f32 {
-    fn depthwise_2d(x: &[f32], wts: &[f32], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [f32]) {
+    fn depthwise_2d(
+        x: &[f32],
+        wts: Weights<'_, f32>,
+        per: usize,
+        h: &AxisTaps,
+        w: &AxisTaps,
+        out: &mut [f32],
+    ) {
         if !simd::depthwise_2d(x, wts, per, h, w, out) {
             depthwise_taps(x, wts, per, h, w, out);
         }
@@ -98,16 +135,30 @@ fn parallel(outputs: usize, k: usize) -> bool {
 }
 
 /// [`DepthwiseElem::depthwise_2d`] tap by tap, for any float.
-fn depthwise_taps<T: Float>(x: &[T], wts: &[T], per: usize, h: &AxisTaps, w: &AxisTaps, out: &mut [T]) {
+fn depthwise_taps<T: Float>(
+    x: &[T],
+    wts: Weights<'_, T>,
+    per: usize,
+    h: &AxisTaps,
+    w: &AxisTaps,
+    out: &mut [T],
+) {
     let (ip, op) = (h.input * w.input, h.output * w.output);
     let k = h.inside.len() * w.inside.len();
     if op == 0 || k == 0 {
-        out.fill(T::zero());
+        wts.fill_bias(out, op);
         return;
     }
     let one = |(m, o): (usize, &mut [T])| {
         let c = m / per;
-        plane(&x[c * ip..(c + 1) * ip], &wts[m * k..(m + 1) * k], h, w, o);
+        plane(
+            &x[c * ip..(c + 1) * ip],
+            &wts.taps[m * k..(m + 1) * k],
+            wts.bias(m),
+            h,
+            w,
+            o,
+        );
     };
     if parallel(out.len(), k) {
         out.par_chunks_mut(op).enumerate().for_each(one);

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use rten_simd::ops::{BitOps, NumOps};
 use rten_simd::{Isa, SimdOp};
 
-use super::{parallel, AxisTaps};
+use super::{parallel, AxisTaps, Weights};
 use crate::kernels::fastmath;
 
 /// Output vectors accumulated together.
@@ -125,7 +125,8 @@ impl Geometry {
         self.h.stride * self.w.stride * self.phase + lanes
     }
 
-    /// Fills `buf` with the padded, phase-split copy of plane `x`. Rows are
+    /// Fills `buf` with the padded, phase-split copy of the plane that `x`
+    /// starts with (the rest of the input may follow it). Rows are
     /// written with whole vectors, zeros included, so short rows and their
     /// padding cost no memcpy or memset calls: a row's last vector may spill
     /// into the next row, which is written after it (and the last row's
@@ -144,17 +145,20 @@ impl Geometry {
                 let clamp = |j: i64| j.clamp(0, wq as i64) as usize;
                 let lo = clamp(ceil_div(-shift, sw as i64));
                 let hi = clamp(ceil_div(self.w.input as i64 - shift, sw as i64)).max(lo);
+                // Every row of the phase copies the same count: its last
+                // vector's mask, made once (rten-simd builds one lane by lane).
+                let tail = isa.f32().first_n_mask((hi - lo) % isa.f32().len());
                 for r in 0..self.hq {
                     let row = &mut buf[at + r * wq..];
                     let src: &[f32] = match self.h.input_at(r * sh + ph) {
                         Some(ih) if lo < hi => {
                             let first = (lo as i64 * sw as i64 + shift) as usize;
-                            &x[ih * self.w.input + first..(ih + 1) * self.w.input]
+                            &x[ih * self.w.input + first..]
                         }
                         _ => &[],
                     };
                     let n = if src.is_empty() { 0 } else { hi - lo };
-                    put_row(isa, row, wq, lo, n, src, sw);
+                    put_row(isa, row, wq, (lo, n), src, sw, tail);
                 }
                 buf[at + grid_len..at + self.phase].fill(0.0);
             }
@@ -164,9 +168,20 @@ impl Geometry {
 
 /// Writes padded row `dst[..wq]`: zeros, then `n` elements of `src` taken
 /// every `step` from column `lo`, then zeros. Whole vectors throughout, so
-/// it may write up to a vector past `wq` (see [`Geometry::fill`]).
+/// it may write up to a vector past `wq` (see [`Geometry::fill`]). `src`
+/// may run on past the row (the rest of the input): a partial last vector
+/// is then a whole load with the lanes past `n` zeroed by `tail`
+/// (`first_n_mask(n % lanes)`), else a padded load.
 #[inline(always)]
-fn put_row<I: Isa>(isa: I, dst: &mut [f32], wq: usize, lo: usize, n: usize, src: &[f32], step: usize) {
+fn put_row<I: Isa>(
+    isa: I,
+    dst: &mut [f32],
+    wq: usize,
+    (lo, n): (usize, usize),
+    src: &[f32],
+    step: usize,
+    tail: I::M32,
+) {
     let ops = isa.f32();
     let lanes = ops.len();
     let mut c = 0;
@@ -177,8 +192,15 @@ fn put_row<I: Isa>(isa: I, dst: &mut [f32], wq: usize, lo: usize, n: usize, src:
     let row = &mut dst[lo..];
     if step == 1 {
         let mut i = 0;
-        while i < n {
-            let (v, _) = ops.load_pad(&src[i..n]);
+        while i + lanes <= n {
+            ops.store(ops.load(&src[i..i + lanes]), &mut row[i..i + lanes]);
+            i += lanes;
+        }
+        if i < n {
+            let v = match src.get(i..i + lanes) {
+                Some(s) => ops.select(ops.load(s), ops.zero(), tail),
+                None => ops.load_pad(&src[i..n]).0,
+            };
             ops.store(v, &mut row[i..i + lanes]);
             i += lanes;
         }
@@ -199,7 +221,7 @@ fn put_row<I: Isa>(isa: I, dst: &mut [f32], wq: usize, lo: usize, n: usize, src:
 /// kernel lays out.
 pub(super) fn depthwise_2d(
     x: &[f32],
-    wts: &[f32],
+    wts: Weights<'_, f32>,
     per: usize,
     h: &AxisTaps,
     w: &AxisTaps,
@@ -221,7 +243,7 @@ pub(super) fn depthwise_2d(
 
 struct Image<'a> {
     x: &'a [f32],
-    wts: &'a [f32],
+    wts: Weights<'a, f32>,
     per: usize,
     h: &'a AxisTaps,
     w: &'a AxisTaps,
@@ -240,7 +262,7 @@ impl SimdOp for Image<'_> {
         let (ip, op) = (geo.h.input * geo.w.input, geo.h.output * geo.w.output);
         let k = geo.taps.len();
         if op == 0 || k == 0 {
-            self.out.fill(0.0);
+            self.wts.fill_bias(self.out, op);
             return true;
         }
         let (x, wts, per) = (self.x, self.wts, self.per);
@@ -278,7 +300,7 @@ impl SimdOp for Image<'_> {
 struct Channels<'a> {
     geo: &'a Geometry,
     x: &'a [f32],
-    wts: &'a [f32],
+    wts: Weights<'a, f32>,
     per: usize,
     first: usize,
     out: &'a mut [f32],
@@ -300,10 +322,11 @@ impl SimdOp for Channels<'_> {
             let m = self.first + i;
             let c = m / self.per;
             if filled != Some(c) {
-                geo.fill(isa, &self.x[c * self.ip..(c + 1) * self.ip], &mut buf);
+                geo.fill(isa, &self.x[c * self.ip..], &mut buf);
                 filled = Some(c);
             }
-            plane(isa, geo, &buf, &self.wts[m * self.k..(m + 1) * self.k], &mut grid);
+            let wt = &self.wts.taps[m * self.k..(m + 1) * self.k];
+            plane(isa, geo, &buf, wt, self.wts.bias(m), &mut grid);
             rows_out(isa, geo, &grid, o);
         }
     }
@@ -339,18 +362,18 @@ fn rows_out<I: Isa>(isa: I, geo: &Geometry, grid: &[f32], o: &mut [f32]) {
     }
 }
 
-/// One output plane's flat grid from its channel's phase buffer and taps
-/// `wt`.
+/// One output plane's flat grid from its channel's phase buffer, taps
+/// `wt` and bias `b`.
 #[inline(always)]
-fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], grid: &mut [f32]) {
+fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], b: f32, grid: &mut [f32]) {
     let lanes = isa.f32().len();
     let mut at = 0;
     while at + VECS * lanes <= geo.grid {
-        vectors::<I, VECS>(isa, geo, buf, wt, at, &mut grid[at..at + VECS * lanes]);
+        vectors::<I, VECS>(isa, geo, buf, (wt, b), at, &mut grid[at..at + VECS * lanes]);
         at += VECS * lanes;
     }
     while at < geo.grid {
-        vectors::<I, 1>(isa, geo, buf, wt, at, &mut grid[at..at + lanes]);
+        vectors::<I, 1>(isa, geo, buf, (wt, b), at, &mut grid[at..at + lanes]);
         at += lanes;
     }
 }
@@ -361,13 +384,13 @@ fn vectors<I: Isa, const V: usize>(
     isa: I,
     geo: &Geometry,
     buf: &[f32],
-    wt: &[f32],
+    (wt, b): (&[f32], f32),
     at: usize,
     out: &mut [f32],
 ) {
     let ops = isa.f32();
     let lanes = ops.len();
-    let mut acc = [ops.zero(); V];
+    let mut acc = [ops.splat(b); V];
     for (&t, &c) in geo.taps.iter().zip(wt) {
         let wv = ops.splat(c);
         for (v, a) in acc.iter_mut().enumerate() {
@@ -412,7 +435,7 @@ mod tests {
 
     /// The SIMD kernel against the definition in f64, over strides,
     /// dilations, paddings, kernel sizes and a channel multiplier, at
-    /// widths around the vector length.
+    /// widths around the vector length, with a bias.
     #[test]
     fn the_simd_kernel_matches_the_definition() {
         if !fastmath::available() {
@@ -439,12 +462,17 @@ mod tests {
             let w: Vec<f32> = (0..m * k * k)
                 .map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0)
                 .collect();
+            let b: Vec<f32> = (0..m).map(|i| i as f32 * 0.25 - 0.5).collect();
             let mut got = vec![f32::NAN; m * ht.output * wt.output];
-            assert!(depthwise_2d(&x, &w, per, &ht, &wt, &mut got));
+            let wts = Weights {
+                taps: &w,
+                bias: Some(&b),
+            };
+            assert!(depthwise_2d(&x, wts, per, &ht, &wt, &mut got));
             for mo in 0..m {
                 for oh in 0..ht.output {
                     for ow in 0..wt.output {
-                        let mut want = 0.0f64;
+                        let mut want = b[mo] as f64;
                         for kh in 0..k {
                             for kw in 0..k {
                                 let ih = (oh * s) as i64 + ht.first[kh];
