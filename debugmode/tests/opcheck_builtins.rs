@@ -32,6 +32,10 @@ const NO_SAMPLES: &[(&str, &str)] = &[
         "reverse_sequence",
         "every length must lie within the time axis; sampled integers are -5..=5",
     ),
+    (
+        "image_decoder",
+        "encoded_stream must hold a whole encoded image; sampled bytes never do",
+    ),
 ];
 
 #[test]

@@ -1,7 +1,7 @@
 //! The translations added for the ONNX node tests, on small models built
 //! in Rust: Split as views, Pad and Tile with their tensor inputs, a data
 //! set's integer inputs standing in for constants, integer Div, CastLike,
-//! Size and the composed reductions.
+//! Size, the composed reductions and ImageDecoder.
 
 use onnx_protobuf::Message;
 use vigil_engine::{DType, Tensor};
@@ -302,4 +302,84 @@ fn bitwise_ops_and_bit_shifts_import_with_their_direction() {
             if node == "s" && op == "BitShift" && attr == "direction" && msg.contains("'UP'")),
         "{e:?}"
     );
+}
+
+/// A one-node ImageDecoder model (opset 20) over a u8 stream of `n` bytes.
+fn image_decoder(n: usize, pixel_format: Option<&'static str>) -> onnx_protobuf::ModelProto {
+    let attrs = pixel_format.map_or_else(Vec::new, |p| vec![("pixel_format", A::S(p))]);
+    let c = if pixel_format == Some("Grayscale") { 1 } else { 3 };
+    model(
+        20,
+        vec![node("ImageDecoder", "dec", &["x"], &["y"], attrs)],
+        vec![value("x", DType::U8, &[n as i64])],
+        vec![],
+        vec![value("y", DType::U8, &[-1, -1, c])],
+    )
+}
+
+#[test]
+fn image_decoder_decodes_when_it_runs_and_refuses_what_it_cannot() {
+    // A binary PPM, 2 wide and 2 high.
+    let px: [u8; 12] = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120];
+    let mut ppm = b"P6\n2 2\n255\n".to_vec();
+    ppm.extend_from_slice(&px);
+    let x = Tensor::from_vec(&[ppm.len()], ppm.clone()).unwrap();
+    let m = image_decoder(ppm.len(), None);
+    let imported = import(&round_trip(&m), &Options::default()).unwrap();
+    let ops: Vec<&str> = imported.file.nodes.iter().map(|n| n.op.as_str()).collect();
+    assert_eq!(ops, ["image_decoder"]);
+    let out = run(&m, &[("x", x.clone())]);
+    assert_eq!(out[0].1.shape(), [2, 2, 3]);
+    assert_eq!(out[0].1.dtype(), DType::U8);
+    let want: Vec<f64> = px.iter().map(|&v| v as f64).collect();
+    assert_eq!(vals(&out[0].1), want);
+
+    let out = run(&image_decoder(ppm.len(), Some("BGR")), &[("x", x.clone())]);
+    let bgr: Vec<f64> = px
+        .chunks(3)
+        .flat_map(|p| [p[2], p[1], p[0]])
+        .map(f64::from)
+        .collect();
+    assert_eq!(vals(&out[0].1), bgr);
+
+    let out = run(&image_decoder(ppm.len(), Some("Grayscale")), &[("x", x)]);
+    assert_eq!(out[0].1.shape(), [2, 2, 1]);
+    // (299·R + 587·G + 114·B) / 1000, rounded: no pixel here is near a tie.
+    let luma: Vec<f64> = px
+        .chunks(3)
+        .map(|p| ((299 * p[0] as u32 + 587 * p[1] as u32 + 114 * p[2] as u32 + 500) / 1000) as f64)
+        .collect();
+    assert_eq!(luma, [18.0, 48.0, 78.0, 108.0]);
+    assert_eq!(vals(&out[0].1), luma);
+
+    let e = import(&round_trip(&image_decoder(4, Some("HSV"))), &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, ImportError::BadAttr { node, attr, .. } if node == "dec" && attr == "pixel_format"),
+        "{e}"
+    );
+
+    // Bytes that are no image import (the stream is data) and fail the run,
+    // naming the ONNX node.
+    let garbage = b"not an image".to_vec();
+    let m = image_decoder(garbage.len(), None);
+    let imported = import(&round_trip(&m), &Options::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    vigil_onnx::write_case(&imported, &vigil_onnx::InputSource::Random(0), dir.path()).unwrap();
+    let g = vigil_engine::Graph::load(
+        dir.path().join("graph.json"),
+        &vigil_engine::OpRegistry::builtin(),
+    )
+    .unwrap();
+    let feeds = std::collections::HashMap::from([(
+        "x".to_string(),
+        Tensor::from_vec(&[garbage.len()], garbage).unwrap(),
+    )]);
+    let Err(e) = vigil_engine::Executor::new(&g).unwrap().run(&feeds) else {
+        panic!("a stream that is no image ran");
+    };
+    assert!(
+        matches!(&e, vigil_engine::Error::Node { node, .. } if node == "dec"),
+        "{e}"
+    );
+    assert!(matches!(e.cause(), vigil_engine::Error::Op(_)), "{e}");
 }

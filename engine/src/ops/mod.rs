@@ -34,6 +34,7 @@ pub mod fill;
 pub mod gather_nd;
 pub mod grid_sample;
 pub mod group_norm;
+pub mod image_decoder;
 pub mod instance_norm;
 pub mod intdiv;
 pub mod layer_norm;

@@ -85,6 +85,7 @@ impl OpRegistry {
                 super::roi_align::register(&mut r);
                 super::deform_conv::register(&mut r);
                 super::tfidf_vectorizer::register(&mut r);
+                super::image_decoder::register(&mut r);
                 super::tree_ensemble::register(&mut r);
                 r
             })

@@ -15,6 +15,7 @@ mod constant;
 mod control;
 pub(crate) mod emit;
 mod generate;
+mod image;
 mod index;
 mod layout;
 mod linalg;
@@ -104,6 +105,7 @@ const FAMILIES: &[&[Op]] = &[
     attention::OPS,
     control::OPS,
     text::OPS,
+    image::OPS,
     ml::OPS,
 ];
 
