@@ -215,6 +215,40 @@ fn exec_warmup_runs_are_left_out_of_the_profile() {
     assert_eq!(events("3"), cold, "one event per node of the counted run");
 }
 
+/// A profiled run fuses as the plain run does: the nodes `vigil explain`
+/// says sweep with the one before (and those they sweep with) are the ones
+/// the profile marks swept, so the times are those of the run a user gets.
+#[test]
+fn exec_profiles_the_sweeps_of_the_plain_run() {
+    let case = "suites/inplace/chain128_f64";
+    let o = vigil(&["explain", case, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = json_of(&o);
+    let nodes = e["nodes"].as_array().unwrap();
+    let name = |k: usize| nodes[k]["name"].as_str().unwrap().to_string();
+    let mut want: Vec<String> = (1..nodes.len())
+        .filter(|&k| nodes[k]["sweeps_with_previous"] == true)
+        .flat_map(|k| [name(k - 1), name(k)])
+        .collect();
+    want.sort();
+    want.dedup();
+    assert!(!want.is_empty(), "the chain sweeps");
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, prof) = (tmp.path().join("o"), tmp.path().join("p.json"));
+    let o = vigil(&["exec", case, "--out", s(&out), "--profile", s(&prof)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&prof).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert_eq!(events.len(), nodes.len(), "one event per node");
+    let mut got: Vec<String> = events
+        .iter()
+        .filter(|ev| ev["args"]["swept"] == true)
+        .map(|ev| ev["args"]["node"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+}
+
 /// A two-layer case: h = relu(x @ w1), y = h @ w2; w2 a parameter.
 fn two_layer_case(dir: &Path) {
     let b = GraphBuilder::new("two_layer");
