@@ -14,7 +14,7 @@ MODEL is a light model's short name (resnet50, vgg19, ...; default all nine).
 its external data) and `test_data_set_0/` (scripts/export_models.py writes
 them), fed that data set's inputs on both sides, at each thread count of
 `--threads` (Vigil's rayon pool via RAYON_NUM_THREADS, onnxruntime's
-intra-op threads). After the timing, one `vigil exec --profile --warmup 2` run per
+intra-op threads). After the timing, one `vigil exec --profile --warmup 5` run per
 model and thread count gives the per-op breakdown (time per Vigil op name)
 and the GFLOP/s of the matmuls (MatMul, Gemm) and convs (Conv): their
 multiply-adds, counted from ONNX shape inference on the data set's input
@@ -29,7 +29,7 @@ output as the expected one), so both sides compute the same thing.
 `--threads`: the shapes of resnet18's dense convs and of mobilenet's and
 efficientnet's depthwise ones (batch 1, f32, no bias), with GFLOP/s.
 Each round times one Vigil rep (`vigil bench --modes plain --reps 1
---format json`, with RAYON_NUM_THREADS=1 so that Vigil's intra-op
+--warmup 5 --format json`, with RAYON_NUM_THREADS=1 so that Vigil's intra-op
 parallelism is off; the figure is the run of the graph prepared once, the
 in-place pass and the executor's plan left out as onnxruntime's session
 building is, see docs/bench-format.md) and then one onnxruntime `run` (intra_op_num_threads=1,
@@ -195,12 +195,19 @@ def save_case(root, name, graph, x):
     return case, path, feeds, y
 
 
+# Untimed Vigil rounds before the timed ones: a freshly started Vigil
+# process takes a few runs to reach the speed onnxruntime's long-lived
+# session runs at (its weights and buffers not yet in cache; see
+# docs/bench-format.md), and that start-up is not what is compared here.
+VIGIL_WARMUP = 5
+
+
 def vigil_reps(vigil, path, inner, threads=1):
-    """`inner` timed plain reps of Vigil on `path`, in ms, after its own
-    warm-up run in the same process."""
+    """`inner` timed plain reps of Vigil on `path`, in ms, after
+    VIGIL_WARMUP untimed ones in the same process."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     r = subprocess.run(
-        [vigil, "bench", path, "--modes", "plain", "--reps", str(inner), "--format", "json"],
+        [vigil, "bench", path, "--modes", "plain", "--reps", str(inner), "--warmup", str(VIGIL_WARMUP), "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
@@ -271,8 +278,8 @@ def compare(a, cases, inner, what, digits, how):
 
 
 def alternate(vigil, path, sess, feeds, reps, inner, threads=1):
-    """Medians in ms of `reps` rounds, each `inner` Vigil reps (after a
-    warm-up in its process) then `inner` onnxruntime runs (after a warm-up
+    """Medians in ms of `reps` rounds, each `inner` Vigil reps (after
+    VIGIL_WARMUP untimed ones in its process) then `inner` onnxruntime runs (after a warm-up
     run too, when `inner` > 1: Vigil's process start evicts the caches,
     which a run of a few hundred microseconds would otherwise pay)."""
     sess.run(None, feeds)  # warm-up
@@ -361,7 +368,7 @@ def profile(vigil, model_path, work, threads):
     trace = os.path.join(out, "trace.json")
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     subprocess.run(
-        [vigil, "exec", case, "--out", os.path.join(out, "o"), "--profile", trace, "--warmup", "2"],
+        [vigil, "exec", case, "--out", os.path.join(out, "o"), "--profile", trace, "--warmup", "5"],
         check=True,
         capture_output=True,
         env=env,

@@ -40,6 +40,7 @@ fn json_has_every_mode_with_reps_medians_ratios_and_peaks() {
     let r = json_of(&o);
     assert_eq!(r["format"], "vigil-bench/2");
     assert_eq!(r["reps"], 3);
+    assert_eq!(r["warmup"], 3);
     assert_eq!(r["modes"], serde_json::json!(["plain", "validate", "debug"]));
     let cases = r["cases"].as_array().unwrap();
     let paths: Vec<&str> = cases.iter().map(|c| c["path"].as_str().unwrap()).collect();
@@ -163,6 +164,46 @@ fn table_has_a_row_per_case_and_mode() {
 }
 
 #[test]
+fn warmup_rounds_run_untimed() {
+    for (warmup, reps) in [("0", 2), ("4", 1)] {
+        let o = vigil(&[
+            "bench",
+            "suites/ops/abs_f32",
+            "--modes",
+            "plain,debug",
+            "--reps",
+            &reps.to_string(),
+            "--warmup",
+            warmup,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r = json_of(&o);
+        assert_eq!(r["warmup"].to_string(), warmup);
+        for m in r["cases"][0]["results"].as_array().unwrap() {
+            assert_eq!(m["times_ms"].as_array().unwrap().len(), reps, "{m}");
+        }
+    }
+    let o = vigil(&[
+        "bench",
+        "suites/ops/abs_f32",
+        "--modes",
+        "plain",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("1 reps per mode, alternated in one process after 0 untimed round(s)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn a_failing_case_is_timed_and_exits_1() {
     let o = vigil(&[
         "bench",
@@ -212,8 +253,10 @@ fn a_case_that_cannot_run_is_an_error_row_without_times() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["--reps", "0"], "--reps"),
+        (&["--warmup", "10001"], "--warmup"),
+        (&["--warmup", "-1"], "-1"),
         (&["--reps", "10001"], "--reps"),
         (&["--reps", "many"], "--reps"),
         (&["--modes", "plain,plain"], "'plain' given twice"),

@@ -27,6 +27,11 @@ pub const BENCH_FORMAT: &str = "vigil-bench/2";
 /// Largest `--reps`: beyond it a typo (`--reps 5000000`) would run for days.
 const MAX_REPS: u32 = 10_000;
 
+/// Default `--warmup`: on a 2-core Xeon VM the rounds after the first few
+/// were within noise of each other, the first ones up to 2x slower
+/// (docs/bench-format.md).
+const DEFAULT_WARMUP: u32 = 3;
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BenchFormat {
     Table,
@@ -46,9 +51,14 @@ pub struct BenchArgs {
         default_value = "plain,validate,debug"
     )]
     modes: Vec<Mode>,
-    /// Timed reps per case and mode, 1 to 10000, after one warm-up each.
+    /// Timed reps per case and mode, 1 to 10000.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=MAX_REPS as i64))]
     reps: u32,
+    /// Untimed rounds of the timed reps first, 0 to 10000: a loaded case's
+    /// first runs are slower than its later ones (its weights and buffers
+    /// are not yet in cache).
+    #[arg(long, default_value_t = DEFAULT_WARMUP, value_parser = clap::value_parser!(u32).range(0..=MAX_REPS as i64))]
+    warmup: u32,
     /// With the debug mode: its checks, comma-separated (as `vigil run --checks`).
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
@@ -98,6 +108,7 @@ struct BenchReport {
     format: &'static str,
     vigil_version: &'static str,
     reps: u32,
+    warmup: u32,
     modes: Vec<&'static str>,
     /// One-minute load average before and after (Linux only): how busy
     /// the machine was while timing.
@@ -139,7 +150,7 @@ pub fn run(a: BenchArgs, registry: &OpRegistry) -> Result<ExitCode> {
     let cases: Vec<CaseResult> = suites
         .cases
         .iter()
-        .map(|c| bench_case(&suites, c, &configs, a.reps, registry))
+        .map(|c| bench_case(&suites, c, &configs, (a.warmup, a.reps), registry))
         .collect();
     let load_average = before
         .zip(load_average())
@@ -152,6 +163,7 @@ pub fn run(a: BenchArgs, registry: &OpRegistry) -> Result<ExitCode> {
         format: BENCH_FORMAT,
         vigil_version: env!("CARGO_PKG_VERSION"),
         reps: a.reps,
+        warmup: a.warmup,
         modes: a.modes.iter().map(|m| m.name()).collect(),
         load_average,
         cases,
@@ -168,14 +180,15 @@ pub fn run(a: BenchArgs, registry: &OpRegistry) -> Result<ExitCode> {
     })
 }
 
-/// Times one case: a warm-up per mode through [`Suites::run_case`] (which
-/// also compares with `expected/`), then `reps` rounds of [`check`], each
-/// round running every mode once, starting one mode later each round.
+/// Times one case: a run per mode through [`Suites::run_case`] (which
+/// also compares with `expected/`), then `warmup` untimed and `reps` timed
+/// rounds of [`check`] on the case loaded once, each round running every
+/// mode once, starting one mode later each round.
 fn bench_case(
     suites: &Suites,
     case: &CaseRef,
     configs: &[RunConfig],
-    reps: u32,
+    (warmup, reps): (u32, u32),
     registry: &OpRegistry,
 ) -> CaseResult {
     let mut results: Vec<ModeResult> = configs
@@ -210,13 +223,15 @@ fn bench_case(
     };
     if let Some(loaded) = &loaded {
         let n = configs.len();
-        for rep in 0..reps as usize {
+        for rep in 0..(warmup + reps) as usize {
+            let timed = rep >= warmup as usize;
             for k in 0..n {
                 let i = (rep + k) % n;
                 if results[i].error.is_some() {
                     continue;
                 }
                 match time_check(loaded, &configs[i]) {
+                    Ok(_) if !timed => {}
                     Ok(Timed {
                         prepare_ms,
                         run_ms,
@@ -398,8 +413,8 @@ fn table(r: &BenchReport) -> String {
         format!("; load average {:.2} -> {:.2}", l.before, l.after)
     });
     out.push_str(&format!(
-        "{} reps per mode, alternated in one process after one warm-up each; medians; vs plain compares prepare + run (debug: its run prepares){load}\n",
-        r.reps
+        "{} reps per mode, alternated in one process after {} untimed round(s); medians; vs plain compares prepare + run (debug: its run prepares){load}\n",
+        r.reps, r.warmup
     ));
     for e in errors {
         out.push_str(&format!("error: {e}\n"));
