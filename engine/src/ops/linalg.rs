@@ -11,7 +11,8 @@
 //! Both inputs must have the same dtype (f32, f64, i32 or i64; bool is
 //! rejected). Float blocks whose operands are contiguous in row- or
 //! column-major order (so plain, transposed and batched operands) go through
-//! faer's GEMM, on the rayon pool above [`crate::parallel::PARALLEL_MACS`] multiply-adds;
+//! faer's GEMM, on the rayon pool above [`crate::parallel::PARALLEL_MACS`] multiply-adds
+//! (split by rows where the output has few columns);
 //! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
 //! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
 //! inputs are read in place, never copied. Integer products wrap on overflow
@@ -101,18 +102,11 @@ where
         matmul(cb, Accum::Replace, a, b, T::one(), Par::Seq);
     };
     if m <= block {
-        // One block: faer splits the product itself.
+        // One block, whose product splits across the pool.
         let mut col = Vec::new();
         fill(0..m, &mut col);
         let b = MatRef::from_row_major_slice(&col[..], k, m);
-        matmul(
-            c,
-            Accum::Replace,
-            a,
-            b,
-            T::one(),
-            if par { Par::rayon(0) } else { Par::Seq },
-        );
+        parallel_matmul(c, a, b, par);
     } else if par {
         use rayon::prelude::*;
         c.par_col_chunks_mut(block)
@@ -166,14 +160,60 @@ where
         dst.fill(T::zero());
         return true;
     }
-    let par = if n.saturating_mul(m).saturating_mul(k) >= PARALLEL_MACS && crate::parallel::intra_op() {
-        Par::rayon(0)
-    } else {
-        Par::Seq
-    };
+    let par = n.saturating_mul(m).saturating_mul(k) >= PARALLEL_MACS && crate::parallel::intra_op();
     let dst = MatMut::from_row_major_slice_mut(dst, n, m);
-    matmul(dst, Accum::Replace, fa, fb, T::one(), par);
+    parallel_matmul(dst, fa, fb, par);
     true
+}
+
+/// Products with at most this many output columns split by rows when they
+/// run in parallel ([`split_rows`]); wider ones are left to faer.
+const BAND_MAX_COLS: usize = 256;
+
+/// Rows of a band of [`split_rows`] are a multiple of this (the GEMM
+/// kernel's row tiles).
+const BAND_ALIGN: usize = 16;
+
+/// `c = a · b`, on the rayon pool when `par`: split by rows where `c` has
+/// few columns and enough rows ([`split_rows`]), else by faer.
+fn parallel_matmul<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>, par: bool)
+where
+    T: faer::traits::ComplexField + Copy + num_traits::One,
+{
+    if !par {
+        matmul(c, Accum::Replace, a, b, T::one(), Par::Seq);
+    } else if c.ncols() <= BAND_MAX_COLS && c.nrows() >= 2 * BAND_ALIGN {
+        split_rows(c, a, b);
+    } else {
+        matmul(c, Accum::Replace, a, b, T::one(), Par::rayon(0));
+    }
+}
+
+/// `c = a · b` as one serial product per band of rows, one band per
+/// thread. With few columns (a 1x1 conv over a 7x7 plane, a 3x3 conv's
+/// 49 or 196 windows) the product is bound by reading `a` (the weights),
+/// and each thread reads only its band: [512, 4608] · [4608, 49] ran 2.02x
+/// faster on 2 threads than on one this way, 1.56x when faer split it
+/// ([192, 1152] · [1152, 49]: 1.90x against 1.12x). Each element is the
+/// serial product's, bit for bit (a test checks it).
+fn split_rows<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>)
+where
+    T: faer::traits::ComplexField + Copy + num_traits::One,
+{
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads().max(1);
+    let band = c.nrows().div_ceil(threads).next_multiple_of(BAND_ALIGN);
+    c.par_row_chunks_mut(band).enumerate().for_each(|(i, cb)| {
+        let rows = cb.nrows();
+        matmul(
+            cb,
+            Accum::Replace,
+            a.subrows(i * band, rows),
+            b,
+            T::one(),
+            Par::Seq,
+        );
+    });
 }
 
 macro_rules! matmul_float {
@@ -774,6 +814,57 @@ mod tests {
             }
         }
         want
+    }
+
+    /// Products split by rows give the serial product's bits, over row
+    /// counts that do not divide into whole bands, plain and transposed
+    /// operands, and pools of 2 and 3 threads.
+    #[test]
+    fn row_split_products_equal_the_serial_ones() {
+        let gen = |len: usize, s: usize| -> Vec<f32> {
+            (0..len).map(|i| ((i * s) % 1013) as f32 * 0.0137 - 6.9).collect()
+        };
+        for threads in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for (n, k, m) in [
+                (512, 576, 49),
+                (100, 147, 7),
+                (40, 1152, 196),
+                (1152, 192, 49),
+                (33, 9, 1),
+            ] {
+                let a = gen(n * k, 7919);
+                let at = gen(n * k, 104_729);
+                let b = gen(k * m, 7);
+                let lhs = [
+                    MatRef::from_row_major_slice(&a, n, k),
+                    MatRef::from_row_major_slice(&at, k, n).transpose(),
+                ];
+                for a in lhs {
+                    let b = MatRef::from_row_major_slice(&b, k, m);
+                    let mut serial = vec![0f32; n * m];
+                    matmul(
+                        MatMut::from_row_major_slice_mut(&mut serial, n, m),
+                        Accum::Replace,
+                        a,
+                        b,
+                        1.0,
+                        Par::Seq,
+                    );
+                    let mut split = vec![f32::NAN; n * m];
+                    pool.install(|| split_rows(MatMut::from_row_major_slice_mut(&mut split, n, m), a, b));
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&serial),
+                        bits(&split),
+                        "[{n}, {k}] x [{k}, {m}] on {threads} threads"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
