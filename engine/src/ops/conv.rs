@@ -25,7 +25,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
 
 use crate::dtype::{DType, Float};
 use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
-use crate::kernels::depthwise::{AxisTaps, DepthwiseElem, Weights};
+use crate::kernels::depthwise::{AxisTaps, Depthwise, DepthwiseElem, Weights};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
@@ -260,7 +260,14 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
         for n in 0..d.n {
             let xs = &x[n * d.c * plane..(n + 1) * d.c * plane];
             let os = &mut out[n * d.m * o..(n + 1) * d.m * o];
-            T::depthwise_2d(xs, Weights { taps: w, bias: b }, mg, &ha, &wa, os);
+            let d = Depthwise {
+                x: xs,
+                wts: Weights { taps: w, bias: b },
+                per: mg,
+                h: &ha,
+                w: &wa,
+            };
+            T::depthwise_2d(d, os);
         }
         return Ok(());
     }

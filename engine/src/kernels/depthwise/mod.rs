@@ -90,23 +90,26 @@ fn plane<T: Float>(x: &[T], wt: &[T], b: T, h: &AxisTaps, w: &AxisTaps, out: &mu
     }
 }
 
+/// One image's depthwise convolution, all but its output: `x` holds its
+/// `C` input planes, `wts` the `[M, kh·kw]` taps and the optional `[M]`
+/// bias; output channel `m` reads input channel `m / per` (`per = M / C`,
+/// the channel multiplier), over the window of axes `h` and `w`.
+#[derive(Clone, Copy, Debug)]
+pub struct Depthwise<'a, T> {
+    pub x: &'a [T],
+    pub wts: Weights<'a, T>,
+    pub per: usize,
+    pub h: &'a AxisTaps,
+    pub w: &'a AxisTaps,
+}
+
 /// Elements with a depthwise kernel: the tap-by-tap loop of [`plane`] for
 /// every float, f32 overriding it with the run-time SIMD kernel.
 pub trait DepthwiseElem: Float {
-    /// Depthwise convolution of one image: `x` holds its `C` input planes,
-    /// `wts` the `[M, kh·kw]` taps and the optional `[M]` bias, `out` its
-    /// `M` output planes; output channel `m` reads input channel `m / per`
-    /// (`per = M / C`, the channel multiplier). The bias is each output's
+    /// `d` into `out`, its `M` output planes. The bias is each output's
     /// first term, so it costs no pass of its own.
-    fn depthwise_2d(
-        x: &[Self],
-        wts: Weights<'_, Self>,
-        per: usize,
-        h: &AxisTaps,
-        w: &AxisTaps,
-        out: &mut [Self],
-    ) {
-        depthwise_taps(x, wts, per, h, w, out);
+    fn depthwise_2d(d: Depthwise<'_, Self>, out: &mut [Self]) {
+        depthwise_taps(d, out);
     }
 }
 
@@ -114,16 +117,9 @@ impl DepthwiseElem for f64 {}
 impl DepthwiseElem for half::f16 {}
 impl DepthwiseElem for half::bf16 {}
 impl DepthwiseElem for f32 {
-    fn depthwise_2d(
-        x: &[f32],
-        wts: Weights<'_, f32>,
-        per: usize,
-        h: &AxisTaps,
-        w: &AxisTaps,
-        out: &mut [f32],
-    ) {
-        if !simd::depthwise_2d(x, wts, per, h, w, out) {
-            depthwise_taps(x, wts, per, h, w, out);
+    fn depthwise_2d(d: Depthwise<'_, f32>, out: &mut [f32]) {
+        if !simd::depthwise_2d(d, out) {
+            depthwise_taps(d, out);
         }
     }
 }
@@ -135,14 +131,8 @@ fn parallel(outputs: usize, k: usize) -> bool {
 }
 
 /// [`DepthwiseElem::depthwise_2d`] tap by tap, for any float.
-fn depthwise_taps<T: Float>(
-    x: &[T],
-    wts: Weights<'_, T>,
-    per: usize,
-    h: &AxisTaps,
-    w: &AxisTaps,
-    out: &mut [T],
-) {
+fn depthwise_taps<T: Float>(d: Depthwise<'_, T>, out: &mut [T]) {
+    let Depthwise { x, wts, per, h, w } = d;
     let (ip, op) = (h.input * w.input, h.output * w.output);
     let k = h.inside.len() * w.inside.len();
     if op == 0 || k == 0 {

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use rten_simd::ops::{BitOps, NumOps};
 use rten_simd::{Isa, SimdOp};
 
-use super::{parallel, AxisTaps, Weights};
+use super::{parallel, AxisTaps, Depthwise};
 use crate::kernels::fastmath;
 
 /// Output vectors accumulated together.
@@ -219,34 +219,12 @@ fn put_row<I: Isa>(
 /// [`super::DepthwiseElem::depthwise_2d`]); false, with nothing written,
 /// when the CPU lacks the instructions or the window is not one this
 /// kernel lays out.
-pub(super) fn depthwise_2d(
-    x: &[f32],
-    wts: Weights<'_, f32>,
-    per: usize,
-    h: &AxisTaps,
-    w: &AxisTaps,
-    out: &mut [f32],
-) -> bool {
-    if !fastmath::available() {
-        return false;
-    }
-    Image {
-        x,
-        wts,
-        per,
-        h,
-        w,
-        out,
-    }
-    .dispatch()
+pub(super) fn depthwise_2d(d: Depthwise<'_, f32>, out: &mut [f32]) -> bool {
+    fastmath::available() && Image { d, out }.dispatch()
 }
 
 struct Image<'a> {
-    x: &'a [f32],
-    wts: Weights<'a, f32>,
-    per: usize,
-    h: &'a AxisTaps,
-    w: &'a AxisTaps,
+    d: Depthwise<'a, f32>,
     out: &'a mut [f32],
 }
 
@@ -256,16 +234,16 @@ impl SimdOp for Image<'_> {
     #[inline(always)]
     fn eval<I: Isa>(self, isa: I) -> bool {
         let lanes = isa.f32().len();
-        let Some(geo) = Geometry::new(self.h, self.w, lanes) else {
+        let d = self.d;
+        let Some(geo) = Geometry::new(d.h, d.w, lanes) else {
             return false;
         };
         let (ip, op) = (geo.h.input * geo.w.input, geo.h.output * geo.w.output);
         let k = geo.taps.len();
         if op == 0 || k == 0 {
-            self.wts.fill_bias(self.out, op);
+            d.wts.fill_bias(self.out, op);
             return true;
         }
-        let (x, wts, per) = (self.x, self.wts, self.per);
         // Channels in runs, one buffer per run.
         let channels = self.out.len() / op;
         let run = if parallel(self.out.len(), k) {
@@ -276,9 +254,7 @@ impl SimdOp for Image<'_> {
         let task = |(t, o): (usize, &mut [f32])| {
             Channels {
                 geo: &geo,
-                x,
-                wts,
-                per,
+                d,
                 first: t * run,
                 out: o,
                 ip,
@@ -299,9 +275,7 @@ impl SimdOp for Image<'_> {
 /// Output channels `first..` of one image, into `out`.
 struct Channels<'a> {
     geo: &'a Geometry,
-    x: &'a [f32],
-    wts: Weights<'a, f32>,
-    per: usize,
+    d: Depthwise<'a, f32>,
     first: usize,
     out: &'a mut [f32],
     ip: usize,
@@ -314,19 +288,19 @@ impl SimdOp for Channels<'_> {
 
     #[inline(always)]
     fn eval<I: Isa>(self, isa: I) {
-        let geo = self.geo;
+        let (geo, d) = (self.geo, self.d);
         let mut buf = vec![0f32; geo.buffer_len(isa.f32().len())];
         let mut grid = vec![0f32; geo.grid];
         let mut filled = None;
         for (i, o) in self.out.chunks_exact_mut(self.op).enumerate() {
             let m = self.first + i;
-            let c = m / self.per;
+            let c = m / d.per;
             if filled != Some(c) {
-                geo.fill(isa, &self.x[c * self.ip..], &mut buf);
+                geo.fill(isa, &d.x[c * self.ip..], &mut buf);
                 filled = Some(c);
             }
-            let wt = &self.wts.taps[m * self.k..(m + 1) * self.k];
-            plane(isa, geo, &buf, wt, self.wts.bias(m), &mut grid);
+            let wt = &d.wts.taps[m * self.k..(m + 1) * self.k];
+            plane(isa, geo, &buf, wt, d.wts.bias(m), &mut grid);
             rows_out(isa, geo, &grid, o);
         }
     }
@@ -406,6 +380,7 @@ fn vectors<I: Isa, const V: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::depthwise::Weights;
 
     fn taps(input: usize, kernel: usize, stride: usize, dilation: usize, pad: usize) -> AxisTaps {
         let output = (input + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
@@ -468,7 +443,14 @@ mod tests {
                 taps: &w,
                 bias: Some(&b),
             };
-            assert!(depthwise_2d(&x, wts, per, &ht, &wt, &mut got));
+            let conv = Depthwise {
+                x: &x,
+                wts,
+                per,
+                h: &ht,
+                w: &wt,
+            };
+            assert!(depthwise_2d(conv, &mut got));
             for mo in 0..m {
                 for oh in 0..ht.output {
                     for ow in 0..wt.output {
