@@ -1091,4 +1091,57 @@ proptest::proptest! {
             proptest::prop_assert_eq!(bits(as_f64(&got)), want);
         }
     }
+
+    /// In place on a permuted view of a contiguous buffer (NHWC data seen
+    /// as NCHW), with an operand permuted alike, contiguous, or one axis
+    /// broadcast: the values are the definition's, written through the
+    /// view into its buffer.
+    #[test]
+    fn inplace_ops_on_permuted_views_match_the_definition(
+        shape in proptest::collection::vec(1usize..6, 2..5),
+        turn in 0usize..4,
+        flip in proptest::bool::ANY,
+        y_kind in 0usize..3,
+        kind in proptest::sample::select(vec![
+            BinKind::Add, BinKind::Sub, BinKind::Mul, BinKind::Div, BinKind::Maximum,
+        ]),
+    ) {
+        let n = shape.len();
+        let mut perm: Vec<usize> = (0..n).collect();
+        perm.rotate_left(turn % n);
+        if flip {
+            perm.reverse();
+        }
+        let mut inverse = vec![0; n];
+        for (i, &p) in perm.iter().enumerate() {
+            inverse[p] = i;
+        }
+        // A buffer stored in `perm` order, viewed back in `shape` order.
+        let stored = |seed: usize| {
+            let dims: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+            let size: usize = dims.iter().product();
+            let v: Vec<f64> = (0..size).map(|i| ((i * 37 + seed) % 23) as f64 / 4.0 - 2.5).collect();
+            Tensor::from_vec(&dims, v).unwrap().permute(&inverse).unwrap()
+        };
+        let x = stored(1);
+        let y = match y_kind {
+            0 => stored(5),
+            1 => {
+                let size: usize = shape.iter().product();
+                Tensor::from_vec(&shape, (0..size).map(|i| i as f64 / 8.0 + 0.5).collect()).unwrap()
+            }
+            _ => {
+                let k = turn % n;
+                let dims: Vec<usize> = (0..n).map(|a| if a == k { shape[a] } else { 1 }).collect();
+                Tensor::from_vec(&dims, (0..shape[k]).map(|i| i as f64 - 1.5).collect()).unwrap()
+            }
+        };
+        let bits = |v: Vec<f64>| -> Vec<u64> {
+            v.iter().map(|x| if x.is_nan() { f64::NAN.to_bits() } else { x.to_bits() }).collect()
+        };
+        let want = bits(broadcast_definition(kind, &x, &y, &shape));
+        let got = run(&Binary::new(kind, true), &[x.clone(), y]).unwrap();
+        proptest::prop_assert!(got.same_buffer(&x));
+        proptest::prop_assert_eq!(bits(as_f64(&x)), want);
+    }
 }

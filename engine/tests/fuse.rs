@@ -105,8 +105,22 @@ fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
     cursor.finish(&mut NoListener).unwrap()
 }
 
+/// Each element's bits, every NaN alike: the sign and payload of a NaN
+/// are whatever the compiler's order of an add's operands makes them (two
+/// NaNs in, the first comes out), and the sweep and the op are compiled
+/// apart.
 fn bits(t: &Tensor) -> Vec<u64> {
-    t.to_f64_vec().unwrap().iter().map(|v| v.to_bits()).collect()
+    t.to_f64_vec()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            if v.is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                v.to_bits()
+            }
+        })
+        .collect()
 }
 
 fn assert_same(a: &RunOutput, b: &RunOutput) {
@@ -286,25 +300,25 @@ fn a_watched_run_goes_node_by_node() {
 
 #[test]
 fn an_operand_that_does_not_fit_ends_the_sweep() {
-    // `y + row` broadcasts a [4] row into [3, 4]: not one element and not
-    // the swept shape, so the sweep stops before it.
+    // `y + z` broadcasts [3, 1, 4] into [3, 2, 4]: it repeats in two
+    // places, not as runs, so the sweep stops before it.
     let g = GraphBuilder::new("bcast");
-    let x = g.input("x", DType::F32, &[3, 4]);
-    let row = g.input("row", DType::F32, &[4]);
+    let x = g.input("x", DType::F32, &[3, 2, 4]);
+    let z = g.input("z", DType::F32, &[3, 1, 4]);
     let y = x.op("exp", &[], Attrs::new()).unwrap();
     let y = y.op("tanh", &[], Attrs::new()).unwrap();
     let y = y.op("sqrt", &[], Attrs::new()).unwrap();
-    let y = y.op("add", &[&row], Attrs::new()).unwrap();
+    let y = y.op("add", &[&z], Attrs::new()).unwrap();
     let y = y.op("log", &[], Attrs::new()).unwrap();
     let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
     let f = HashMap::from([
         (
             "x".to_string(),
-            Tensor::from_vec(&[3, 4], (0..12).map(|i| i as f32 / 7.0).collect()).unwrap(),
+            Tensor::from_vec(&[3, 2, 4], (0..24).map(|i| i as f32 / 7.0).collect()).unwrap(),
         ),
         (
-            "row".to_string(),
-            Tensor::from_vec(&[4], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap(),
+            "z".to_string(),
+            Tensor::from_vec(&[3, 1, 4], (0..12).map(|i| i as f32 / 3.0).collect()).unwrap(),
         ),
     ]);
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
@@ -312,6 +326,54 @@ fn an_operand_that_does_not_fit_ends_the_sweep() {
     // exp reads the input x out of place and starts a sweep with tanh and
     // sqrt; add and log go alone (a sweep of one node is no sweep).
     assert_eq!(fused.stats.fused, 3);
+}
+
+/// `exp(x)` (pure, so the sweep starts there), then `+ b`, `gelu`, `* s`
+/// with `b` and `s` broadcast from the shapes given.
+fn broadcast_chain(
+    x_shape: &[usize],
+    b_shape: &[usize],
+    s_shape: &[usize],
+) -> (Graph, HashMap<String, Tensor>) {
+    let dims = |s: &[usize]| s.iter().map(|&d| d as i64).collect::<Vec<_>>();
+    let g = GraphBuilder::new("bias");
+    let x = g.input("x", DType::F32, &dims(x_shape));
+    let b = g.input("b", DType::F32, &dims(b_shape));
+    let s = g.input("s", DType::F32, &dims(s_shape));
+    let y = x.op("exp", &[], Attrs::new()).unwrap();
+    let y = y.op("add", &[&b], Attrs::new()).unwrap();
+    let y = y.op("gelu", &[], Attrs::new()).unwrap();
+    let y = y.op("mul", &[&s], Attrs::new()).unwrap();
+    let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
+    let ramp = |name: &str, shape: &[usize], k: usize| {
+        let n: usize = shape.iter().product();
+        let v = (0..n).map(|i| ((i * k) % 997) as f32 / 500.0 - 1.0).collect();
+        (name.to_string(), Tensor::from_vec(shape, v).unwrap())
+    };
+    let f = HashMap::from([
+        ramp("x", x_shape, 7919),
+        ramp("b", b_shape, 31),
+        ramp("s", s_shape, 53),
+    ]);
+    (graph, f)
+}
+
+#[test]
+fn a_bias_row_and_a_channel_scale_join_the_sweep() {
+    // A linear layer's bias [C] over [N, L, C] and a per-channel scale
+    // [C, 1, 1] over [N, C, H, W]: each element's operand is one of a run,
+    // so all four nodes are one sweep, bit for bit the stepped run. The
+    // values are long enough for parallel parts and many tiles.
+    for (x, b, s) in [
+        (vec![2, 3000, 48], vec![48], vec![1, 1, 48]),
+        (vec![2, 24, 70, 70], vec![24, 1, 1], vec![1, 24, 1, 1]),
+        (vec![5, 7], vec![5, 1], vec![7]),
+    ] {
+        let (graph, f) = broadcast_chain(&x, &b, &s);
+        let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+        assert_same(&fused, &stepped(&graph, &f));
+        assert_eq!(fused.stats.fused, 4, "{x:?} {b:?} {s:?}");
+    }
 }
 
 /// What a listener saw of one node's output: its summary and first NaN or
@@ -388,11 +450,20 @@ fn assert_same_summary(name: &str, a: &Seen, b: &Seen) {
         x.sum,
         y.sum
     );
-    assert_eq!(
-        a.1.map(|(i, v)| (i, v.to_bits())),
-        b.1.map(|(i, v)| (i, v.to_bits())),
-        "first non-finite of '{name}'"
-    );
+    // Every NaN alike, as in `bits`.
+    let first = |s: &Seen| {
+        s.1.map(|(i, v)| {
+            (
+                i,
+                if v.is_nan() {
+                    f64::NAN.to_bits()
+                } else {
+                    v.to_bits()
+                },
+            )
+        })
+    };
+    assert_eq!(first(a), first(b), "first non-finite of '{name}'");
 }
 
 #[test]
@@ -495,5 +566,29 @@ proptest! {
         let plain = stepped(&graph, &f);
         assert_same(&fused, &plain);
         prop_assert_eq!(plain.stats.fused, 0);
+    }
+
+    #[test]
+    fn a_broadcast_operand_sweeps_bit_for_bit_as_stepped(
+        dims in prop::collection::vec(1usize..6, 1..5),
+        block in (0usize..5, 0usize..5),
+        scale in 1usize..40,
+    ) {
+        // x's last axis scaled up so some values span several tiles; `b`
+        // keeps x's dims over one block of axes and is 1 elsewhere, with
+        // the leading 1s sometimes dropped.
+        let mut xs = dims.clone();
+        let last = xs.len() - 1;
+        xs[last] *= scale;
+        let (lo, hi) = (block.0.min(block.1) % xs.len(), block.0.max(block.1) % xs.len());
+        let (lo, hi) = (lo.min(hi), lo.max(hi));
+        let mut bs: Vec<usize> = (0..xs.len()).map(|p| if (lo..=hi).contains(&p) { xs[p] } else { 1 }).collect();
+        if dims[0] % 2 == 0 {
+            bs.drain(..lo);
+        }
+        let (graph, f) = broadcast_chain(&xs, &bs, &[xs[last]]);
+        let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+        assert_same(&fused, &stepped(&graph, &f));
+        prop_assert_eq!(fused.stats.fused, 4);
     }
 }

@@ -30,7 +30,8 @@
 //! ([`crate::kernels::pointwise::apply_tile`] shares the op's `match`), and
 //! the math kernels give an element the same result wherever it sits in a
 //! slice, so a sweep is bit for bit the node-by-node run
-//! (`engine/tests/fuse.rs` checks it).
+//! (`engine/tests/fuse.rs` checks it), NaNs aside: which NaN an add of two
+//! NaNs gives depends on the order the compiler put its operands in.
 
 use std::cell::Ref;
 
@@ -40,7 +41,7 @@ use crate::dtype::Float;
 use crate::error::Result;
 use crate::exec::live::LiveValues;
 use crate::graph::{Graph, NodeId};
-use crate::kernels::pointwise::{apply_tile, map_tile, Operand, Pointwise};
+use crate::kernels::pointwise::{apply_tile, map_tile, Operand, Pointwise, Repeat};
 use crate::kernels::summary::{Acc, Summarize};
 use crate::kernels::vmath::VMath;
 use crate::ops::Op;
@@ -148,6 +149,8 @@ enum Source {
     Itself,
     Scalar(Tensor),
     Slice(Tensor),
+    /// Broadcast into the swept value as runs.
+    Repeat(Tensor, Repeat),
 }
 
 /// Where a step of a sweep reads and writes.
@@ -204,9 +207,9 @@ pub(crate) struct Sweep<'g> {
 
 /// The leading nodes of `order` (consecutive, each continuing the one
 /// before) that can run as one sweep, or `None` when fewer than two can (the
-/// caller then steps node by node). A second operand must be one element
-/// or a contiguous array of the swept value's shape on another buffer, and
-/// the swept value must be contiguous and of a float dtype.
+/// caller then steps node by node). A second operand must be one element,
+/// or a contiguous array on another buffer of the swept value's shape or
+/// broadcast into it as runs ([`Repeat`]: a bias, a per-channel scale), and the swept value must be contiguous and of a float dtype.
 /// `kind` names each node's function: its op's [`crate::ops::Op::pointwise`]
 /// in a run's own sweep, the in-place twin's for a pure node of a twin
 /// sweep. With `head` (the first node's [`head`] function), the first node
@@ -288,6 +291,10 @@ fn build<'g>(
                 Some(y) if y.dtype() != x.dtype() || (head.is_none() && y.same_buffer(x)) => break,
                 Some(y) if y.size() == 1 && y.ndim() <= x.ndim() => Source::Scalar(y.clone()),
                 Some(y) if y.shape() == x.shape() && y.is_contiguous() => Source::Slice(y.clone()),
+                Some(y) if y.is_contiguous() => match Repeat::of(y.shape(), x.shape()) {
+                    Some(r) => Source::Repeat(y.clone(), r),
+                    None => break,
+                },
                 _ => break,
             },
             (Pointwise::Binary(_), None) => break,
@@ -505,12 +512,13 @@ impl Source {
             Source::Itself => 1,
             Source::Scalar(_) => 2,
             Source::Slice(_) => 3,
+            Source::Repeat(..) => 4,
         }
     }
 
     fn tensor(&self) -> Option<&Tensor> {
         match self {
-            Source::Scalar(t) | Source::Slice(t) => Some(t),
+            Source::Scalar(t) | Source::Slice(t) | Source::Repeat(t, _) => Some(t),
             Source::None | Source::Itself => None,
         }
     }
@@ -521,7 +529,9 @@ fn operand_guards<T: Float>(steps: &[Step]) -> Result<Vec<Option<Ref<'_, [T]>>>>
     steps
         .iter()
         .map(|s| match &s.y {
-            Source::Scalar(t) | Source::Slice(t) => t.borrow_contiguous::<T>().map(Some),
+            Source::Scalar(t) | Source::Slice(t) | Source::Repeat(t, _) => {
+                t.borrow_contiguous::<T>().map(Some)
+            }
             Source::None | Source::Itself => Ok(None),
         })
         .collect()
@@ -539,6 +549,7 @@ fn operands<'a, T: Float>(
             let y = match (&s.y, g) {
                 (Source::Scalar(_), Some(g)) => Some(Operand::Scalar(g[0])),
                 (Source::Slice(_), Some(g)) => Some(Operand::Slice(&g[..])),
+                (&Source::Repeat(_, r), Some(g)) => Some(Operand::Repeat(&g[..], r)),
                 (Source::Itself, _) => Some(Operand::Itself),
                 _ => None,
             };

@@ -187,6 +187,8 @@ pub enum Operand<'a, T> {
     Slice(&'a [T]),
     /// The destroyed input itself (`x * x`).
     Itself,
+    /// Broadcast into the swept value as runs ([`Repeat`]).
+    Repeat(&'a [T], Repeat),
 }
 
 /// `tile = f(tile, y)` over the tile starting at element `at` of the buffer.
@@ -206,6 +208,7 @@ impl<T: Copy> BinaryTarget<T> for OnBinaryTile<'_, '_, T> {
                 self.tile.iter_mut().zip(ys).for_each(|(a, &b)| *a = f(*a, b));
             }
             Operand::Itself => self.tile.iter_mut().for_each(|a| *a = f(*a, *a)),
+            Operand::Repeat(ys, r) => r.zip_inplace(self.tile, self.at, ys, f),
         }
     }
     fn scalar(&self) -> Option<T> {
@@ -213,6 +216,97 @@ impl<T: Copy> BinaryTarget<T> for OnBinaryTile<'_, '_, T> {
             Operand::Scalar(b) => Some(b),
             _ => None,
         }
+    }
+}
+
+/// How an operand broadcast into a contiguous value of another shape
+/// repeats, so that both are walked as plain slices: aligned from the
+/// right, the operand's dimensions other than 1 are one block equal to
+/// the value's there (a per-channel scale `[C, 1, 1]` over `[N, C, H, W]`,
+/// a bias `[C]` over `[N, L, C]`), and element `i` of the value meets
+/// operand element `(i / inner) % len`. ndarray's broadcasting zip walks
+/// such operands element by element against their strides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repeat {
+    /// Elements of the value per operand element: the product of the
+    /// value's dimensions after the block.
+    inner: usize,
+}
+
+impl Repeat {
+    /// How an operand of shape `y` repeats over a value of shape `x`, if
+    /// it does so; `[3, 1, 4]` into `[3, 2, 4]` repeats in two places and
+    /// does not. One element repeats over the whole value.
+    pub fn of(y: &[usize], x: &[usize]) -> Option<Repeat> {
+        let pad = x.len().checked_sub(y.len())?;
+        let dim = |p: usize| if p < pad { 1 } else { y[p - pad] };
+        let Some(first) = (0..x.len()).find(|&p| dim(p) != 1) else {
+            return Some(Repeat {
+                inner: x.iter().product::<usize>().max(1),
+            });
+        };
+        let last = (0..x.len()).rev().find(|&p| dim(p) != 1).unwrap_or(first);
+        (first..=last).all(|p| dim(p) == x[p]).then(|| Repeat {
+            inner: x[last + 1..].iter().product::<usize>().max(1),
+        })
+    }
+
+    /// Calls `each(start, n, k)` for the runs of `n` positions from
+    /// `start` (counted from 0) of the `len` positions from element `at`
+    /// on: with `inner == 1`, positions meeting operand elements `k..k+n`
+    /// in turn; else all meeting element `k`.
+    fn runs(self, at: usize, len: usize, ylen: usize, mut each: impl FnMut(usize, usize, usize)) {
+        if ylen == 0 {
+            return;
+        }
+        let mut start = 0;
+        while start < len {
+            let i = at + start;
+            let q = i / self.inner;
+            let k = q % ylen;
+            let room = if self.inner == 1 {
+                ylen - k
+            } else {
+                (q + 1) * self.inner - i
+            };
+            let n = room.min(len - start);
+            each(start, n, k);
+            start += n;
+        }
+    }
+
+    /// `x[j] = f(x[j], y at element at + j)`, `x` being the value's
+    /// elements from `at` on.
+    pub fn zip_inplace<T: Copy>(self, x: &mut [T], at: usize, ys: &[T], f: impl Fn(T, T) -> T) {
+        let inner = self.inner;
+        self.runs(at, x.len(), ys.len(), |start, n, k| {
+            let seg = &mut x[start..start + n];
+            if inner == 1 {
+                seg.iter_mut()
+                    .zip(&ys[k..k + n])
+                    .for_each(|(a, &b)| *a = f(*a, b));
+            } else {
+                let b = ys[k];
+                seg.iter_mut().for_each(|a| *a = f(*a, b));
+            }
+        });
+    }
+
+    /// `o[j] = f(x[j], y at element j)` over the whole value.
+    pub fn zip<X: Copy, Y: Copy, O>(self, x: &[X], ys: &[Y], o: &mut [O], f: impl Fn(X, Y) -> O) {
+        let inner = self.inner;
+        self.runs(0, o.len().min(x.len()), ys.len(), |start, n, k| {
+            let (seg, xs) = (&mut o[start..start + n], &x[start..start + n]);
+            if inner == 1 {
+                seg.iter_mut()
+                    .zip(xs)
+                    .zip(&ys[k..k + n])
+                    .for_each(|((o, &a), &b)| *o = f(a, b));
+            } else {
+                let b = ys[k];
+                seg.iter_mut().zip(xs).for_each(|(o, &a)| *o = f(a, b));
+            }
+        });
     }
 }
 
@@ -390,5 +484,71 @@ pub(crate) fn unary_float<T: Float + VMath, A: UnaryTarget<T>>(kind: UnKind, a: 
         UnKind::Abs => a.map(<T as Num>::abs),
         UnKind::Relu => a.map(relu::<T>),
         UnKind::Sign => a.map(sign::<T>),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Repeat;
+
+    /// Each value element's operand element, by numpy's broadcasting of
+    /// `y` into `x`.
+    fn definition(y: &[usize], x: &[usize]) -> Vec<usize> {
+        let pad = x.len() - y.len();
+        let size: usize = x.iter().product();
+        let mut idx = vec![0usize; x.len()];
+        let mut out = Vec::with_capacity(size);
+        for _ in 0..size {
+            let mut k = 0;
+            for (p, &i) in idx.iter().enumerate().skip(pad) {
+                let d = y[p - pad];
+                k = k * d + if d == 1 { 0 } else { i };
+            }
+            out.push(k);
+            for p in (0..x.len()).rev() {
+                idx[p] += 1;
+                if idx[p] < x[p] {
+                    break;
+                }
+                idx[p] = 0;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn repeats_are_the_broadcasts_that_run_and_meet_numpys_elements() {
+        let x = [2, 3, 4, 5];
+        for (y, runs) in [
+            (&[5][..], true),
+            (&[4, 5][..], true),
+            (&[3, 1, 1][..], true),
+            (&[1, 3, 4, 1][..], true),
+            (&[2, 1, 1, 1][..], true),
+            (&[1][..], true),
+            (&[][..], true),
+            (&[3, 1, 5][..], false),
+            (&[2, 1, 1, 5][..], false),
+            (&[4, 1][..], true),
+            (&[3, 4, 6][..], false),
+        ] {
+            let r = Repeat::of(y, &x);
+            assert_eq!(r.is_some(), runs, "{y:?}");
+            let Some(r) = r else { continue };
+            let n: usize = y.iter().product();
+            let ys: Vec<usize> = (0..n).collect();
+            let want = definition(y, &x);
+            // Whole, and in pieces starting anywhere (a sweep's tiles).
+            let mut got = vec![0usize; want.len()];
+            r.zip(&vec![0usize; want.len()], &ys, &mut got, |_, k| k);
+            assert_eq!(got, want, "{y:?}");
+            for piece in [1, 7, 60] {
+                let mut got = vec![0usize; want.len()];
+                for (c, part) in got.chunks_mut(piece).enumerate() {
+                    r.zip_inplace(part, c * piece, &ys, |_, k| k);
+                }
+                assert_eq!(got, want, "{y:?} in pieces of {piece}");
+            }
+        }
     }
 }

@@ -344,13 +344,9 @@ pub(crate) fn run_contiguous<T: Float>(
 ) -> Result<()> {
     let b = inputs.get(2).map(|b| b.to_array::<T>()).transpose()?;
     let bs = b.as_ref().and_then(|b| b.as_slice());
-    inputs[0].read(|xv: ArrayViewD<'_, T>| {
-        let xc = xv.as_standard_layout();
-        inputs[1].read(|wv: ArrayViewD<'_, T>| {
-            let wc = wv.as_standard_layout();
-            let (Some(xs), Some(ws)) = (xc.as_slice(), wc.as_slice()) else {
-                return op_err(format!("internal: {op} operands are not contiguous"));
-            };
+    let (x, w) = (inputs[0].to_contiguous()?, inputs[1].to_contiguous()?);
+    x.read_contiguous(|xs: &[T]| {
+        w.read_contiguous(|ws: &[T]| {
             out.write(|mut ov: ArrayViewMutD<'_, T>| match ov.as_slice_mut() {
                 Some(s) => kernel(xs, ws, bs, s),
                 None => {

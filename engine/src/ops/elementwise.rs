@@ -10,7 +10,7 @@ use crate::dtype::{DType, Element, Float, Num};
 use crate::error::{dtype_err, refuse_dtype, shape_err, Result};
 use crate::kernels::pointwise::Pointwise;
 use crate::kernels::pointwise::{
-    binary_inplace, relu, sign, small_pow, unary_float, BinaryTarget, UnaryTarget,
+    binary_inplace, relu, sign, small_pow, unary_float, BinaryTarget, Repeat, UnaryTarget,
 };
 pub use crate::kernels::pointwise::{BinKind, UnKind};
 use crate::kernels::vmath::{par_map, par_map_inplace, VMath};
@@ -125,6 +125,9 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
     } else {
         y.clone()
     };
+    if let Some((xp, yp)) = in_memory_order(x, &y) {
+        return zip_inplace(&xp, &yp, f);
+    }
     if contiguous_alike(&[&y], x) {
         return y.read_contiguous(|ys: &[T]| {
             x.write_contiguous(|xs: &mut [T]| {
@@ -136,7 +139,8 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
     }
     let plain = x.size() > 0 && x.is_contiguous() && y.is_contiguous();
     if let (true, Some(r)) = (plain, Repeat::of(y.shape(), x.shape())) {
-        return y.read_contiguous(|ys: &[T]| x.write_contiguous(|xs: &mut [T]| r.zip_inplace(xs, ys, &f)))?;
+        return y
+            .read_contiguous(|ys: &[T]| x.write_contiguous(|xs: &mut [T]| r.zip_inplace(xs, 0, ys, &f)))?;
     }
     let y = bview(&y, x.shape()).map_err(|_| {
         crate::error::Error::Shape(format!(
@@ -149,6 +153,27 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
         x.write(|mut xv: ArrayViewMutD<'_, T>| Zip::from(&mut xv).and(&yv).for_each(|a, &b| *a = f(*a, b)))
     })??;
     Ok(())
+}
+
+/// `x` and `y` with their axes reordered alike so that `x` is contiguous,
+/// when `x` is a permuted view of a contiguous buffer (NHWC data seen as
+/// NCHW) and `y`, padded with leading 1s, is contiguous in that order too
+/// (the same permutation of its data, or a per-channel scale that becomes
+/// a row). An elementwise op is the same on any order of the elements, and
+/// the reordered operands go through the slice loops instead of ndarray's
+/// walk of `x` against its strides.
+fn in_memory_order(x: &Tensor, y: &Tensor) -> Option<(Tensor, Tensor)> {
+    if x.is_contiguous() || x.size() == 0 || y.ndim() > x.ndim() {
+        return None;
+    }
+    let mut perm: Vec<usize> = (0..x.ndim()).collect();
+    perm.sort_by_key(|&a| std::cmp::Reverse(x.strides()[a]));
+    let xp = x.permute(&perm).ok()?;
+    let padded: Vec<i64> = std::iter::repeat_n(1, x.ndim() - y.ndim())
+        .chain(y.shape().iter().map(|&d| d as i64))
+        .collect();
+    let yp = y.reshape(&padded).ok()?.permute(&perm).ok()?;
+    (xp.is_contiguous() && yp.is_contiguous() && yp.same_buffer(y)).then_some((xp, yp))
 }
 
 /// `out[i] = f(a[i])`; `out` may be `a` itself (in place).
@@ -176,74 +201,6 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> 
         out.write(|mut ov: ArrayViewMutD<'_, T>| Zip::from(&mut ov).and(&av).for_each(|o, &x| *o = f(x)))
     })??;
     Ok(())
-}
-
-/// How an operand repeats over an output of another shape where both can
-/// be walked as plain slices (both C-contiguous): the operand's shape,
-/// padded with leading 1s, is the output's with its trailing dims set to 1
-/// (one value per block: a per-channel scale `[N, C, 1, 1]`) or with its
-/// leading dims set to 1 (one row repeated: a bias `[C]`). ndarray's
-/// broadcasting zip walks such operands element by element with strides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Repeat {
-    /// Operand element `b` applies to the `len` elements of block `b`.
-    PerBlock { len: usize },
-    /// The operand (`len` elements) applies to every row of `len`.
-    Row { len: usize },
-}
-
-impl Repeat {
-    /// How `y` repeats over `out`, if one of the two ways. `out` must not
-    /// be empty (a block or row of 0 elements has no chunks).
-    fn of(y: &[usize], out: &[usize]) -> Option<Repeat> {
-        let pad = out.len().checked_sub(y.len())?;
-        let yd = |i: usize| if i < pad { 1 } else { y[i - pad] };
-        let n = out.len();
-        // Before `k` the dims match; from `k` on y's are 1.
-        let k = (0..n).rposition(|i| yd(i) != 1).map_or(0, |i| i + 1);
-        if (0..k).all(|i| yd(i) == out[i]) {
-            return Some(Repeat::PerBlock {
-                len: out[k..].iter().product(),
-            });
-        }
-        // Before `j` y's dims are 1; from `j` on they match.
-        let j = (0..n).position(|i| yd(i) != 1).unwrap_or(n);
-        (j..n).all(|i| yd(i) == out[i]).then(|| Repeat::Row {
-            len: out[j..].iter().product(),
-        })
-    }
-
-    /// `o[i] = f(x[i], y at i)`; `x` and `o` have the output's length.
-    fn zip<X: Copy, Y: Copy, O>(self, x: &[X], y: &[Y], o: &mut [O], f: impl Fn(X, Y) -> O) {
-        match self {
-            Repeat::PerBlock { len } => {
-                for ((o, x), &y) in o.chunks_exact_mut(len).zip(x.chunks_exact(len)).zip(y) {
-                    o.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x, y));
-                }
-            }
-            Repeat::Row { len } => {
-                for (o, x) in o.chunks_exact_mut(len).zip(x.chunks_exact(len)) {
-                    o.iter_mut().zip(x).zip(y).for_each(|((o, &x), &y)| *o = f(x, y));
-                }
-            }
-        }
-    }
-
-    /// `x[i] = f(x[i], y at i)`.
-    fn zip_inplace<T: Copy>(self, x: &mut [T], y: &[T], f: impl Fn(T, T) -> T) {
-        match self {
-            Repeat::PerBlock { len } => {
-                for (x, &y) in x.chunks_exact_mut(len).zip(y) {
-                    x.iter_mut().for_each(|a| *a = f(*a, y));
-                }
-            }
-            Repeat::Row { len } => {
-                for x in x.chunks_exact_mut(len) {
-                    x.iter_mut().zip(y).for_each(|(a, &b)| *a = f(*a, b));
-                }
-            }
-        }
-    }
 }
 
 /// Whether every input has `out`'s shape and all are C-contiguous, so the

@@ -4,6 +4,7 @@
 
 pub mod buffer_pool;
 pub mod dtype;
+mod gather;
 pub mod index;
 pub mod layout;
 pub mod limit;
@@ -19,6 +20,7 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
 
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{dtype_err, layout_err, op_err, rank_err, Error, Result};
+use gather::{gather_c_order, StridedView};
 pub use index::IndexSpec;
 pub use layout::Layout;
 use storage::{Buffer, BufferId, Storage};
@@ -370,6 +372,11 @@ impl Tensor {
 
     /// The elements as an owned C-order ndarray array.
     pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+        if !self.is_contiguous() {
+            // The tiled copy, then a memcpy: ndarray's own walks a
+            // transposed view one cache line per element.
+            return self.deep_copy()?.to_array();
+        }
         self.read(|v: ArrayViewD<'_, T>| v.as_standard_layout().into_owned())
     }
 
@@ -434,8 +441,22 @@ impl Tensor {
             crate::dispatch_all!(self.dtype(), T => self.read_contiguous(|s: &[T]| out.write_contiguous(|d: &mut [T]| copy_slice(s, d)))??);
             return Ok(out);
         }
-        crate::dispatch_all!(self.dtype(), T => self.read(|s: ArrayViewD<'_, T>| out.write(|mut d: ArrayViewMutD<'_, T>| d.assign(&s)))??);
+        crate::dispatch_all!(self.dtype(), T => self.gather_into::<T>(&out)?);
         Ok(out)
+    }
+
+    /// Copies this view's elements in C order into `out`, a contiguous
+    /// tensor of its size (strided and transposed views by tiles: see
+    /// [`gather_c_order`]).
+    fn gather_into<T: Element>(&self, out: &Tensor) -> Result<()> {
+        let data = self.buffer::<T>()?.borrow()?;
+        let view = StridedView {
+            data: &data,
+            offset: self.offset(),
+            shape: self.shape(),
+            strides: self.strides(),
+        };
+        out.write_contiguous(|d: &mut [T]| gather_c_order(view, d))
     }
 
     /// This tensor if it is C-contiguous, else a contiguous copy.
