@@ -209,7 +209,8 @@ pub(crate) struct Sweep<'g> {
 /// before) that can run as one sweep, or `None` when fewer than two can (the
 /// caller then steps node by node). A second operand must be one element,
 /// or a contiguous array on another buffer of the swept value's shape or
-/// broadcast into it as runs ([`Repeat`]: a bias, a per-channel scale), and the swept value must be contiguous and of a float dtype.
+/// broadcast into it as runs ([`Repeat`]: a bias, a per-channel scale),
+/// and the swept value must be contiguous and of a float dtype.
 /// `kind` names each node's function: its op's [`crate::ops::Op::pointwise`]
 /// in a run's own sweep, the in-place twin's for a pure node of a twin
 /// sweep. With `head` (the first node's [`head`] function), the first node

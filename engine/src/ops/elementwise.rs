@@ -159,9 +159,11 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
 /// when `x` is a permuted view of a contiguous buffer (NHWC data seen as
 /// NCHW) and `y`, padded with leading 1s, is contiguous in that order too
 /// (the same permutation of its data, or a per-channel scale that becomes
-/// a row). An elementwise op is the same on any order of the elements, and
-/// the reordered operands go through the slice loops instead of ndarray's
-/// walk of `x` against its strides.
+/// a row) and broadcasts into `x` as runs. An elementwise op is the same
+/// on any order of the elements, and the reordered operands go through the
+/// slice loops instead of ndarray's walk of `x` against its strides. An
+/// operand that does not broadcast stays as it is, so the error names the
+/// caller's shapes.
 fn in_memory_order(x: &Tensor, y: &Tensor) -> Option<(Tensor, Tensor)> {
     if x.is_contiguous() || x.size() == 0 || y.ndim() > x.ndim() {
         return None;
@@ -173,7 +175,8 @@ fn in_memory_order(x: &Tensor, y: &Tensor) -> Option<(Tensor, Tensor)> {
         .chain(y.shape().iter().map(|&d| d as i64))
         .collect();
     let yp = y.reshape(&padded).ok()?.permute(&perm).ok()?;
-    (xp.is_contiguous() && yp.is_contiguous() && yp.same_buffer(y)).then_some((xp, yp))
+    let runs = Repeat::of(yp.shape(), xp.shape()).is_some();
+    (runs && xp.is_contiguous() && yp.is_contiguous() && yp.same_buffer(y)).then_some((xp, yp))
 }
 
 /// `out[i] = f(a[i])`; `out` may be `a` itself (in place).

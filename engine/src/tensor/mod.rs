@@ -373,9 +373,11 @@ impl Tensor {
     /// The elements as an owned C-order ndarray array.
     pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
         if !self.is_contiguous() {
-            // The tiled copy, then a memcpy: ndarray's own walks a
-            // transposed view one cache line per element.
-            return self.deep_copy()?.to_array();
+            // The tiled copy: ndarray's own walks a transposed view one
+            // cache line per element.
+            let mut v = vec![T::default(); self.size()];
+            self.gather_into(&mut v)?;
+            return ArrayD::from_shape_vec(IxDyn(self.shape()), v).map_err(shape_err);
         }
         self.read(|v: ArrayViewD<'_, T>| v.as_standard_layout().into_owned())
     }
@@ -441,14 +443,13 @@ impl Tensor {
             crate::dispatch_all!(self.dtype(), T => self.read_contiguous(|s: &[T]| out.write_contiguous(|d: &mut [T]| copy_slice(s, d)))??);
             return Ok(out);
         }
-        crate::dispatch_all!(self.dtype(), T => self.gather_into::<T>(&out)?);
+        crate::dispatch_all!(self.dtype(), T => out.write_contiguous(|d: &mut [T]| self.gather_into(d))??);
         Ok(out)
     }
 
-    /// Copies this view's elements in C order into `out`, a contiguous
-    /// tensor of its size (strided and transposed views by tiles: see
-    /// [`gather_c_order`]).
-    fn gather_into<T: Element>(&self, out: &Tensor) -> Result<()> {
+    /// Copies this view's elements in C order into `dst`, of its size
+    /// (strided and transposed views by tiles: see [`gather_c_order`]).
+    fn gather_into<T: Element>(&self, dst: &mut [T]) -> Result<()> {
         let data = self.buffer::<T>()?.borrow()?;
         let view = StridedView {
             data: &data,
@@ -456,7 +457,8 @@ impl Tensor {
             shape: self.shape(),
             strides: self.strides(),
         };
-        out.write_contiguous(|d: &mut [T]| gather_c_order(view, d))
+        gather_c_order(view, dst);
+        Ok(())
     }
 
     /// This tensor if it is C-contiguous, else a contiguous copy.
