@@ -12,7 +12,8 @@
 //! rejected). Float blocks whose operands are contiguous in row- or
 //! column-major order (so plain, transposed and batched operands) go through
 //! faer's GEMM, on the rayon pool above [`crate::parallel::PARALLEL_MACS`] multiply-adds
-//! (split by rows where the output has few columns);
+//! (split into bands of rows where the output has few columns, of columns
+//! where it has many);
 //! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
 //! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
 //! inputs are read in place, never copied. Integer products wrap on overflow
@@ -167,15 +168,17 @@ where
 }
 
 /// Products with at most this many output columns split by rows when they
-/// run in parallel ([`split_rows`]); wider ones are left to faer.
+/// run in parallel ([`split_rows`]); wider ones split by columns
+/// ([`split_cols`]).
 const BAND_MAX_COLS: usize = 256;
 
-/// Rows of a band of [`split_rows`] are a multiple of this (the GEMM
-/// kernel's row tiles).
+/// Rows (columns) of a band of [`split_rows`] ([`split_cols`]) are a
+/// multiple of this (the GEMM kernel's tiles).
 const BAND_ALIGN: usize = 16;
 
 /// `c = a · b`, on the rayon pool when `par`: split by rows where `c` has
-/// few columns and enough rows ([`split_rows`]), else by faer.
+/// few columns and enough rows ([`split_rows`]), by columns where it has
+/// enough columns ([`split_cols`]), else by faer.
 fn parallel_matmul<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>, par: bool)
 where
     T: faer::traits::ComplexField + Copy + num_traits::One,
@@ -184,6 +187,8 @@ where
         matmul(c, Accum::Replace, a, b, T::one(), Par::Seq);
     } else if c.ncols() <= BAND_MAX_COLS && c.nrows() >= 2 * BAND_ALIGN {
         split_rows(c, a, b);
+    } else if c.ncols() > BAND_MAX_COLS {
+        split_cols(c, a, b);
     } else {
         matmul(c, Accum::Replace, a, b, T::one(), Par::rayon(0));
     }
@@ -210,6 +215,35 @@ where
             Accum::Replace,
             a.subrows(i * band, rows),
             b,
+            T::one(),
+            Par::Seq,
+        );
+    });
+}
+
+/// `c = a · b` as one serial product per band of columns, one band per
+/// thread. Each thread then streams all of `a` but only its part of `b`
+/// and `c`, and faer's own split, which also divides the shared
+/// dimension's work among threads, is not needed: on two threads
+/// [197, 768] · [768, 3072] (a ViT MLP) ran 1.83x faster than on one this
+/// way against 1.62x split by faer, and [24, 144] · [144, 3136] (a 1x1 conv
+/// of efficientnet) 1.75x against 1.26x (faer's split was slower than one
+/// thread on several such convs). Each element is the serial product's,
+/// bit for bit (a test checks it).
+fn split_cols<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>)
+where
+    T: faer::traits::ComplexField + Copy + num_traits::One,
+{
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads().max(1);
+    let band = c.ncols().div_ceil(threads).next_multiple_of(BAND_ALIGN);
+    c.par_col_chunks_mut(band).enumerate().for_each(|(j, cb)| {
+        let cols = cb.ncols();
+        matmul(
+            cb,
+            Accum::Replace,
+            a,
+            b.subcols(j * band, cols),
             T::one(),
             Par::Seq,
         );
@@ -816,11 +850,11 @@ mod tests {
         want
     }
 
-    /// Products split by rows give the serial product's bits, over row
-    /// counts that do not divide into whole bands, plain and transposed
-    /// operands, and pools of 2 and 3 threads.
+    /// Products split by rows or by columns give the serial product's
+    /// bits, over counts that do not divide into whole bands, plain and
+    /// transposed operands, and pools of 2 and 3 threads.
     #[test]
-    fn row_split_products_equal_the_serial_ones() {
+    fn split_products_equal_the_serial_ones() {
         let gen = |len: usize, s: usize| -> Vec<f32> {
             (0..len).map(|i| ((i * s) % 1013) as f32 * 0.0137 - 6.9).collect()
         };
@@ -835,6 +869,9 @@ mod tests {
                 (40, 1152, 196),
                 (1152, 192, 49),
                 (33, 9, 1),
+                (24, 144, 3136),
+                (197, 64, 771),
+                (5, 33, 300),
             ] {
                 let a = gen(n * k, 7919);
                 let at = gen(n * k, 104_729);
@@ -854,14 +891,18 @@ mod tests {
                         1.0,
                         Par::Seq,
                     );
-                    let mut split = vec![f32::NAN; n * m];
-                    pool.install(|| split_rows(MatMut::from_row_major_slice_mut(&mut split, n, m), a, b));
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(
-                        bits(&serial),
-                        bits(&split),
-                        "[{n}, {k}] x [{k}, {m}] on {threads} threads"
-                    );
+                    let splits: [(&str, fn(MatMut<'_, f32>, MatRef<'_, f32>, MatRef<'_, f32>)); 2] =
+                        [("rows", split_rows), ("columns", split_cols)];
+                    for (how, split_by) in splits {
+                        let mut split = vec![f32::NAN; n * m];
+                        pool.install(|| split_by(MatMut::from_row_major_slice_mut(&mut split, n, m), a, b));
+                        assert_eq!(
+                            bits(&serial),
+                            bits(&split),
+                            "[{n}, {k}] x [{k}, {m}] by {how} on {threads} threads"
+                        );
+                    }
                 }
             }
         }
