@@ -167,21 +167,21 @@ where
     true
 }
 
-/// Products with at most this many output columns split by rows when they
-/// run in parallel ([`split_rows`]); wider ones split by columns
-/// ([`split_cols`]).
+/// Products with at most this many output columns split into bands of
+/// rows when they run in parallel; wider ones into bands of columns
+/// ([`split_bands`]).
 const BAND_MAX_COLS: usize = 256;
 
-/// Rows (columns) of a band of [`split_rows`] ([`split_cols`]) are a
-/// multiple of this (the GEMM kernel's tiles).
+/// Rows or columns of a band of [`split_bands`] are a multiple of this
+/// (the GEMM kernel's tiles).
 const BAND_ALIGN: usize = 16;
 
-/// `c = a · b`, on the rayon pool when `par`: split by rows where `c` has
-/// few columns and enough rows ([`split_rows`]), by columns where it has
-/// enough columns and more than one row ([`split_cols`]), else by faer. A
-/// single row stays with faer: split by columns, [1, 2048] · [2048, 1000]
-/// (a classifier's row-major weights) took 1.9x the time of faer's split
-/// on two threads; two rows or more gained over it.
+/// `c = a · b`, on the rayon pool when `par`: split into bands of rows
+/// where `c` has few columns and enough rows, of columns where it has
+/// enough columns and more than one row ([`split_bands`]), else by faer.
+/// A single row stays with faer: split by columns, [1, 2048] · [2048,
+/// 1000] (a classifier's row-major weights) took 1.9x the time of faer's
+/// split on two threads; two rows or more gained over it.
 fn parallel_matmul<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>, par: bool)
 where
     T: faer::traits::ComplexField + Copy + num_traits::One,
@@ -189,68 +189,58 @@ where
     if !par {
         matmul(c, Accum::Replace, a, b, T::one(), Par::Seq);
     } else if c.ncols() <= BAND_MAX_COLS && c.nrows() >= 2 * BAND_ALIGN {
-        split_rows(c, a, b);
+        split_bands(c, a, b, Bands::Rows);
     } else if c.ncols() > BAND_MAX_COLS && c.nrows() > 1 {
-        split_cols(c, a, b);
+        split_bands(c, a, b, Bands::Cols);
     } else {
         matmul(c, Accum::Replace, a, b, T::one(), Par::rayon(0));
     }
 }
 
-/// `c = a · b` as one serial product per band of rows, one band per
-/// thread. With few columns (a 1x1 conv over a 7x7 plane, a 3x3 conv's
-/// 49 or 196 windows) the product is bound by reading `a` (the weights),
-/// and each thread reads only its band: [512, 4608] · [4608, 49] ran 2.02x
-/// faster on 2 threads than on one this way, 1.56x when faer split it
-/// ([192, 1152] · [1152, 49]: 1.90x against 1.12x). Each element is the
-/// serial product's, bit for bit (a test checks it).
-fn split_rows<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>)
-where
-    T: faer::traits::ComplexField + Copy + num_traits::One,
-{
-    use rayon::prelude::*;
-    let threads = rayon::current_num_threads().max(1);
-    let band = c.nrows().div_ceil(threads).next_multiple_of(BAND_ALIGN);
-    c.par_row_chunks_mut(band).enumerate().for_each(|(i, cb)| {
-        let rows = cb.nrows();
-        matmul(
-            cb,
-            Accum::Replace,
-            a.subrows(i * band, rows),
-            b,
-            T::one(),
-            Par::Seq,
-        );
-    });
+/// How [`split_bands`] divides the output among threads.
+#[derive(Clone, Copy, Debug)]
+enum Bands {
+    Rows,
+    Cols,
 }
 
-/// `c = a · b` as one serial product per band of columns, one band per
-/// thread. Each thread then streams all of `a` but only its part of `b`
-/// and `c`, and faer's own split, which also divides the shared
-/// dimension's work among threads, is not needed: on two threads
-/// [197, 768] · [768, 3072] (a ViT MLP) ran 1.83x faster than on one this
-/// way against 1.62x split by faer, and [24, 144] · [144, 3136] (a 1x1 conv
-/// of efficientnet) 1.75x against 1.26x (faer's split was slower than one
-/// thread on several such convs). Each element is the serial product's,
-/// bit for bit (a test checks it).
-fn split_cols<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>)
+/// `c = a · b` as one serial product per band of rows or columns of `c`,
+/// one band per thread, so each thread reads only its part of `a` or `b`
+/// and faer's own split (which also divides the shared dimension among
+/// threads) is not needed. Measured on two threads against one:
+///
+/// - by rows, where the product has few columns and is bound by reading
+///   `a` (the weights of a 1x1 conv over a 7x7 plane, of a 3x3 conv's 49
+///   or 196 windows): [512, 4608] · [4608, 49] 2.02x, 1.56x split by faer;
+///   [192, 1152] · [1152, 49] 1.90x against 1.12x;
+/// - by columns: [197, 768] · [768, 3072] (a ViT MLP) 1.83x against 1.62x,
+///   [24, 144] · [144, 3136] (a 1x1 conv of efficientnet) 1.75x against
+///   1.26x (faer's split was slower than one thread on several such
+///   convs).
+///
+/// Each element is the serial product's, bit for bit (a test checks it).
+fn split_bands<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>, by: Bands)
 where
     T: faer::traits::ComplexField + Copy + num_traits::One,
 {
     use rayon::prelude::*;
     let threads = rayon::current_num_threads().max(1);
-    let band = c.ncols().div_ceil(threads).next_multiple_of(BAND_ALIGN);
-    c.par_col_chunks_mut(band).enumerate().for_each(|(j, cb)| {
-        let cols = cb.ncols();
-        matmul(
-            cb,
-            Accum::Replace,
-            a,
-            b.subcols(j * band, cols),
-            T::one(),
-            Par::Seq,
-        );
-    });
+    let len = match by {
+        Bands::Rows => c.nrows(),
+        Bands::Cols => c.ncols(),
+    };
+    let band = len.div_ceil(threads).next_multiple_of(BAND_ALIGN);
+    let one = |(i, cb): (usize, MatMut<'_, T>)| {
+        let (a, b) = match by {
+            Bands::Rows => (a.subrows(i * band, cb.nrows()), b),
+            Bands::Cols => (a, b.subcols(i * band, cb.ncols())),
+        };
+        matmul(cb, Accum::Replace, a, b, T::one(), Par::Seq);
+    };
+    match by {
+        Bands::Rows => c.par_row_chunks_mut(band).enumerate().for_each(one),
+        Bands::Cols => c.par_col_chunks_mut(band).enumerate().for_each(one),
+    }
 }
 
 macro_rules! matmul_float {
@@ -895,15 +885,15 @@ mod tests {
                         Par::Seq,
                     );
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    let splits: [(&str, fn(MatMut<'_, f32>, MatRef<'_, f32>, MatRef<'_, f32>)); 2] =
-                        [("rows", split_rows), ("columns", split_cols)];
-                    for (how, split_by) in splits {
+                    for by in [Bands::Rows, Bands::Cols] {
                         let mut split = vec![f32::NAN; n * m];
-                        pool.install(|| split_by(MatMut::from_row_major_slice_mut(&mut split, n, m), a, b));
+                        pool.install(|| {
+                            split_bands(MatMut::from_row_major_slice_mut(&mut split, n, m), a, b, by)
+                        });
                         assert_eq!(
                             bits(&serial),
                             bits(&split),
-                            "[{n}, {k}] x [{k}, {m}] by {how} on {threads} threads"
+                            "[{n}, {k}] x [{k}, {m}] by {by:?} on {threads} threads"
                         );
                     }
                 }
