@@ -86,20 +86,46 @@ impl SimdUnaryOp<f32> for Sigmoid {
 #[inline(always)]
 fn exp_normal<I: Isa>(isa: I, f: &ExpFit, a: I::F32) -> I::F32 {
     let ops = isa.f32();
-    let int_ops = isa.i32();
-    let c = |v: f32| ops.splat(v);
-    let magic = c(12_582_912.0); // 1.5 · 2^23: adding it rounds to an integer
-    let j = ops.sub(ops.mul_add(a, c(std::f32::consts::LOG2_E), magic), magic);
-    let r = ops.mul_add(j, c(-f.ln2_hi), a);
-    let r = ops.mul_add(j, c(-f.ln2_lo), r);
-    let mut q = c(f.q[EXP_TERMS - 1]);
-    for &k in f.q[..EXP_TERMS - 1].iter().rev() {
-        q = ops.mul_add(q, r, c(k));
-    }
-    let w = ops.mul_add(ops.mul(r, r), q, r);
-    let k = int_ops.add(ops.to_int_trunc(j), int_ops.splat(127));
-    let scale: I::F32 = int_ops.shift_left::<23>(k).reinterpret_cast();
+    let (j, _, r) = f.reduce(isa, a);
+    let w = ops.mul_add(ops.mul(r, r), f.q(isa, r), r);
+    let scale = pow2(isa, j);
     ops.mul_add(w, scale, scale)
+}
+
+impl ExpFit {
+    /// `a = j ln2 + r`: `j` rounded to an integer (as an f32), `r1 = a − j ·
+    /// ln2_hi` (exact) and `r = r1 − j · ln2_lo`.
+    #[inline(always)]
+    fn reduce<I: Isa>(&self, isa: I, a: I::F32) -> (I::F32, I::F32, I::F32) {
+        let ops = isa.f32();
+        let magic = ops.splat(12_582_912.0); // 1.5 · 2^23: adding it rounds to an integer
+        let j = ops.sub(
+            ops.mul_add(a, ops.splat(std::f32::consts::LOG2_E), magic),
+            magic,
+        );
+        let r1 = ops.mul_add(j, ops.splat(-self.ln2_hi), a);
+        let r = ops.mul_add(j, ops.splat(-self.ln2_lo), r1);
+        (j, r1, r)
+    }
+
+    /// `q(r)` by Horner's rule.
+    #[inline(always)]
+    fn q<I: Isa>(&self, isa: I, r: I::F32) -> I::F32 {
+        let ops = isa.f32();
+        let mut q = ops.splat(self.q[EXP_TERMS - 1]);
+        for &k in self.q[..EXP_TERMS - 1].iter().rev() {
+            q = ops.mul_add(q, r, ops.splat(k));
+        }
+        q
+    }
+}
+
+/// `2^j` for an integral `j` (as an f32) in the normal range.
+#[inline(always)]
+fn pow2<I: Isa>(isa: I, j: I::F32) -> I::F32 {
+    let int_ops = isa.i32();
+    let k = int_ops.add(isa.f32().to_int_trunc(j), int_ops.splat(127));
+    int_ops.shift_left::<23>(k).reinterpret_cast()
 }
 
 /// `rten-vecmath`'s tanh, with the sign of a zero kept (`tanh(+0)` comes
@@ -246,7 +272,6 @@ impl SimdUnaryOp<f32> for Gelu {
     #[inline(always)]
     fn eval<I: Isa>(&self, isa: I, x: I::F32) -> I::F32 {
         let ops = isa.f32();
-        let int_ops = isa.i32();
         let f = self.0;
         let c = |v: f32| ops.splat(v);
         let t = ops.abs(x);
@@ -269,17 +294,11 @@ impl SimdUnaryOp<f32> for Gelu {
         let hi = ops.mul(tc, tc);
         let lo = ops.mul_add(tc, tc, ops.neg(hi));
         let y = ops.mul(hi, c(-0.5));
-        let magic = c(12_582_912.0); // 1.5 · 2^23: adding it rounds to an integer
-        let j = ops.sub(ops.mul_add(y, c(std::f32::consts::LOG2_E), magic), magic);
         let e = self.1;
-        let r1 = ops.mul_add(j, c(-e.ln2_hi), y);
-        let r = ops.mul_add(j, c(-e.ln2_lo), r1);
+        let (j, r1, r) = e.reduce(isa, y);
         let r_lo = ops.mul_add(j, c(-e.ln2_lo), ops.sub(r1, r));
         let r2 = ops.mul(r, r);
-        let mut q = c(e.q[EXP_TERMS - 1]);
-        for &k in e.q[..EXP_TERMS - 1].iter().rev() {
-            q = ops.mul_add(q, r, c(k));
-        }
+        let q = e.q(isa, r);
         let w = ops.mul_add(r2, q, r);
         let w_lo = ops.mul_add(r2, q, ops.sub(r, w));
         let u = ops.mul(ops.sub(ops.min(t, c(GELU_S_END)), c(GELU_S_MID)), c(0.5));
@@ -288,10 +307,7 @@ impl SimdUnaryOp<f32> for Gelu {
         let m_lo = ops.mul_add(w, sh, ops.sub(sh, m_hi));
         let tail = ops.mul_add(sh, ops.sub(ops.add(w_lo, r_lo), ops.mul(lo, half)), sl);
         let es = ops.add(m_hi, ops.add(m_lo, ops.mul_add(tail, w, tail)));
-        // 2^j, j in [-18, 0].
-        let k = int_ops.add(ops.to_int_trunc(j), int_ops.splat(127));
-        let scale: I::F32 = int_ops.shift_left::<23>(k).reinterpret_cast();
-        let es = ops.mul(es, scale);
+        let es = ops.mul(es, pow2(isa, j)); // j in [-18, 0]
         // NaN fails both compares and comes out of `x − es`.
         let far = ops.select(ops.neg(es), ops.sub(x, es), ops.lt(x, ops.zero()));
         let out = ops.select(near, far, ops.lt(t, c(GELU_SPLIT)));
