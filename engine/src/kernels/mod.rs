@@ -9,6 +9,7 @@
 //! - [`pointwise`]: the elementwise function kinds, applied to a tile of a
 //!   buffer ([`pointwise::apply_tile`]) or, through a target, to tensors;
 //! - [`depthwise`]: depthwise 2-D convolution, tap by tap;
+//! - [`winograd`]: 3×3 stride-1 convolution as Winograd F(2×2, 3×3);
 //! - [`norm`] and [`softmax`]: layer/RMS normalization and softmax over
 //!   contiguous rows;
 //! - [`pow`]: powers by small integers and halves as multiplies;
@@ -31,6 +32,7 @@ pub mod softmax;
 pub mod stride;
 pub mod summary;
 pub mod vmath;
+pub mod winograd;
 
 pub use math_fn::MathFn;
 pub use vmath::VMath;

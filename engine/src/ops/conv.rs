@@ -26,7 +26,9 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD};
 use crate::dtype::{DType, Float};
 use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
 use crate::kernels::depthwise::{AxisTaps, Depthwise, DepthwiseElem, Weights};
+use crate::kernels::winograd::{self, Tiles};
 use crate::ops::linalg::MatMulElem;
+use crate::ops::weight_cache::WeightCache;
 use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -38,6 +40,8 @@ use crate::tensor::Tensor;
 pub struct Conv {
     pub window: Window,
     pub group: usize,
+    /// The Winograd transform of the last weights (3×3 stride-1 convs).
+    winograd: WeightCache,
 }
 
 /// Sizes of one convolution, checked against each other.
@@ -49,6 +53,14 @@ struct Dims {
 }
 
 impl Conv {
+    pub fn new(window: Window, group: usize) -> Conv {
+        Conv {
+            window,
+            group,
+            winograd: WeightCache::default(),
+        }
+    }
+
     fn dims(&self, x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<Dims> {
         if x.len() < 3 || w.len() != x.len() {
             return rank_err(format!(
@@ -236,7 +248,8 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, co
 }
 
 /// The convolution of contiguous `x` and `w` into contiguous `out`, with
-/// the im2col block budget (elements; [`COL_BLOCK`]) and the multiply-adds
+/// the Winograd transform of `w` when the caller keeps one (made here
+/// otherwise), the im2col block budget (elements; [`COL_BLOCK`]) and the multiply-adds
 /// from which blocks run in parallel ([`PARALLEL_MACS`]) as parameters, so
 /// that tests reach the blocked and parallel paths on small shapes.
 #[allow(clippy::too_many_arguments)]
@@ -247,6 +260,7 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
     w: &[T],
     b: Option<&[T]>,
     out: &mut [T],
+    winograd_weights: Option<&[T]>,
     col_block: usize,
     par_macs: usize,
 ) -> Result<()> {
@@ -268,6 +282,23 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
                 w: &wa,
             };
             T::depthwise_2d(d, os);
+        }
+        return Ok(());
+    }
+    if let Some(t) = winograd_tiles(&d.axes, group, cg, mg) {
+        let made;
+        let u = match winograd_weights {
+            Some(u) => u,
+            None => {
+                made = winograd::weights(w, d.m * d.c);
+                &made
+            }
+        };
+        let par = crate::parallel::intra_op() && d.m * d.c * k * o >= par_macs;
+        for n in 0..d.n {
+            let xs = &x[n * d.c * plane..(n + 1) * d.c * plane];
+            let os = &mut out[n * d.m * o..(n + 1) * d.m * o];
+            winograd::conv_image(xs, &u, b, os, &t, (d.c, d.m), par, &T::gemm_serial)?;
         }
         return Ok(());
     }
@@ -307,6 +338,39 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
         add_bias(b, d.m, o, &mut out[n * d.m * o..(n + 1) * d.m * o]);
     }
     Ok(())
+}
+
+/// Input and output channels from which a 3×3 stride-1 conv takes the
+/// Winograd path.
+const WINOGRAD_MIN_CHANNELS: usize = 16;
+
+/// 2×2 output tiles per image from which a 3×3 stride-1 conv takes the
+/// Winograd path. Its transformed weights are 16/9 the size of the
+/// weights and are read once per image, so a plane of few tiles is bound
+/// by reading them: resnet18's 512-channel 7×7 convs (16 tiles, 16 MiB of
+/// transformed weights each) made the whole model 1.10x slower on Winograd
+/// than on im2col, though each ran 1.4x faster alone with its weights in
+/// cache. Its 14×14 convs (49 tiles) keep 6% of the model's time on one
+/// thread and cost 3% on two.
+const WINOGRAD_MIN_TILES: usize = 32;
+
+/// The Winograd tiling of a 2-D, ungrouped, 3×3 window with stride and
+/// dilation 1 and at most two pads a side, over enough channels; `None`
+/// for any other conv.
+fn winograd_tiles(axes: &[Axis1], group: usize, cg: usize, mg: usize) -> Option<Tiles> {
+    let [h, w] = axes else { return None };
+    let fits =
+        |a: &Axis1| a.kernel == 3 && a.stride == 1 && a.dilation == 1 && a.pad_begin <= 2 && a.pad_end <= 2;
+    let tiles = h.output.div_ceil(2) * w.output.div_ceil(2);
+    let enough = cg.min(mg) >= WINOGRAD_MIN_CHANNELS && tiles >= WINOGRAD_MIN_TILES;
+    (group == 1 && fits(h) && fits(w) && enough).then_some(Tiles {
+        h: h.input,
+        w: w.input,
+        pad_top: h.pad_begin,
+        pad_left: w.pad_begin,
+        oh: h.output,
+        ow: w.output,
+    })
 }
 
 /// `out[m, :] += b[m]` over one image's `m` output planes of `o` elements.
@@ -408,7 +472,11 @@ impl Op for Conv {
         let dtype = inputs[0].dtype();
         let out = ctx.output(0, dtype, &shape)?;
         let g = self.group;
-        crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv", inputs, &out, |x, w, b, o| conv_kernel(&d, g, x, w, b, o, COL_BLOCK, PARALLEL_MACS))?,
+        let wino = winograd_tiles(&d.axes, g, d.c / g, d.m / g).is_some();
+        crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv", inputs, &out, |x, w, b, o| {
+                let u = wino.then(|| self.winograd.get(&inputs[1], || winograd::weights(w, d.m * d.c)));
+                conv_kernel(&d, g, x, w, b, o, u.as_deref().map(Vec::as_slice), COL_BLOCK, PARALLEL_MACS)
+            })?,
             return dtype_err("op 'conv' takes float inputs"));
         Ok(vec![out])
     }
@@ -435,10 +503,7 @@ pub fn register(r: &mut OpRegistry) {
         if group < 1 {
             return attr_err(format!("op 'conv': attr 'group' must be positive, got {group}"));
         }
-        Ok(Arc::new(Conv {
-            window,
-            group: group as usize,
-        }) as Arc<dyn Op>)
+        Ok(Arc::new(Conv::new(window, group as usize)) as Arc<dyn Op>)
     });
 }
 
@@ -566,7 +631,7 @@ mod tests {
             // and on the rayon pool).
             for (col_block, par_macs) in [(COL_BLOCK, PARALLEL_MACS), (block, usize::MAX), (block, 0)] {
                 let mut got = vec![f64::NAN; n * m * o];
-                conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, col_block, par_macs).unwrap();
+                conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, None, col_block, par_macs).unwrap();
                 for (i, (g, r)) in got.iter().zip(&want).enumerate() {
                     prop_assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {}: {} vs {} ({:?}, block {})", i, g, r, d.axes, col_block);
                 }
@@ -574,14 +639,72 @@ mod tests {
         }
     }
 
+    /// 3×3 stride-1 convs over enough channels take the Winograd path:
+    /// they match the definition, and f32 results are the same bits on 1,
+    /// 2 and 3 threads.
+    #[test]
+    fn winograd_convs_match_the_definition_on_any_thread_count() {
+        // Small planes split their products among threads, larger ones
+        // (the last) their blocks of tiles.
+        for (c, m, h, w, pads) in [
+            (16, 16, 12, 12, [1, 1, 1, 1]),
+            (24, 17, 11, 14, [1, 0, 0, 2]),
+            (32, 40, 14, 14, [1, 1, 1, 1]),
+            (16, 64, 9, 16, [0, 0, 2, 2]),
+            (16, 24, 40, 40, [1, 1, 1, 1]),
+        ] {
+            let spec = [(h, 3, 1, 1, pads[0], pads[1]), (w, 3, 1, 1, pads[2], pads[3])];
+            let (_, kernel, axes) = window(&spec).unwrap();
+            assert!(winograd_tiles(&axes, 1, c, m).is_some());
+            let d = Dims { n: 2, c, m, axes };
+            let o: usize = d.axes.iter().map(|a| a.output).product();
+            let (x, wt, b) = (ramp(2 * c * h * w, 1), ramp(m * c * 9, 2), ramp(m, 5));
+            let mut want = reference(&d, 1, &x, &wt, &kernel);
+            want.iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v += b[(i / o) % m]);
+            let mut got = vec![f64::NAN; 2 * m * o];
+            conv_kernel(&d, 1, &x, &wt, Some(&b), &mut got, None, COL_BLOCK, PARALLEL_MACS).unwrap();
+            for (i, (g, r)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - r).abs() <= 1e-9 * (1.0 + r.abs()),
+                    "at {i}: {g} vs {r} ({:?})",
+                    d.axes
+                );
+            }
+            let f32s = |v: &[f64]| v.iter().map(|&v| v as f32).collect::<Vec<_>>();
+            let (x, wt, b) = (f32s(&x), f32s(&wt), f32s(&b));
+            let bits = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut got = vec![f32::NAN; 2 * m * o];
+                pool.install(|| conv_kernel(&d, 1, &x, &wt, Some(&b), &mut got, None, COL_BLOCK, 0))
+                    .unwrap();
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let one = bits(1);
+            assert_eq!(one, bits(2), "{:?}", d.axes);
+            assert_eq!(one, bits(3), "{:?}", d.axes);
+        }
+        // Too few channels or tiles, a stride, a group or a 5×5 kernel: not
+        // Winograd.
+        let axes = |k: usize, s: usize| window(&[(12, k, s, 1, 1, 1), (12, k, s, 1, 1, 1)]).unwrap().2;
+        assert!(winograd_tiles(&axes(3, 1), 1, 64, 64).is_some());
+        assert!(winograd_tiles(&axes(3, 1), 1, 8, 64).is_none());
+        let seven = window(&[(7, 3, 1, 1, 1, 1), (7, 3, 1, 1, 1, 1)]).unwrap().2;
+        assert!(winograd_tiles(&seven, 1, 512, 512).is_none());
+        assert!(winograd_tiles(&axes(3, 2), 1, 64, 64).is_none());
+        assert!(winograd_tiles(&axes(3, 1), 2, 32, 32).is_none());
+        assert!(winograd_tiles(&axes(5, 1), 1, 64, 64).is_none());
+    }
+
     /// A weight with a zero-size kernel axis is a shape error in `infer`
     /// and `compute`, not an overflow.
     #[test]
     fn a_zero_size_kernel_is_a_shape_error() {
-        let conv = Conv {
-            window: Window::default(),
-            group: 1,
-        };
+        let conv = Conv::new(Window::default(), 1);
         for (x, w) in [
             (vec![3, 1, 0], vec![3, 1, 0]),
             (vec![1, 1, 4, 4], vec![2, 1, 2, 0]),

@@ -43,6 +43,19 @@ pub(crate) type FillColumns<'a, T> = dyn Fn(Range<usize>, &mut Vec<T>) + Sync + 
 pub(crate) trait MatMulElem: Num {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>);
 
+    /// `c = a · b` on this thread, for row-major `a` `[n, k]`, `b` `[k, m]`
+    /// and `c` `[n, m]`: for kernels that split their work among threads
+    /// themselves (conv's Winograd blocks).
+    fn gemm_serial(a: &[Self], b: &[Self], c: &mut [Self], n: usize, k: usize, m: usize) {
+        if let (Ok(a), Ok(b), Ok(mut c)) = (
+            ArrayView2::from_shape((n, k), a),
+            ArrayView2::from_shape((k, m), b),
+            ArrayViewMut2::from_shape((n, m), c),
+        ) {
+            Self::gemm(&a, &b, &mut c);
+        }
+    }
+
     /// `c = a · b` where `b` (`[k, m]`) is never whole: `fill` writes a
     /// block of `block` of its columns at a time, which is multiplied while
     /// it is in cache (conv's im2col matrix would otherwise go through
@@ -252,6 +265,18 @@ macro_rules! matmul_float {
                     // when k = 0), so its unspecified contents never leak.
                     general_mat_mul(1.0, a, b, 0.0, c);
                 }
+            }
+            fn gemm_serial(a: &[Self], b: &[Self], c: &mut [Self], n: usize, k: usize, m: usize) {
+                if k == 0 {
+                    c.fill(0.0);
+                    return;
+                }
+                let c = MatMut::from_row_major_slice_mut(c, n, m);
+                let (a, b) = (
+                    MatRef::from_row_major_slice(a, n, k),
+                    MatRef::from_row_major_slice(b, k, m),
+                );
+                matmul(c, Accum::Replace, a, b, 1.0, Par::Seq);
             }
             fn gemm_blocks(
                 a: &[Self],

@@ -71,6 +71,7 @@ pub mod tree_ensemble;
 pub mod trilu;
 pub mod unique;
 pub mod view;
+pub mod weight_cache;
 mod widen;
 pub mod window;
 

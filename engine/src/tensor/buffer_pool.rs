@@ -217,6 +217,38 @@ pub fn give<T: Element>(v: Vec<T>) {
     f.bytes += bytes;
 }
 
+/// A kernel's temporary buffer from the pool, given back when dropped: a
+/// kernel run many times then pays no page faults for its temporaries
+/// (Winograd's 2 MiB per block cost 13% of a 3×3 conv in page faults when
+/// allocated afresh). Its contents are whatever [`take`] gives: the kernel
+/// writes before it reads.
+pub struct Scratch<T: Element>(Vec<T>);
+
+impl<T: Element> Scratch<T> {
+    pub fn new(len: usize) -> Self {
+        Scratch(take(len))
+    }
+}
+
+impl<T: Element> std::ops::Deref for Scratch<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: Element> std::ops::DerefMut for Scratch<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}
+
+impl<T: Element> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        give(std::mem::take(&mut self.0));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -659,10 +659,7 @@ pub fn register(r: &mut OpRegistry) {
             ));
         }
         Ok(Arc::new(ConvInteger {
-            conv: Conv {
-                window,
-                group: group as usize,
-            },
+            conv: Conv::new(window, group as usize),
         }) as Arc<dyn Op>)
     });
 }
