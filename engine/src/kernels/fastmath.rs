@@ -99,10 +99,7 @@ impl ExpFit {
     fn reduce<I: Isa>(&self, isa: I, a: I::F32) -> (I::F32, I::F32, I::F32) {
         let ops = isa.f32();
         let magic = ops.splat(12_582_912.0); // 1.5 · 2^23: adding it rounds to an integer
-        let j = ops.sub(
-            ops.mul_add(a, ops.splat(std::f32::consts::LOG2_E), magic),
-            magic,
-        );
+        let j = ops.sub(ops.mul_add(a, ops.splat(std::f32::consts::LOG2_E), magic), magic);
         let r1 = ops.mul_add(j, ops.splat(-self.ln2_hi), a);
         let r = ops.mul_add(j, ops.splat(-self.ln2_lo), r1);
         (j, r1, r)
@@ -307,7 +304,8 @@ impl SimdUnaryOp<f32> for Gelu {
         let m_lo = ops.mul_add(w, sh, ops.sub(sh, m_hi));
         let tail = ops.mul_add(sh, ops.sub(ops.add(w_lo, r_lo), ops.mul(lo, half)), sl);
         let es = ops.add(m_hi, ops.add(m_lo, ops.mul_add(tail, w, tail)));
-        let es = ops.mul(es, pow2(isa, j)); // j in [-18, 0]
+        // j in [-18, 0].
+        let es = ops.mul(es, pow2(isa, j));
         // NaN fails both compares and comes out of `x − es`.
         let far = ops.select(ops.neg(es), ops.sub(x, es), ops.lt(x, ops.zero()));
         let out = ops.select(near, far, ops.lt(t, c(GELU_SPLIT)));
