@@ -31,33 +31,39 @@ impl<T, F: Fn(&[T], &[T], &mut [T], usize, usize, usize) + Sync> Gemm<T> for F {
 /// transform and the products reading it.
 const BLOCK: usize = 1 << 18;
 
-/// One image's convolution: `x` is `[C, h, w]`, `u` the kernels' [`weights`]
-/// (`[16, M, C]`), `out` `[M, oh · ow]`. Blocks of tile rows are
-/// transformed, multiplied and transformed back while in cache; with `par`
-/// on the rayon pool, one block per thread or more. Each tile's result is
-/// the same whatever the blocks (a test checks it), so it does not depend
-/// on the thread count.
-#[allow(clippy::too_many_arguments)]
+/// One image's convolution, as [`conv_image`] takes it: `x` is `[C, h,
+/// w]`, `u` the kernels' [`weights`] (`[16, M, C]`), `bias` `[M]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Image<'a, T> {
+    pub x: &'a [T],
+    pub u: &'a [T],
+    pub bias: Option<&'a [T]>,
+    pub tiles: Tiles,
+    pub c: usize,
+    pub m: usize,
+}
+
+/// The convolution of `img` into `out` (`[M, oh · ow]`). Blocks of tile
+/// rows are transformed, multiplied and transformed back while in cache;
+/// with `par` on the rayon pool, one block per thread or more. Each tile's
+/// result is the same whatever the blocks (a test checks it), so it does
+/// not depend on the thread count.
 pub fn conv_image<T: Float, G: Gemm<T>>(
-    x: &[T],
-    u: &[T],
-    bias: Option<&[T]>,
+    img: &Image<'_, T>,
     out: &mut [T],
-    t: &Tiles,
-    (c, m): (usize, usize),
     par: bool,
     gemm: &G,
 ) -> Result<()> {
-    let th = t.rows();
-    let block = block_rows(t, c, if par { rayon::current_num_threads() } else { 1 });
-    let split = if !par {
-        Split::Serial
+    let t = &img.tiles;
+    let th = t.rows().max(1);
+    let block = block_rows(t, img.c, if par { rayon::current_num_threads() } else { 1 });
+    if !par {
+        conv_blocks(img, out, block.min(th), Split::Serial, gemm)
     } else if block * t.cols() < MIN_TILES {
-        return conv_blocks(x, u, bias, out, t, (c, m), th.max(1), Split::Products, gemm);
+        conv_blocks(img, out, th, Split::Products, gemm)
     } else {
-        Split::Blocks
-    };
-    conv_blocks(x, u, bias, out, t, (c, m), block.min(th.max(1)), split, gemm)
+        conv_blocks(img, out, block.min(th), Split::Blocks, gemm)
+    }
 }
 
 /// Tiles per block below which a parallel conv splits each block's 16
@@ -91,18 +97,22 @@ fn block_rows(t: &Tiles, c: usize, threads: usize) -> usize {
 }
 
 /// [`conv_image`] with `block` tile rows per block.
-#[allow(clippy::too_many_arguments)]
 fn conv_blocks<T: Float, G: Gemm<T>>(
-    x: &[T],
-    u: &[T],
-    bias: Option<&[T]>,
+    img: &Image<'_, T>,
     out: &mut [T],
-    t: &Tiles,
-    (c, m): (usize, usize),
     block: usize,
     split: Split,
     gemm: &G,
 ) -> Result<()> {
+    let Image {
+        x,
+        u,
+        bias,
+        tiles,
+        c,
+        m,
+    } = *img;
+    let t = &tiles;
     let (th, tw, o) = (t.rows(), t.cols(), t.oh * t.ow);
     if x.len() != c * t.h * t.w || u.len() != 16 * m * c || out.len() != m * o {
         return Err(Error::Op(format!(
@@ -395,7 +405,8 @@ mod tests {
             let want = reference(&x, &wt, &b, &t, c, m);
             let u = weights(&wt, m * c);
             let mut got = vec![f64::NAN; m * oh * ow];
-            conv_blocks(&x, &u, Some(&b), &mut got, &t, (c, m), block, split, &naive_gemm).unwrap();
+            let img = Image { x: &x, u: &u, bias: Some(&b), tiles: t, c, m };
+            conv_blocks(&img, &mut got, block, split, &naive_gemm).unwrap();
             for (i, (g, r)) in got.iter().zip(&want).enumerate() {
                 prop_assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {}: {} vs {} ({:?})", i, g, r, t);
             }
@@ -452,7 +463,15 @@ mod tests {
         };
         let u = vec![0.0; 16];
         let mut out = vec![0.0; 16];
-        let e = conv_image(&[0.0; 15], &u, None, &mut out, &t, (1, 1), false, &naive_gemm).unwrap_err();
+        let img = Image {
+            x: &[0.0; 15],
+            u: &u,
+            bias: None,
+            tiles: t,
+            c: 1,
+            m: 1,
+        };
+        let e = conv_image(&img, &mut out, false, &naive_gemm).unwrap_err();
         assert!(matches!(e, Error::Op(_)), "{e}");
     }
 }

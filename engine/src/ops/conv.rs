@@ -296,9 +296,16 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
         };
         let par = crate::parallel::intra_op() && d.m * d.c * k * o >= par_macs;
         for n in 0..d.n {
-            let xs = &x[n * d.c * plane..(n + 1) * d.c * plane];
             let os = &mut out[n * d.m * o..(n + 1) * d.m * o];
-            winograd::conv_image(xs, &u, b, os, &t, (d.c, d.m), par, &T::gemm_serial)?;
+            let img = winograd::Image {
+                x: &x[n * d.c * plane..(n + 1) * d.c * plane],
+                u,
+                bias: b,
+                tiles: t,
+                c: d.c,
+                m: d.m,
+            };
+            winograd::conv_image(&img, os, par, &T::gemm_serial)?;
         }
         return Ok(());
     }

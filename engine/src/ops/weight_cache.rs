@@ -17,9 +17,12 @@ use crate::tensor::{Layout, Tensor};
 
 type Key = (BufferId, u64, Layout, DType);
 
+/// A transform, of whatever element type its op made it in.
+type Entry = (Key, Arc<dyn Any + Send + Sync>);
+
 /// One op's transformed weight (clones of the op share it).
 #[derive(Clone, Default)]
-pub struct WeightCache(Arc<Mutex<Option<(Key, Arc<dyn Any + Send + Sync>)>>>);
+pub struct WeightCache(Arc<Mutex<Option<Entry>>>);
 
 impl std::fmt::Debug for WeightCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
