@@ -127,6 +127,13 @@ fn conv_blocks<T: Float, G: Gemm<T>>(
     if o == 0 || m == 0 {
         return Ok(());
     }
+    if c == 0 {
+        // No input channels: each output is its bias.
+        for (mm, plane) in out.chunks_exact_mut(o).enumerate() {
+            plane.fill(bias.map_or(T::zero(), |b| b[mm]));
+        }
+        return Ok(());
+    }
     let mut ov = ArrayViewMut2::from_shape((m, o), out)
         .map_err(|e| Error::Op(format!("internal: winograd output: {e}")))?;
     let chunks: Vec<_> = ov.axis_chunks_iter_mut(Axis(1), 2 * block * t.ow).collect();
@@ -448,6 +455,31 @@ mod tests {
             ow: 7,
         };
         assert_eq!(block_rows(&t, 512, 2), 2);
+    }
+
+    /// With no input channels, each output is its bias.
+    #[test]
+    fn no_channels_give_the_bias() {
+        let t = Tiles {
+            h: 4,
+            w: 4,
+            pad_top: 1,
+            pad_left: 1,
+            oh: 4,
+            ow: 4,
+        };
+        let img = Image {
+            x: &[],
+            u: &[],
+            bias: Some(&[1.5, -2.0]),
+            tiles: t,
+            c: 0,
+            m: 2,
+        };
+        let mut out = vec![f64::NAN; 32];
+        conv_image(&img, &mut out, false, &naive_gemm).unwrap();
+        assert_eq!(out[..16], [1.5; 16]);
+        assert_eq!(out[16..], [-2.0; 16]);
     }
 
     /// Sizes that do not agree are an internal error, not a panic.
