@@ -420,19 +420,24 @@ mod tests {
         }
     }
 
+    /// An n×n plane padded by one on each side, so n×n outputs.
+    fn same(n: usize) -> Tiles {
+        Tiles {
+            h: n,
+            w: n,
+            pad_top: 1,
+            pad_left: 1,
+            oh: n,
+            ow: n,
+        }
+    }
+
     /// Blocks hold about the budget's transformed input and split evenly
     /// among threads.
     #[test]
     fn blocks_split_evenly_among_threads() {
         // resnet18's first stage: 64 channels over 56×56, 28 rows of 28 tiles.
-        let t = Tiles {
-            h: 56,
-            w: 56,
-            pad_top: 1,
-            pad_left: 1,
-            oh: 56,
-            ow: 56,
-        };
+        let t = same(56);
         let serial = block_rows(&t, 64, 1);
         assert_eq!(serial, BLOCK / (16 * 64 * 28));
         // (28 rows make no 8 equal blocks.)
@@ -446,28 +451,14 @@ mod tests {
             );
         }
         // A 7×7 plane of 512 channels: 4 tile rows, split on two threads.
-        let t = Tiles {
-            h: 7,
-            w: 7,
-            pad_top: 1,
-            pad_left: 1,
-            oh: 7,
-            ow: 7,
-        };
+        let t = same(7);
         assert_eq!(block_rows(&t, 512, 2), 2);
     }
 
     /// With no input channels, each output is its bias.
     #[test]
     fn no_channels_give_the_bias() {
-        let t = Tiles {
-            h: 4,
-            w: 4,
-            pad_top: 1,
-            pad_left: 1,
-            oh: 4,
-            ow: 4,
-        };
+        let t = same(4);
         let img = Image {
             x: &[],
             u: &[],
@@ -485,14 +476,7 @@ mod tests {
     /// Sizes that do not agree are an internal error, not a panic.
     #[test]
     fn mismatched_sizes_are_an_error() {
-        let t = Tiles {
-            h: 4,
-            w: 4,
-            pad_top: 1,
-            pad_left: 1,
-            oh: 4,
-            ow: 4,
-        };
+        let t = same(4);
         let u = vec![0.0; 16];
         let mut out = vec![0.0; 16];
         let img = Image {
