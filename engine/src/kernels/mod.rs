@@ -23,6 +23,7 @@ pub mod compare;
 pub mod depthwise;
 mod erf;
 pub(crate) mod fastmath;
+pub mod gemv;
 pub mod math_fn;
 pub mod norm;
 pub mod pointwise;

@@ -29,6 +29,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, I
 
 use crate::dtype::{DType, Num};
 use crate::error::{dtype_err, op_err, rank_err, refuse_dtype, shape_err, Error, Result};
+use crate::kernels::gemv;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::parallel::PARALLEL_MACS;
@@ -257,10 +258,10 @@ where
 }
 
 macro_rules! matmul_float {
-    ($t:ty) => {
+    ($t:ty, $row:expr) => {
         impl MatMulElem for $t {
             fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
-                if !faer_gemm(a, b, c) {
+                if !$row(a, b, c) && !faer_gemm(a, b, c) {
                     // beta = 0: `c` is overwritten without being read (also
                     // when k = 0), so its unspecified contents never leak.
                     general_mat_mul(1.0, a, b, 0.0, c);
@@ -293,8 +294,31 @@ macro_rules! matmul_float {
         }
     };
 }
-matmul_float!(f32);
-matmul_float!(f64);
+matmul_float!(f32, row_gemv);
+matmul_float!(f64, |_: &_, _: &_, _: &mut _| false);
+
+/// Elements of `b` from which a single row's product splits among
+/// threads: it is bound by reading `b` (half a MiB takes about 20 µs on
+/// one core), not by its multiply-adds, so it splits far below a GEMM's
+/// [`PARALLEL_MACS`].
+const GEMV_PARALLEL: usize = 1 << 17;
+
+/// `c = a · b` through [`gemv::gemv_f32`] when `c` is one row, `a` a
+/// contiguous row and `b` row-major (a classifier's Gemm at batch 1, its
+/// weights transposed when imported); false, leaving `c` alone, otherwise.
+/// Threads split it from [`GEMV_PARALLEL`] elements of `b`.
+fn row_gemv(a: &ArrayView2<'_, f32>, b: &ArrayView2<'_, f32>, c: &mut ArrayViewMut2<'_, f32>) -> bool {
+    let (n, m) = c.dim();
+    let k = a.ncols();
+    if n != 1 || k == 0 {
+        return false;
+    }
+    let (Some(x), Some(bs), Some(y)) = (a.as_slice(), b.as_slice(), c.as_slice_mut()) else {
+        return false;
+    };
+    let par = k.saturating_mul(m) >= GEMV_PARALLEL && crate::parallel::intra_op();
+    gemv::gemv_f32(x, bs, m, y, par)
+}
 
 /// f16 blocks are widened to f32, multiplied there (sums accumulate in
 /// f32, as numpy's float16 matmul does) and each result rounded once.
