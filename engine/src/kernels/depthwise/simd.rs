@@ -10,7 +10,7 @@
 //! unconditional vector load, whatever the stride or padding, and vectors
 //! run across output rows, so a 7- or 14-wide plane fills them (the grid's
 //! `wq - wo` extra columns per row are computed and dropped). Each vector of
-//! outputs accumulates its taps in tap order with fused multiply-adds, four
+//! outputs accumulates its taps in tap order with fused multiply-adds, eight
 //! vectors at a time so the adds do not wait on one another. Taps over the
 //! zero padding add `w · 0`, as an im2col GEMM does. A narrow strided plane
 //! keeps its columns whole instead ([`DENSE_MAX`]).
@@ -23,7 +23,7 @@ use super::{parallel, AxisTaps, Depthwise};
 use crate::kernels::fastmath;
 
 /// Output vectors accumulated together.
-const VECS: usize = 4;
+const VECS: usize = 8;
 
 /// Input columns times kernel columns up to which a strided conv's grid
 /// computes every column (twice the multiply-adds at stride 2) rather than
@@ -382,7 +382,9 @@ fn rows_out<I: Isa>(isa: I, geo: &Geometry, grid: &[f32], o: &mut [f32]) {
 }
 
 /// One output plane's flat grid from its channel's phase buffer, taps
-/// `wt` and bias `b`.
+/// `wt` and bias `b`: [`VECS`] vectors at a time, then the rest as one
+/// group (a 7×7 plane's grid is 5 vectors of 16), so no vector's sum waits
+/// alone on its own chain of fused multiply-adds.
 #[inline(always)]
 fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], b: f32, grid: &mut [f32]) {
     let lanes = isa.f32().len();
@@ -391,9 +393,16 @@ fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], b: f32, grid: 
         vectors::<I, VECS>(isa, geo, buf, (wt, b), at, &mut grid[at..at + VECS * lanes]);
         at += VECS * lanes;
     }
-    while at < geo.grid {
-        vectors::<I, 1>(isa, geo, buf, (wt, b), at, &mut grid[at..at + lanes]);
-        at += lanes;
+    let rest = &mut grid[at..geo.grid];
+    match rest.len() / lanes {
+        0 => {}
+        1 => vectors::<I, 1>(isa, geo, buf, (wt, b), at, rest),
+        2 => vectors::<I, 2>(isa, geo, buf, (wt, b), at, rest),
+        3 => vectors::<I, 3>(isa, geo, buf, (wt, b), at, rest),
+        4 => vectors::<I, 4>(isa, geo, buf, (wt, b), at, rest),
+        5 => vectors::<I, 5>(isa, geo, buf, (wt, b), at, rest),
+        6 => vectors::<I, 6>(isa, geo, buf, (wt, b), at, rest),
+        _ => vectors::<I, 7>(isa, geo, buf, (wt, b), at, rest),
     }
 }
 
@@ -412,9 +421,9 @@ fn vectors<I: Isa, const V: usize>(
     let mut acc = [ops.splat(b); V];
     for (&t, &c) in geo.taps.iter().zip(wt) {
         let wv = ops.splat(c);
-        for (v, a) in acc.iter_mut().enumerate() {
-            let p = t + at + v * lanes;
-            *a = ops.mul_add(ops.load(&buf[p..p + lanes]), wv, *a);
+        let xs = ops.load_many::<V>(&buf[t + at..]);
+        for (a, x) in acc.iter_mut().zip(xs) {
+            *a = ops.mul_add(x, wv, *a);
         }
     }
     for (a, dst) in acc.into_iter().zip(out.chunks_exact_mut(lanes)) {
