@@ -303,14 +303,20 @@ matmul_float!(f64, |_: &_, _: &_, _: &mut _| false);
 /// [`PARALLEL_MACS`].
 const GEMV_PARALLEL: usize = 1 << 17;
 
-/// `c = a · b` through [`gemv::gemv_f32`] when `c` is one row, `a` a
-/// contiguous row and `b` row-major (a classifier's Gemm at batch 1, its
-/// weights transposed when imported); false, leaving `c` alone, otherwise.
+/// Columns from which a single row's product is a GEMV: with fewer than a
+/// vector's worth, every row of `b` would be one padded vector load, and a
+/// dot product (`[1, k] · [k, 1]`) stays with faer.
+const GEMV_MIN_COLS: usize = 16;
+
+/// `c = a · b` through [`gemv::gemv_f32`] when `c` is one row of at least
+/// [`GEMV_MIN_COLS`], `a` a contiguous row and `b` row-major (a
+/// classifier's Gemm at batch 1, its weights transposed when imported);
+/// false, leaving `c` alone, otherwise.
 /// Threads split it from [`GEMV_PARALLEL`] elements of `b`.
 fn row_gemv(a: &ArrayView2<'_, f32>, b: &ArrayView2<'_, f32>, c: &mut ArrayViewMut2<'_, f32>) -> bool {
     let (n, m) = c.dim();
     let k = a.ncols();
-    if n != 1 || k == 0 {
+    if n != 1 || k == 0 || m < GEMV_MIN_COLS {
         return false;
     }
     let (Some(x), Some(bs), Some(y)) = (a.as_slice(), b.as_slice(), c.as_slice_mut()) else {
