@@ -394,6 +394,8 @@ fn plane<I: Isa>(isa: I, geo: &Geometry, buf: &[f32], wt: &[f32], b: f32, grid: 
         at += VECS * lanes;
     }
     let rest = &mut grid[at..geo.grid];
+    // Up to VECS - 1 vectors remain: one arm for each count.
+    const _: () = assert!(VECS == 8);
     match rest.len() / lanes {
         0 => {}
         1 => vectors::<I, 1>(isa, geo, buf, (wt, b), at, rest),
