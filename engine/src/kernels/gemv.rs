@@ -5,7 +5,8 @@
 //! stays in L1), so the read is one contiguous stream. Two threads take a
 //! band of columns each and stream their halves of every row ([1, 1024] ·
 //! [1024, 1000] alone: 0.098 ms at best on two threads against 0.138 on
-//! one; below 2^21 multiply-adds faer's product stayed on one thread).
+//! one; below [`crate::parallel::PARALLEL_MACS`] faer's product stayed on
+//! one thread).
 //!
 //! Each `y_j` is `x_0 b_0j`, then one fused multiply-add per later row in
 //! row order, whatever band or vector lane it falls in, so the result is

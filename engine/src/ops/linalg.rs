@@ -13,10 +13,10 @@
 //! column-major order (so plain, transposed and batched operands) go through
 //! faer's GEMM, on the rayon pool above [`crate::parallel::PARALLEL_MACS`] multiply-adds
 //! (split into bands of rows where the output has few columns, of columns
-//! where it has many); a single f32 row of at least 16 columns times a
-//! row-major matrix (a classifier at batch 1) goes through the GEMV kernel
-//! of [`crate::kernels::gemv`] instead, split by columns from 2^17
-//! elements of the matrix;
+//! where it has many); a single f32 row of at least `GEMV_MIN_COLS`
+//! columns times a row-major matrix (a classifier at batch 1) goes through
+//! the GEMV kernel of [`crate::kernels::gemv`] instead, split by columns
+//! from `GEMV_PARALLEL` elements of the matrix;
 //! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
 //! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
 //! inputs are read in place, never copied. Integer products wrap on overflow
