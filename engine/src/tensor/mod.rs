@@ -44,16 +44,13 @@ impl std::fmt::Debug for Tensor {
     }
 }
 
-/// How a layout maps onto ndarray's view constructor, which takes only
+/// How a layout maps onto ndarray's view constructors, which take only
 /// non-negative strides: start at the lowest element, use absolute strides,
-/// then flip the axes whose strides were negative and stretch the zero-stride
-/// ones by broadcasting.
+/// then flip the axes whose strides were negative.
 struct NdPlan {
     start: usize,
-    dims: layout::Dims,
     strides: layout::Dims,
     flip: layout::Dims,
-    broadcast: bool,
 }
 
 impl NdPlan {
@@ -61,18 +58,10 @@ impl NdPlan {
         let (start, _) = l.span()?;
         let mut plan = NdPlan {
             start,
-            dims: layout::Dims::new(),
             strides: layout::Dims::new(),
             flip: layout::Dims::new(),
-            broadcast: false,
         };
         for (ax, (&d, &s)) in l.shape().iter().zip(l.strides()).enumerate() {
-            if s == 0 && d > 1 {
-                plan.broadcast = true;
-                plan.dims.push(1);
-            } else {
-                plan.dims.push(d);
-            }
             // A length-1 axis's stride never matters (and may be huge).
             if d <= 1 {
                 plan.strides.push(0);
@@ -85,6 +74,48 @@ impl NdPlan {
         }
         Some(plan)
     }
+}
+
+/// The ndarray view of a buffer's elements `data` through `l`. A broadcast
+/// axis keeps its zero stride: a read-only view may overlap itself.
+fn view<'a, T: Element>(l: &Layout, data: &'a [T]) -> Result<ArrayViewD<'a, T>> {
+    let Some(plan) = NdPlan::new(l) else {
+        return ArrayViewD::from_shape(IxDyn(l.shape()), &[]).map_err(shape_err);
+    };
+    let mut v = ArrayViewD::from_shape(
+        IxDyn(l.shape()).strides(IxDyn(&plan.strides)),
+        &data[plan.start..],
+    )
+    .map_err(shape_err)?;
+    for &ax in &plan.flip {
+        v.invert_axis(Axis(ax));
+    }
+    Ok(v)
+}
+
+/// The mutable ndarray view of a buffer's elements `data` through `l`, a
+/// layout without self-overlap.
+fn view_mut<'a, T: Element>(l: &Layout, data: &'a mut [T]) -> Result<ArrayViewMutD<'a, T>> {
+    let Some(plan) = NdPlan::new(l) else {
+        return ArrayViewMutD::from_shape(IxDyn(l.shape()), &mut []).map_err(shape_err);
+    };
+    let mut v = ArrayViewMutD::from_shape(
+        IxDyn(l.shape()).strides(IxDyn(&plan.strides)),
+        &mut data[plan.start..],
+    )
+    .map_err(shape_err)?;
+    for &ax in &plan.flip {
+        v.invert_axis(Axis(ax));
+    }
+    Ok(v)
+}
+
+fn write_overlap_err<R>(l: &Layout) -> Result<R> {
+    layout_err(format!(
+        "cannot write a broadcast view (shape {:?}, strides {:?})",
+        l.shape(),
+        l.strides()
+    ))
 }
 
 fn shape_err(e: ndarray::ShapeError) -> Error {
@@ -259,34 +290,23 @@ impl Tensor {
     }
 
     /// Calls `f` with an ndarray view of the elements.
+    ///
+    /// This and the other closure-taking accessors are `#[inline]`: an
+    /// instance per kernel closure is compiled where the kernel is, and
+    /// builds its view out of line ([`view`]); else every kernel inlined
+    /// into its instance landed in this module's codegen unit, half the
+    /// crate's code in one unit that one core optimized alone.
+    #[inline]
     pub fn read<T: Element, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
         let data = self.buffer::<T>()?.borrow()?;
-        let Some(plan) = NdPlan::new(&self.layout) else {
-            let v = ArrayViewD::from_shape(IxDyn(self.shape()), &[]).map_err(shape_err)?;
-            return Ok(f(v));
-        };
-        let mut v = ArrayViewD::from_shape(
-            IxDyn(&plan.dims).strides(IxDyn(&plan.strides)),
-            &data[plan.start..],
-        )
-        .map_err(shape_err)?;
-        for &ax in &plan.flip {
-            v.invert_axis(Axis(ax));
-        }
-        if plan.broadcast {
-            let b = v
-                .broadcast(IxDyn(self.shape()))
-                .ok_or_else(|| Error::Layout("broadcast layout is inconsistent".into()))?;
-            Ok(f(b))
-        } else {
-            Ok(f(v))
-        }
+        Ok(f(view(&self.layout, &data)?))
     }
 
     /// Calls `f` with the elements as one slice in C order; fails unless
     /// the layout is contiguous. The elementwise kernels' fast path: no
     /// n-dimensional view to build, which is most of an op's cost on tiny
     /// tensors.
+    #[inline]
     pub fn read_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         let range = self.contiguous_range()?;
         let data = self.buffer::<T>()?.borrow()?;
@@ -306,6 +326,7 @@ impl Tensor {
     }
 
     /// Like [`Tensor::write`] on a contiguous layout, with a slice in C order.
+    #[inline]
     pub fn write_contiguous<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         let range = self.contiguous_range()?;
         let mut data = self.buffer::<T>()?.borrow_mut()?;
@@ -319,6 +340,7 @@ impl Tensor {
     /// contiguous, else on a C-order copy written back through the layout.
     /// For kernels that fill a flat slice but may be handed a caller's
     /// output buffer of another layout.
+    #[inline]
     pub fn write_c_order<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
         if self.layout.is_contiguous() {
             return self.write_contiguous(f);
@@ -345,29 +367,13 @@ impl Tensor {
     /// Calls `f` with a mutable ndarray view of the elements, and bumps the
     /// buffer's version. Fails for broadcast (self-overlapping) views and
     /// while another view of the buffer is being read.
+    #[inline]
     pub fn write<T: Element, R>(&self, f: impl FnOnce(ArrayViewMutD<'_, T>) -> R) -> Result<R> {
         if self.layout.has_self_overlap() {
-            return layout_err(format!(
-                "cannot write a broadcast view (shape {:?}, strides {:?})",
-                self.shape(),
-                self.strides()
-            ));
+            return write_overlap_err(&self.layout);
         }
-        let buf = self.buffer::<T>()?;
-        let mut data = buf.borrow_mut()?;
-        let Some(plan) = NdPlan::new(&self.layout) else {
-            let v = ArrayViewMutD::from_shape(IxDyn(self.shape()), &mut []).map_err(shape_err)?;
-            return Ok(f(v));
-        };
-        let mut v = ArrayViewMutD::from_shape(
-            IxDyn(&plan.dims).strides(IxDyn(&plan.strides)),
-            &mut data[plan.start..],
-        )
-        .map_err(shape_err)?;
-        for &ax in &plan.flip {
-            v.invert_axis(Axis(ax));
-        }
-        Ok(f(v))
+        let mut data = self.buffer::<T>()?.borrow_mut()?;
+        Ok(f(view_mut(&self.layout, &mut data)?))
     }
 
     /// The elements as an owned C-order ndarray array.
