@@ -164,26 +164,36 @@ fn cfg(mode: Mode) -> RunConfig {
     )
 }
 
+/// The 27 runs in parallel: one at a time, they were most of the test
+/// suite's time.
 #[test]
 fn the_nine_light_models_match_their_outputs_in_every_mode() {
+    use rayon::prelude::*;
     let Some(dir) = data("light") else { return };
     let cases = import_all(&[dir]).unwrap();
     assert!(cases.failed.is_empty(), "{:?}", cases.failed);
     assert_eq!(cases.cases.len(), 9);
-    for mode in [Mode::Plain, Mode::Validate, Mode::Debug] {
-        for c in &cases.cases {
-            let r = run_case(c, &cfg(mode), &vigil::default_registry());
-            assert_eq!(
-                r.status,
-                Status::Pass,
-                "{} in {}: {:?} {:?}",
+    let registry = vigil::default_registry();
+    let runs: Vec<(Mode, &CaseRef)> = [Mode::Plain, Mode::Validate, Mode::Debug]
+        .into_iter()
+        .flat_map(|m| cases.cases.iter().map(move |c| (m, c)))
+        .collect();
+    let failing: Vec<String> = runs
+        .par_iter()
+        .map(|&(mode, c)| (mode, c, run_case(c, &cfg(mode), &registry)))
+        .filter(|(_, _, r)| r.status != Status::Pass)
+        .map(|(mode, c, r)| {
+            format!(
+                "{} in {}: {:?} {:?} {:?}",
                 c.path,
                 mode.name(),
+                r.status,
                 r.error,
                 r.findings
-            );
-        }
-    }
+            )
+        })
+        .collect();
+    assert!(failing.is_empty(), "{}", failing.join("\n"));
 }
 
 /// Plain mode: under validate, test_operator_pow and test_operator_sqrt
