@@ -93,8 +93,21 @@ fn view<'a, T: Element>(l: &Layout, data: &'a [T]) -> Result<ArrayViewD<'a, T>> 
     Ok(v)
 }
 
+/// Fails for a self-overlapping (broadcast) layout, which no write may go
+/// through; checked before the buffer is borrowed (which bumps its version).
+fn check_writable(l: &Layout) -> Result<()> {
+    if l.has_self_overlap() {
+        return layout_err(format!(
+            "cannot write a broadcast view (shape {:?}, strides {:?})",
+            l.shape(),
+            l.strides()
+        ));
+    }
+    Ok(())
+}
+
 /// The mutable ndarray view of a buffer's elements `data` through `l`, a
-/// layout without self-overlap.
+/// layout [`check_writable`] passed.
 fn view_mut<'a, T: Element>(l: &Layout, data: &'a mut [T]) -> Result<ArrayViewMutD<'a, T>> {
     let Some(plan) = NdPlan::new(l) else {
         return ArrayViewMutD::from_shape(IxDyn(l.shape()), &mut []).map_err(shape_err);
@@ -108,14 +121,6 @@ fn view_mut<'a, T: Element>(l: &Layout, data: &'a mut [T]) -> Result<ArrayViewMu
         v.invert_axis(Axis(ax));
     }
     Ok(v)
-}
-
-fn write_overlap_err<R>(l: &Layout) -> Result<R> {
-    layout_err(format!(
-        "cannot write a broadcast view (shape {:?}, strides {:?})",
-        l.shape(),
-        l.strides()
-    ))
 }
 
 fn shape_err(e: ndarray::ShapeError) -> Error {
@@ -369,9 +374,7 @@ impl Tensor {
     /// while another view of the buffer is being read.
     #[inline]
     pub fn write<T: Element, R>(&self, f: impl FnOnce(ArrayViewMutD<'_, T>) -> R) -> Result<R> {
-        if self.layout.has_self_overlap() {
-            return write_overlap_err(&self.layout);
-        }
+        check_writable(&self.layout)?;
         let mut data = self.buffer::<T>()?.borrow_mut()?;
         Ok(f(view_mut(&self.layout, &mut data)?))
     }
