@@ -14,6 +14,9 @@ pub struct CasePaths {
     pub graph: PathBuf,
     pub inputs: Option<PathBuf>,
     pub expected: Option<PathBuf>,
+    /// `tolerance.json` beside the graph, when there is one
+    /// ([`CaseTolerance`]).
+    pub tolerance: Option<PathBuf>,
     /// The temporary case an ONNX model was imported into, kept as long as
     /// these paths are.
     imported: Option<std::sync::Arc<tempfile::TempDir>>,
@@ -51,8 +54,57 @@ impl CasePaths {
             graph,
             inputs: sub("inputs"),
             expected: sub("expected"),
+            tolerance: Some(dir.join(CaseTolerance::FILE)).filter(|p| p.is_file()),
             imported: None,
         })
+    }
+}
+
+/// How a case's outputs are compared with its `expected/`, from the case's
+/// `tolerance.json` (docs/graph-format.md). Expected outputs that another
+/// engine computed differ from Vigil's by that engine's rounding as well
+/// as Vigil's, so a case imported from an ONNX model carries ONNX's
+/// tolerances and asks for the f64 reference, and runs as the model does.
+/// `--rtol`/`--atol` still win over the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseTolerance {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtol: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atol: Option<f64>,
+    /// Judge float outputs that miss the tolerance against the f64
+    /// evaluation of the graph ([`crate::runner::model_atol`]).
+    #[serde(default)]
+    pub f64_reference: bool,
+}
+
+impl CaseTolerance {
+    /// The file's name inside a case directory.
+    pub const FILE: &'static str = "tolerance.json";
+
+    /// Reads `path`; a tolerance that is negative or not finite is bad
+    /// input naming the file and the field.
+    pub fn read(path: &Path) -> Result<CaseTolerance> {
+        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+        let t: CaseTolerance = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a tolerance file", path.display()))?;
+        for (field, v) in [("rtol", t.rtol), ("atol", t.atol)] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                bail!(
+                    "{}: {field} is {v}, not a finite number at least 0",
+                    path.display()
+                );
+            }
+        }
+        Ok(t)
+    }
+
+    /// Writes the file into case directory `dir`.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(Self::FILE);
+        let text = serde_json::to_string_pretty(self).context("tolerance.json")?;
+        std::fs::write(&path, text + "\n").with_context(|| path.display().to_string())
     }
 }
 

@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use vigil_onnx::{write_case, InputSource, Options};
+use vigil_onnx::{write_case, Imported, InputSource, Options};
+
+use crate::case::CaseTolerance;
 
 use crate::suite::CaseRef;
 
@@ -41,9 +43,6 @@ pub struct ImportSettings {
 pub struct OnnxCases {
     pub cases: Vec<CaseRef>,
     pub failed: Vec<(CaseRef, String)>,
-    /// Paths of the cases that are models rather than ONNX's own backend
-    /// tests ([`is_backend_test`]).
-    pub models: std::collections::HashSet<String>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -149,9 +148,25 @@ pub fn import_one(path: &Path) -> Result<tempfile::TempDir> {
         .with_context(|| format!("{}: no ONNX model found", path.display()))?;
     let dir = tempfile::tempdir().context("temporary directory for the imported ONNX case")?;
     vigil_onnx::import_path(&test.model, &Options::default(), &test.source)
-        .and_then(|m| write_case(&m, &test.source, dir.path()))
+        .map_err(anyhow::Error::from)
+        .and_then(|m| write_test_case(&m, &test.source, &test.model, dir.path()))
         .with_context(|| format!("{}: import", test.model.display()))?;
     Ok(dir)
+}
+
+/// Writes an imported test of `model` into case directory `dir`:
+/// [`write_case`], plus the `tolerance.json` its expected outputs are
+/// compared with ([`CaseTolerance`]): ONNX's tolerances, and for a model
+/// that is not one of ONNX's own backend tests ([`is_backend_test`]) the
+/// f64 reference, since another engine computed its expected outputs.
+pub fn write_test_case(m: &Imported, source: &InputSource, model: &Path, dir: &Path) -> Result<()> {
+    write_case(m, source, dir)?;
+    CaseTolerance {
+        rtol: Some(ONNX_RTOL),
+        atol: Some(ONNX_ATOL),
+        f64_reference: !is_backend_test(model),
+    }
+    .write(dir)
 }
 
 /// Every ONNX test under `paths` (directories walked recursively).
@@ -191,7 +206,6 @@ pub fn import_all_with(paths: &[PathBuf], settings: &ImportSettings) -> Result<O
         return Ok(OnnxCases {
             cases: Vec::new(),
             failed: Vec::new(),
-            models: Default::default(),
             _dir: None,
         });
     }
@@ -201,11 +215,6 @@ pub fn import_all_with(paths: &[PathBuf], settings: &ImportSettings) -> Result<O
         ..Options::default()
     };
     let (mut cases, mut failed) = (Vec::new(), Vec::new());
-    let models = tests
-        .iter()
-        .filter(|t| !is_backend_test(&t.model))
-        .map(|t| t.path.clone())
-        .collect();
     for (k, t) in tests.iter().enumerate() {
         let location = dir.path().join(format!("{k}"));
         let case = CaseRef {
@@ -215,7 +224,8 @@ pub fn import_all_with(paths: &[PathBuf], settings: &ImportSettings) -> Result<O
         // A data set's inputs may stand in for constants (the node
         // tests feed Reshape's shape or ReduceSum's axes as inputs).
         let done = vigil_onnx::import_path(&t.model, &opts, &t.source)
-            .and_then(|m| write_case(&m, &t.source, &location));
+            .map_err(anyhow::Error::from)
+            .and_then(|m| write_test_case(&m, &t.source, &t.model, &location));
         match done {
             Ok(()) => cases.push(case),
             Err(e) => failed.push((case, e.to_string())),
@@ -224,7 +234,6 @@ pub fn import_all_with(paths: &[PathBuf], settings: &ImportSettings) -> Result<O
     Ok(OnnxCases {
         cases,
         failed,
-        models,
         _dir: Some(dir),
     })
 }

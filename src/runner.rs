@@ -1,7 +1,7 @@
 //! Running suite cases: one case in a mode gives one report case. Modes
 //! that run a case several times (DebugMode) slot in as more [`Mode`]s.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,9 +16,9 @@ use vigil_listeners::profile::ProfilingListener;
 use vigil_listeners::{
     ListenerSet, NonInplaceValidationListener, NumericsListener, Validator, ViewMapValidationListener,
 };
-use vigil_reports::{Case, ErrorSample, Finding, OutputComparison, Report, TimelineEntry};
+use vigil_reports::{Case, ErrorSample, F64Errors, Finding, OutputComparison, Report, TimelineEntry};
 
-use crate::case::{load_expected, load_feeds, load_graph, CasePaths, FeedSource};
+use crate::case::{load_expected, load_feeds, load_graph, CasePaths, CaseTolerance, FeedSource};
 use crate::onnx_suite::OnnxCases;
 use crate::suite::{discover, CaseRef};
 
@@ -282,6 +282,10 @@ pub fn load_case(case: &CaseRef, registry: &OpRegistry) -> Result<LoadedCase> {
 
 fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Case) -> Result<Case> {
     let LoadedCase { paths, graph, feeds } = load_case(case, registry)?;
+    let file = match &paths.tolerance {
+        Some(p) => CaseTolerance::read(p)?,
+        None => CaseTolerance::default(),
+    };
     let mut listeners = ListenerSet::new();
     listeners.set_case(Some(case.path.clone()));
     let checked = check(&graph, &feeds, cfg, listeners).with_context(|| paths.graph.display().to_string())?;
@@ -298,8 +302,13 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Ca
     out.debug = checked.debug.as_ref().and_then(|s| serde_json::to_value(s).ok());
     if let Some(dir) = &paths.expected {
         let expected = load_expected(dir)?;
-        let mut exact = Exact::new(cfg.f64_reference.then_some((&graph, &feeds)));
-        out = compare_outputs(out, &checked.outputs, &expected, &cfg.tolerance, &mut exact)?;
+        let f64_reference = cfg.f64_reference || file.f64_reference;
+        let mut exact = Exact::new(f64_reference.then_some((&graph, &feeds)));
+        let tol = ToleranceOverrides {
+            rtol: cfg.tolerance.rtol.or(file.rtol),
+            atol: cfg.tolerance.atol.or(file.atol),
+        };
+        out = compare_outputs(out, &checked.outputs, &expected, &tol, &mut exact)?;
     }
     Ok(out)
 }
@@ -310,10 +319,6 @@ fn run_inner(case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry, mut out: Ca
 pub struct Suites {
     /// Sorted by path, each once.
     pub cases: Vec<CaseRef>,
-    onnx: HashSet<String>,
-    /// ONNX tests of models (not ONNX's own `test_*` backend tests): their
-    /// outputs get the f64 reference ([`RunConfig::f64_reference`]).
-    models: HashSet<String>,
     import_errors: HashMap<String, String>,
     _imported: OnnxCases,
 }
@@ -327,33 +332,25 @@ impl Suites {
     pub fn discover_with(paths: &[PathBuf], settings: &crate::onnx_suite::ImportSettings) -> Result<Suites> {
         let mut cases = discover(paths)?;
         let imported = crate::onnx_suite::import_all_with(paths, settings)?;
-        let onnx = imported
-            .cases
-            .iter()
-            .chain(imported.failed.iter().map(|(c, _)| c))
-            .map(|c| c.path.clone())
-            .collect();
         let import_errors = imported
             .failed
             .iter()
             .map(|(c, e)| (c.path.clone(), e.clone()))
             .collect();
-        let models = imported.models.clone();
         cases.extend(imported.cases.iter().cloned());
         cases.extend(imported.failed.iter().map(|(c, _)| c.clone()));
         cases.sort();
         Ok(Suites {
             cases,
-            onnx,
-            models,
             import_errors,
             _imported: imported,
         })
     }
 
-    /// Runs one of these cases with [`run_case`]; an ONNX test compares
-    /// with ONNX's tolerances unless `cfg` sets its own, and one whose
-    /// import failed is an errored case.
+    /// Runs one of these cases with [`run_case`]; an ONNX test whose import
+    /// failed is an errored case. (An imported ONNX test compares with
+    /// ONNX's tolerances, from the `tolerance.json` its import wrote,
+    /// unless `cfg` sets its own.)
     pub fn run_case(&self, case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry) -> Case {
         match self.config_for(case, cfg) {
             Ok(cfg) => run_case(case, &cfg, registry),
@@ -361,24 +358,16 @@ impl Suites {
         }
     }
 
-    /// How [`Suites::run_case`] runs `case`: `cfg`, with ONNX's tolerances
-    /// for an ONNX test that sets none, or the errored case when its import
-    /// failed. `run --isolate` sends this configuration to its workers.
+    /// How [`Suites::run_case`] runs `case`: `cfg`, or the errored case
+    /// when its import failed. `run --isolate` sends this configuration to
+    /// its workers.
     pub fn config_for(&self, case: &CaseRef, cfg: &RunConfig) -> std::result::Result<RunConfig, Box<Case>> {
         if let Some(e) = self.import_errors.get(&case.path) {
             return Err(Box::new(
                 Case::new(case.name(), case.path.clone()).errored(format!("import: {e}")),
             ));
         }
-        let mut cfg = cfg.clone();
-        if self.onnx.contains(&case.path) {
-            cfg.tolerance = ToleranceOverrides {
-                rtol: Some(cfg.tolerance.rtol.unwrap_or(crate::onnx_suite::ONNX_RTOL)),
-                atol: Some(cfg.tolerance.atol.unwrap_or(crate::onnx_suite::ONNX_ATOL)),
-            };
-            cfg.f64_reference = self.models.contains(&case.path);
-        }
-        Ok(cfg)
+        Ok(cfg.clone())
     }
 }
 
@@ -471,7 +460,8 @@ impl<'a> Exact<'a> {
 /// as far from the exact value as the reference, so it passes. A wrong one
 /// fails: a wrong op makes the f64 evaluation wrong too, so its difference
 /// from the reference is far past its own rounding and loosens nothing.
-pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Result<f64> {
+/// Returns the tolerance and both errors, which the report keeps.
+pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Result<(f64, F64Errors)> {
     let (g, w, e) = (got.to_f64_vec()?, want.to_f64_vec()?, exact.to_f64_vec()?);
     let max_diff = |a: &[f64]| {
         a.iter()
@@ -493,10 +483,14 @@ pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Res
         DType::F32 => f64::powi(2.0, -24),
         _ => f64::powi(2.0, -53),
     };
+    let errors = F64Errors {
+        expected: e_ref,
+        output: e_own,
+    };
     if e_ref > ROUNDING_RATIO * e_own.max(unit * scale) {
-        return Ok(atol);
+        return Ok((atol, errors));
     }
-    Ok(atol.max(F64_REFERENCE_FACTOR * e_ref))
+    Ok((atol.max(F64_REFERENCE_FACTOR * e_ref), errors))
 }
 
 /// Compares every expected output; a difference is an `output_mismatch`.
@@ -538,13 +532,16 @@ fn compare_outputs(
         }
         let (rtol, mut atol) = tol.for_dtype(got.dtype());
         let mut c = compare(got, want, Tolerance::new(rtol, atol))?;
+        let mut f64_errors = None;
         if c.mismatched > 0 && got.dtype().is_float() {
             if let Some(e) = exact.output(name).filter(|e| e.shape() == want.shape()) {
-                atol = model_atol(got, want, e, atol)?;
+                let (a, errors) = model_atol(got, want, e, atol)?;
+                (atol, f64_errors) = (a, Some(errors));
                 c = compare(got, want, Tolerance::new(rtol, atol))?;
             }
         }
         let mut cmp = OutputComparison::new(name.clone(), c.elements as u64);
+        cmp.f64_reference = f64_errors;
         cmp.rtol = Some(rtol);
         cmp.atol = Some(atol);
         cmp.max_abs_err = c.max_abs;

@@ -13,6 +13,12 @@ use vigil_testkit::onnx::{f32s, model, node, tensor, value};
 /// `Reshape(x, shape)` with `shape` a graph input, and a data set feeding
 /// `shape = [3, 2]`.
 fn reshape_fed_shape(dir: &Path) -> std::path::PathBuf {
+    reshape_expecting(dir, 1.0)
+}
+
+/// [`reshape_fed_shape`] whose data set expects the output times `scale`,
+/// as another engine's rounding would leave it.
+fn reshape_expecting(dir: &Path, scale: f32) -> std::path::PathBuf {
     let m = model(
         13,
         vec![node("Reshape", "flat", &["x", "shape"], &["y"], vec![])],
@@ -29,11 +35,78 @@ fn reshape_fed_shape(dir: &Path) -> std::path::PathBuf {
     for (file, name, t) in [
         ("input_0.pb", "x", f32s(&[2, 3], &x)),
         ("input_1.pb", "shape", shape),
-        ("output_0.pb", "y", f32s(&[3, 2], &x)),
+        (
+            "output_0.pb",
+            "y",
+            f32s(&[3, 2], &x.iter().map(|v| v * scale).collect::<Vec<_>>()),
+        ),
     ] {
         std::fs::write(set.join(file), tensor(name, &t).write_to_bytes().unwrap()).unwrap();
     }
     path
+}
+
+fn run_status(case: &Path, extra: &[&str]) -> Option<i32> {
+    let mut args = vec!["run", case.to_str().unwrap(), "--mode", "plain"];
+    args.extend(extra);
+    vigil(&args).status.code()
+}
+
+#[test]
+fn an_imported_model_compares_with_onnx_tolerances_as_the_model_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Off by 5e-4 relative: within ONNX's rtol 1e-3, past Vigil's own f32
+    // default of 1e-5.
+    let model = reshape_expecting(tmp.path(), 1.0 + 5e-4);
+    assert_eq!(run_status(&model, &[]), Some(0));
+    let out = tmp.path().join("case");
+    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tolerance.json")).unwrap()).unwrap();
+    assert_eq!(
+        file,
+        serde_json::json!({"rtol": 1e-3, "atol": 1e-7, "f64_reference": true})
+    );
+    assert_eq!(run_status(&out, &[]), Some(0));
+    // --rtol still wins over the file.
+    assert_eq!(run_status(&out, &["--rtol", "1e-5"]), Some(1));
+    // Without the file the case compares with Vigil's own defaults.
+    std::fs::remove_file(out.join("tolerance.json")).unwrap();
+    assert_eq!(run_status(&out, &[]), Some(1));
+}
+
+#[test]
+fn an_imported_onnx_backend_test_gets_no_f64_reference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("test_reshape");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = reshape_fed_shape(&dir);
+    let out = tmp.path().join("case");
+    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tolerance.json")).unwrap()).unwrap();
+    assert_eq!(file["f64_reference"], false, "{file}");
+}
+
+#[test]
+fn a_bad_tolerance_file_errors_the_case_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = reshape_fed_shape(tmp.path());
+    let out = tmp.path().join("case");
+    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for (bad, field) in [(r#"{"rtol": -1}"#, "rtol"), (r#"{"atol": 1, "tol": 2}"#, "tol")] {
+        std::fs::write(out.join("tolerance.json"), bad).unwrap();
+        let o = vigil(&["run", out.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(o.status.code(), Some(1), "{bad}: {}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let case = &report["cases"][0];
+        assert_eq!(case["status"], "error", "{report}");
+        let msg = case["error"].as_str().unwrap();
+        assert!(msg.contains("tolerance.json") && msg.contains(field), "{msg}");
+    }
 }
 
 #[test]

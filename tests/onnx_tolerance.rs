@@ -103,6 +103,10 @@ fn a_result_off_by_rounding_passes_against_the_f64_evaluation() {
     assert_eq!(plain.status, Status::Fail, "{:?}", plain.findings);
     let judged = run(tmp.path(), true);
     assert_eq!(judged.status, Status::Pass, "{:?}", judged.findings);
+    // The report keeps both sides' distance from the f64 evaluation.
+    let errors = judged.outputs[0].f64_reference.unwrap();
+    assert!((errors.expected - own).abs() <= 1e-3 * own, "{errors:?} {own}");
+    assert!(errors.output < own, "{errors:?}");
     let atol = judged.outputs[0].atol.unwrap();
     assert!(
         atol > vigil::onnx_suite::ONNX_ATOL && atol <= 2.0 * own * 1.0001,
@@ -121,6 +125,9 @@ fn a_wrong_result_still_fails_against_the_f64_evaluation() {
     let r = run(tmp.path(), true);
     assert_eq!(r.status, Status::Fail, "{:?}", r.outputs);
     assert_eq!(r.outputs[0].atol, Some(vigil::onnx_suite::ONNX_ATOL));
+    // Judged, and the reference found far from the f64 evaluation.
+    let errors = r.outputs[0].f64_reference.unwrap();
+    assert!(errors.expected > 90.0 && errors.output < 1.0, "{errors:?}");
     assert!(
         r.findings.iter().any(|f| f.kind.as_str() == "output_mismatch"),
         "{:?}",

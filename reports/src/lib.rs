@@ -19,8 +19,8 @@ pub mod write;
 pub use error::ReportError;
 pub use merge::merge;
 pub use model::{
-    plural, Case, ErrorSample, Finding, OutputComparison, Report, Severity, Shard, Status, Summary,
-    TimelineEntry, CASE_ERROR, FORMAT, MAX_SAMPLE,
+    plural, Case, ErrorSample, F64Errors, Finding, OutputComparison, Report, Severity, Shard, Status,
+    Summary, TimelineEntry, CASE_ERROR, FORMAT, MAX_SAMPLE,
 };
 pub use render::{render, Format, UnknownFormat};
 pub use write::{write_atomic, write_report};

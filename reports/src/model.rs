@@ -100,6 +100,21 @@ pub struct OutputComparison {
     pub rtol: Option<f64>,
     #[serde(default)]
     pub sample: Option<ErrorSample>,
+    /// When the output missed the tolerance and was judged against the f64
+    /// evaluation of its graph: how far each side is from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f64_reference: Option<F64Errors>,
+}
+
+/// The largest absolute difference of the expected values and of the
+/// output from the f64 evaluation of the same graph: the rounding a model's
+/// tolerance was judged by (docs/onnx.md, "Tolerances for real models").
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct F64Errors {
+    #[serde(with = "float::one")]
+    pub expected: f64,
+    #[serde(with = "float::one")]
+    pub output: f64,
 }
 
 impl OutputComparison {
@@ -114,6 +129,7 @@ impl OutputComparison {
             atol: None,
             rtol: None,
             sample: None,
+            f64_reference: None,
         }
     }
 

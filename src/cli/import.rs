@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use vigil_onnx::{import_path, source_for, write_case, Initializers, InputSource, Options};
+use vigil_onnx::{import_path, source_for, Initializers, InputSource, Options};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum InitializersAs {
@@ -61,7 +61,7 @@ pub fn run(a: ImportArgs) -> Result<ExitCode> {
     // A data set's inputs stand in where an op needs an import-time
     // constant, as under `vigil run`.
     let model = import_path(&a.model, &opts, &src)?;
-    write_case(&model, &src, &a.out)?;
+    crate::onnx_suite::write_test_case(&model, &src, &a.model, &a.out)?;
     super::emit(&format!(
         "{}: {}, {}, {} -> {}\n",
         a.model.display(),
