@@ -134,3 +134,30 @@ fn a_wrong_result_still_fails_against_the_f64_evaluation() {
         r.findings
     );
 }
+
+/// `model_atol` on one element: the f64 evaluation at 0, the reference
+/// off by 1e-5, Vigil off by `own` the other way.
+fn loosened(own: f32) -> (f64, bool) {
+    let t = |v: f32| vigil::engine::Tensor::from_vec(&[1], vec![v]).unwrap();
+    let (exact, want, got) = (
+        vigil::engine::Tensor::from_vec(&[1], vec![0.0f64]).unwrap(),
+        t(1e-5),
+        t(-own),
+    );
+    let (atol, errors) = vigil::runner::model_atol(&got, &want, &exact, 1e-7).unwrap();
+    assert!((errors.expected - 1e-5).abs() < 1e-9 && (errors.output - own as f64).abs() < 1e-9);
+    let c = vigil::engine::compare::compare(&got, &want, vigil::engine::compare::Tolerance::new(0.0, atol))
+        .unwrap();
+    (atol, c.mismatched == 0)
+}
+
+#[test]
+fn vigils_own_error_counts_up_to_twice_the_references() {
+    // Twice as far from the f64 evaluation as the reference, on the other
+    // side of it: the errors add, and the output passes.
+    let (atol, pass) = loosened(2e-5);
+    assert!(pass && (atol - 3e-5).abs() < 1e-9, "{atol}");
+    // Five times as far: only twice the reference's error counts.
+    let (atol, pass) = loosened(5e-5);
+    assert!(!pass && (atol - 3e-5).abs() < 1e-9, "{atol}");
+}
