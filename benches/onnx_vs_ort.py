@@ -110,6 +110,11 @@ CONVS = [
     ("depthwise 240x28 5x5/1", 240, 28, 240, 5, 1, 240),
     ("depthwise 72x56 3x3/2", 72, 56, 72, 3, 2, 72),
     ("depthwise 576x7 5x5/1", 576, 7, 576, 5, 1, 576),
+    ("depthwise 1152x7 5x5/1", 1152, 7, 1152, 5, 1, 1152),
+    ("depthwise 672x14 5x5/1", 672, 14, 672, 5, 1, 672),
+    ("depthwise 480x14 3x3/1", 480, 14, 480, 3, 1, 480),
+    ("pointwise 1152x7 1x1 ->192", 1152, 7, 192, 1, 1, 1),
+    ("pointwise 112x14 1x1 ->672", 112, 14, 672, 1, 1, 1),
 ]
 
 
@@ -202,9 +207,19 @@ def save_case(root, name, graph, x):
 VIGIL_WARMUP = 5
 
 
+# Seconds to wait after onnxruntime's runs before Vigil's process starts.
+# onnxruntime's intra-op threads spin for a while after a run, as its pool
+# does between runs; started within that time, a 2-thread Vigil run shares
+# the 2 cores with a spinning thread (measured: a 240x28x28 5x5 depthwise
+# conv 0.45-0.51 ms right after onnxruntime's runs, 0.26 ms 50 ms later).
+SETTLE = 0.1
+
+
 def vigil_reps(vigil, path, inner, threads=1):
     """`inner` timed plain reps of Vigil on `path`, in ms, after
-    VIGIL_WARMUP untimed ones in the same process."""
+    VIGIL_WARMUP untimed ones in the same process, once onnxruntime's
+    threads have settled (SETTLE)."""
+    time.sleep(SETTLE)
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     r = subprocess.run(
         [vigil, "bench", path, "--modes", "plain", "--reps", str(inner), "--warmup", str(VIGIL_WARMUP), "--format", "json"],
