@@ -178,10 +178,40 @@ where
         dst.fill(T::zero());
         return true;
     }
-    let par = n.saturating_mul(m).saturating_mul(k) >= PARALLEL_MACS && crate::parallel::intra_op();
+    let macs = n.saturating_mul(m).saturating_mul(k);
+    let par = macs >= band_threshold(n, m) && crate::parallel::intra_op();
     let dst = MatMut::from_row_major_slice_mut(dst, n, m);
     parallel_matmul(dst, fa, fb, par);
     true
+}
+
+/// Multiply-adds from which a product that splits into bands
+/// ([`split_bands`]) runs in parallel: one serial product per thread costs
+/// only the fork-join, so it pays far below [`PARALLEL_MACS`], where faer's
+/// own split starts (a MobileNet's 1×1 convs over 28×28 and 14×14 planes,
+/// 0.7-2 M multiply-adds, ran on one thread).
+const BAND_PARALLEL_MACS: usize = 1 << 19;
+
+/// The multiply-adds from which an `[n, k] · [k, m]` product runs in
+/// parallel ([`parallel_matmul`]).
+fn band_threshold(n: usize, m: usize) -> usize {
+    match bands(n, m) {
+        Some(_) => BAND_PARALLEL_MACS,
+        None => PARALLEL_MACS,
+    }
+}
+
+/// How an `n` by `m` product splits in parallel: into bands of rows where
+/// it has few columns and enough rows, of columns where it has enough
+/// columns and more than one row ([`split_bands`]), else (`None`) by faer.
+fn bands(n: usize, m: usize) -> Option<Bands> {
+    if m <= BAND_MAX_COLS && n >= 2 * BAND_ALIGN {
+        Some(Bands::Rows)
+    } else if m > BAND_MAX_COLS && n > 1 {
+        Some(Bands::Cols)
+    } else {
+        None
+    }
 }
 
 /// Products with at most this many output columns split into bands of
@@ -193,9 +223,7 @@ const BAND_MAX_COLS: usize = 256;
 /// (the GEMM kernel's tiles).
 const BAND_ALIGN: usize = 16;
 
-/// `c = a · b`, on the rayon pool when `par`: split into bands of rows
-/// where `c` has few columns and enough rows, of columns where it has
-/// enough columns and more than one row ([`split_bands`]), else by faer.
+/// `c = a · b`, on the rayon pool when `par`: split as [`bands`] says.
 /// A single row stays with faer: split by columns, [1, 2048] · [2048,
 /// 1000] (a classifier's row-major weights) took 1.9x the time of faer's
 /// split on two threads; two rows or more gained over it.
@@ -205,10 +233,8 @@ where
 {
     if !par {
         matmul(c, Accum::Replace, a, b, T::one(), Par::Seq);
-    } else if c.ncols() <= BAND_MAX_COLS && c.nrows() >= 2 * BAND_ALIGN {
-        split_bands(c, a, b, Bands::Rows);
-    } else if c.ncols() > BAND_MAX_COLS && c.nrows() > 1 {
-        split_bands(c, a, b, Bands::Cols);
+    } else if let Some(by) = bands(c.nrows(), c.ncols()) {
+        split_bands(c, a, b, by);
     } else {
         matmul(c, Accum::Replace, a, b, T::one(), Par::rayon(0));
     }
