@@ -125,9 +125,15 @@ fn a_wrong_result_still_fails_against_the_f64_evaluation() {
     let r = run(tmp.path(), true);
     assert_eq!(r.status, Status::Fail, "{:?}", r.outputs);
     assert_eq!(r.outputs[0].atol, Some(vigil::onnx_suite::ONNX_ATOL));
-    // Judged, and the reference found far from the f64 evaluation.
+    // Judged, and the reference found far from the f64 evaluation, which
+    // the finding says.
     let errors = r.outputs[0].f64_reference.unwrap();
     assert!(errors.expected > 90.0 && errors.output < 1.0, "{errors:?}");
+    let msg = &r.findings[0].message;
+    assert!(
+        msg.contains("f64 evaluation") && msg.contains("atol stays"),
+        "{msg}"
+    );
     assert!(
         r.findings.iter().any(|f| f.kind.as_str() == "output_mismatch"),
         "{:?}",
