@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use vigil_onnx::{write_case, Imported, InputSource, Options};
 
 use crate::case::CaseTolerance;
-
 use crate::suite::CaseRef;
 
 /// ONNX's backend-test tolerances, used unless `--rtol`/`--atol` say otherwise.
@@ -228,7 +227,7 @@ pub fn import_all_with(paths: &[PathBuf], settings: &ImportSettings) -> Result<O
             .and_then(|m| write_test_case(&m, &t.source, &t.model, &location));
         match done {
             Ok(()) => cases.push(case),
-            Err(e) => failed.push((case, e.to_string())),
+            Err(e) => failed.push((case, format!("{e:#}"))),
         }
     }
     Ok(OnnxCases {
