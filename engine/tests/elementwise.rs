@@ -1145,3 +1145,59 @@ proptest::proptest! {
         proptest::prop_assert_eq!(bits(as_f64(&x)), want);
     }
 }
+
+/// Views with short strided rows (copied to C order before the loop) and
+/// with long contiguous rows (walked as they are) give, bit for bit, what
+/// their contiguous copies give, for binary, unary math and plain unary ops.
+#[test]
+fn views_with_short_or_long_rows_match_their_contiguous_copies() {
+    let data = |n: usize| -> Vec<f32> { (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect() };
+    // An attention key [2, 7, 2, 64] viewed as [2, 2, 64, 7] (rows of 7
+    // elements 128 apart), and a [4, 40] window of a [6, 50] buffer.
+    let key = Tensor::from_vec(&[2, 7, 2, 64], data(2 * 7 * 2 * 64))
+        .unwrap()
+        .permute(&[0, 2, 3, 1])
+        .unwrap();
+    let window = Tensor::from_vec(&[6, 50], data(300))
+        .unwrap()
+        .slice(&[IndexSpec::range(1, 5, 1), IndexSpec::range(5, 45, 1)])
+        .unwrap();
+    for view in [key, window] {
+        assert!(!view.is_contiguous());
+        let copy = view.deep_copy().unwrap();
+        let scalar = Tensor::from_vec(&[], vec![0.35f32]).unwrap();
+        let bits = |t: &Tensor| vals::<f32>(t).iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        let ops: Vec<(Box<dyn Op>, bool)> = vec![
+            (Box::new(Binary::new(BinKind::Mul, false)), true),
+            (Box::new(Binary::new(BinKind::Sub, false)), true),
+            (Box::new(Unary::new(UnKind::Exp, false)), false),
+            (Box::new(Unary::new(UnKind::Neg, false)), false),
+        ];
+        for (op, binary) in ops {
+            let (on_view, on_copy) = if binary {
+                (
+                    run(op.as_ref(), &[view.clone(), scalar.clone()]).unwrap(),
+                    run(op.as_ref(), &[copy.clone(), scalar.clone()]).unwrap(),
+                )
+            } else {
+                (
+                    run(op.as_ref(), std::slice::from_ref(&view)).unwrap(),
+                    run(op.as_ref(), std::slice::from_ref(&copy)).unwrap(),
+                )
+            };
+            assert_eq!(
+                bits(&on_view),
+                bits(&on_copy),
+                "{} on {:?}",
+                op.name(),
+                view.shape()
+            );
+        }
+        // The view on the right of a binary op, against a contiguous left.
+        let left = Tensor::from_vec(view.shape(), data(view.size())).unwrap();
+        let add = Binary::new(BinKind::Add, false);
+        let on_view = run(&add, &[left.clone(), view.clone()]).unwrap();
+        let on_copy = run(&add, &[left, copy]).unwrap();
+        assert_eq!(bits(&on_view), bits(&on_copy));
+    }
+}
