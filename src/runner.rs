@@ -352,22 +352,15 @@ impl Suites {
     /// ONNX's tolerances, from the `tolerance.json` its import wrote,
     /// unless `cfg` sets its own.)
     pub fn run_case(&self, case: &CaseRef, cfg: &RunConfig, registry: &OpRegistry) -> Case {
-        match self.config_for(case, cfg) {
-            Ok(cfg) => run_case(case, &cfg, registry),
-            Err(errored) => *errored,
-        }
+        self.import_error(case)
+            .unwrap_or_else(|| run_case(case, cfg, registry))
     }
 
-    /// How [`Suites::run_case`] runs `case`: `cfg`, or the errored case
-    /// when its import failed. `run --isolate` sends this configuration to
-    /// its workers.
-    pub fn config_for(&self, case: &CaseRef, cfg: &RunConfig) -> std::result::Result<RunConfig, Box<Case>> {
-        if let Some(e) = self.import_errors.get(&case.path) {
-            return Err(Box::new(
-                Case::new(case.name(), case.path.clone()).errored(format!("import: {e}")),
-            ));
-        }
-        Ok(cfg.clone())
+    /// The errored case when `case` is an ONNX test whose import failed;
+    /// `run --isolate` reports it without sending the case to a worker.
+    pub fn import_error(&self, case: &CaseRef) -> Option<Case> {
+        let e = self.import_errors.get(&case.path)?;
+        Some(Case::new(case.name(), case.path.clone()).errored(format!("import: {e}")))
     }
 }
 
@@ -463,8 +456,7 @@ impl<'a> Exact<'a> {
 /// about as much as the reference, so it passes. A wrong one fails: a
 /// wrong op makes the f64 evaluation wrong too, so its difference from the
 /// reference is far past its own rounding and loosens nothing.
-/// Returns the tolerance and both errors, which the report keeps.
-pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Result<(f64, F64Errors)> {
+pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Result<ModelTolerance> {
     let (g, w, e) = (got.to_f64_vec()?, want.to_f64_vec()?, exact.to_f64_vec()?);
     let max_diff = |a: &[f64]| {
         a.iter()
@@ -486,14 +478,27 @@ pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Res
         DType::F32 => f64::powi(2.0, -24),
         _ => f64::powi(2.0, -53),
     };
-    let errors = F64Errors {
-        expected: e_ref,
-        output: e_own,
-    };
-    if e_ref > ROUNDING_RATIO * e_own.max(unit * scale) {
-        return Ok((atol, errors));
-    }
-    Ok((atol.max(e_ref + e_own.min(F64_REFERENCE_FACTOR * e_ref)), errors))
+    let rounding = e_ref <= ROUNDING_RATIO * e_own.max(unit * scale);
+    Ok(ModelTolerance {
+        atol: match rounding {
+            true => atol.max(e_ref + e_own.min(F64_REFERENCE_FACTOR * e_ref)),
+            false => atol,
+        },
+        errors: F64Errors {
+            expected: e_ref,
+            output: e_own,
+        },
+        rounding,
+    })
+}
+
+/// What [`model_atol`] judged: the tolerance, both errors (which the
+/// report keeps) and whether the reference's error counted as rounding.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelTolerance {
+    pub atol: f64,
+    pub errors: F64Errors,
+    pub rounding: bool,
 }
 
 /// Compares every expected output; a difference is an `output_mismatch`.
@@ -533,19 +538,18 @@ fn compare_outputs(
             );
             continue;
         }
-        let (rtol, base_atol) = tol.for_dtype(got.dtype());
-        let mut atol = base_atol;
+        let (rtol, mut atol) = tol.for_dtype(got.dtype());
         let mut c = compare(got, want, Tolerance::new(rtol, atol))?;
-        let mut f64_errors = None;
+        let mut judged = None;
         if c.mismatched > 0 && got.dtype().is_float() {
             if let Some(e) = exact.output(name).filter(|e| e.shape() == want.shape()) {
-                let (a, errors) = model_atol(got, want, e, atol)?;
-                (atol, f64_errors) = (a, Some(errors));
+                let m = model_atol(got, want, e, atol)?;
+                (atol, judged) = (m.atol, Some(m));
                 c = compare(got, want, Tolerance::new(rtol, atol))?;
             }
         }
         let mut cmp = OutputComparison::new(name.clone(), c.elements as u64);
-        cmp.f64_reference = f64_errors;
+        cmp.f64_reference = judged.map(|m| m.errors);
         cmp.rtol = Some(rtol);
         cmp.atol = Some(atol);
         cmp.max_abs_err = c.max_abs;
@@ -559,17 +563,16 @@ fn compare_outputs(
             });
             let dtype = got.dtype();
             // Why the tolerance is what it is, when the f64 reference judged it.
-            let judged = match f64_errors {
-                Some(e) if atol > base_atol => format!(
-                    "; against the f64 evaluation the expected values are off by {:.3e} and the output by {:.3e}, so atol became {atol:.3e}",
-                    e.expected, e.output
-                ),
-                Some(e) => format!(
-                    "; against the f64 evaluation the expected values are off by {:.3e} and the output by {:.3e}: the expected values are not that graph's result up to rounding, so atol stays",
-                    e.expected, e.output
-                ),
-                None => String::new(),
-            };
+            let judged = judged.map_or(String::new(), |m| {
+                let verdict = match m.rounding {
+                    true => format!("so atol is {atol:.3e}"),
+                    false => "the expected values are not that graph's result up to rounding, so atol stays".into(),
+                };
+                format!(
+                    "; against the f64 evaluation the expected values are off by {:.3e} and the output by {:.3e}: {verdict}",
+                    m.errors.expected, m.errors.output
+                )
+            });
             out = out.with_finding(
                 Finding::error(
                     "output_mismatch",

@@ -52,6 +52,16 @@ fn run_status(case: &Path, extra: &[&str]) -> Option<i32> {
     vigil(&args).status.code()
 }
 
+/// `vigil import MODEL --out DIR/case`, which must succeed; returns the
+/// case directory and the tolerance.json it wrote.
+fn import_case(model: &Path, dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    let out = dir.join("case");
+    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.join("tolerance.json")).unwrap();
+    (out, serde_json::from_str(&text).unwrap())
+}
+
 #[test]
 fn an_imported_model_compares_with_onnx_tolerances_as_the_model_does() {
     let tmp = tempfile::tempdir().unwrap();
@@ -59,11 +69,7 @@ fn an_imported_model_compares_with_onnx_tolerances_as_the_model_does() {
     // default of 1e-5.
     let model = reshape_expecting(tmp.path(), 1.0 + 5e-4);
     assert_eq!(run_status(&model, &[]), Some(0));
-    let out = tmp.path().join("case");
-    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("tolerance.json")).unwrap()).unwrap();
+    let (out, file) = import_case(&model, tmp.path());
     assert_eq!(
         file,
         serde_json::json!({"rtol": 1e-3, "atol": 1e-7, "f64_reference": true})
@@ -82,11 +88,7 @@ fn an_imported_onnx_backend_test_gets_no_f64_reference() {
     let dir = tmp.path().join("test_reshape");
     std::fs::create_dir_all(&dir).unwrap();
     let model = reshape_fed_shape(&dir);
-    let out = tmp.path().join("case");
-    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("tolerance.json")).unwrap()).unwrap();
+    let (_, file) = import_case(&model, tmp.path());
     assert_eq!(file["f64_reference"], false, "{file}");
 }
 
@@ -94,9 +96,7 @@ fn an_imported_onnx_backend_test_gets_no_f64_reference() {
 fn a_bad_tolerance_file_errors_the_case_naming_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let model = reshape_fed_shape(tmp.path());
-    let out = tmp.path().join("case");
-    let o = vigil(&["import", model.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (out, _) = import_case(&model, tmp.path());
     for (bad, field) in [(r#"{"rtol": -1}"#, "rtol"), (r#"{"atol": 1, "tol": 2}"#, "tol")] {
         std::fs::write(out.join("tolerance.json"), bad).unwrap();
         let o = vigil(&["run", out.to_str().unwrap(), "--format", "json"]);

@@ -150,7 +150,9 @@ fn loosened(own: f32) -> (f64, bool) {
         t(1e-5),
         t(-own),
     );
-    let (atol, errors) = vigil::runner::model_atol(&got, &want, &exact, 1e-7).unwrap();
+    let m = vigil::runner::model_atol(&got, &want, &exact, 1e-7).unwrap();
+    let (atol, errors) = (m.atol, m.errors);
+    assert!(m.rounding);
     assert!((errors.expected - 1e-5).abs() < 1e-9 && (errors.output - own as f64).abs() < 1e-9);
     let c = vigil::engine::compare::compare(&got, &want, vigil::engine::compare::Tolerance::new(0.0, atol))
         .unwrap();

@@ -216,11 +216,10 @@ pub fn run(a: RunArgs, registry: &OpRegistry) -> Result<ExitCode> {
                 None => r,
             });
         };
-        let case_cfg = match suites.config_for(c, &cfg) {
-            Ok(case_cfg) => case_cfg,
-            Err(errored) => return Some(*errored),
-        };
-        match workers.run(&Job::new(c, &case_cfg, a.checks.as_deref())) {
+        if let Some(errored) = suites.import_error(c) {
+            return Some(errored);
+        }
+        match workers.run(&Job::new(c, &cfg, a.checks.as_deref())) {
             Outcome::Done(r) => Some(r),
             Outcome::Interrupted => {
                 stop.store(true, Ordering::SeqCst);

@@ -72,20 +72,20 @@ fn bview(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 /// to C order before an elementwise loop ([`in_c_order`]).
 const SHORT_ROW: usize = 32;
 
-/// `t`, or its C-order copy when `out` is contiguous and `t` is a view of
+/// The C-order copy of `t` when `out` is contiguous and `t` is a view of
 /// `out`'s shape with strided or short rows, so that the kernel walks
-/// plain slices: ndarray's zip steps a dynamic-rank index every row, which
-/// costs more than the tiled copy when rows are short (a [2, 2, 64, 7]
-/// view of a transposed attention key, times a scalar: 8.5 µs before the
-/// copy was made first). A view of long contiguous rows is walked as it is.
-fn in_c_order(t: &Tensor, out: &Tensor) -> Result<Tensor> {
+/// plain slices; `None` leaves `t` as it is. ndarray's zip steps a
+/// dynamic-rank index every row, which costs more than the tiled copy when
+/// rows are short (a [2, 2, 64, 7] view of a transposed attention key,
+/// times a scalar: 14-19 µs walked, 4-5 µs copied first). A view of long
+/// contiguous rows is walked as it is.
+fn in_c_order(t: &Tensor, out: &Tensor) -> Result<Option<Tensor>> {
+    if t.is_contiguous() || t.size() == 0 || t.shape() != out.shape() || !out.is_contiguous() {
+        return Ok(None);
+    }
     let short =
         t.strides().last().is_some_and(|&s| s != 1) || t.shape().last().is_some_and(|&n| n < SHORT_ROW);
-    if short && out.is_contiguous() && t.size() > 0 && t.shape() == out.shape() && !t.is_contiguous() {
-        t.deep_copy()
-    } else {
-        Ok(t.clone())
-    }
+    short.then(|| t.deep_copy()).transpose()
 }
 
 /// `out[i] = f(a[i], b[i])` with both inputs broadcast to `out`'s shape.
@@ -95,7 +95,8 @@ pub(crate) fn zip2<A: Element, B: Element, O: Element>(
     out: &Tensor,
     f: impl Fn(A, B) -> O,
 ) -> Result<()> {
-    let (a, b) = (&in_c_order(a, out)?, &in_c_order(b, out)?);
+    let (ac, bc) = (in_c_order(a, out)?, in_c_order(b, out)?);
+    let (a, b) = (ac.as_ref().unwrap_or(a), bc.as_ref().unwrap_or(b));
     if contiguous_alike(&[a, b], out) {
         a.read_contiguous(|x: &[A]| {
             b.read_contiguous(|y: &[B]| {
@@ -211,7 +212,8 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> 
         }
         return map1(&a.deep_copy()?, out, f);
     }
-    let a = &in_c_order(a, out)?;
+    let copy = in_c_order(a, out)?;
+    let a = copy.as_ref().unwrap_or(a);
     if contiguous_alike(&[a], out) {
         a.read_contiguous(|x: &[T]| {
             out.write_contiguous(|o: &mut [T]| {
@@ -578,7 +580,8 @@ fn map_math<T: Element + VMath>(f: MathFn, a: &Tensor, out: &Tensor) -> Result<(
         }
         return map_math::<T>(f, &a.deep_copy()?, out);
     }
-    let a = &in_c_order(a, out)?;
+    let copy = in_c_order(a, out)?;
+    let a = copy.as_ref().unwrap_or(a);
     a.read(|av: ArrayViewD<'_, T>| {
         out.write(|mut ov: ArrayViewMutD<'_, T>| {
             let same_order = av.strides() == ov.strides();

@@ -33,9 +33,8 @@ pub struct Job {
 }
 
 impl Job {
-    /// `case` in `cfg` (the case's own, see
-    /// [`crate::runner::Suites::config_for`]); `checks` is the `--checks`
-    /// list `cfg.debug` was made from.
+    /// `case` in `cfg`; `checks` is the `--checks` list `cfg.debug` was
+    /// made from.
     pub fn new(case: &CaseRef, cfg: &RunConfig, checks: Option<&str>) -> Job {
         Job {
             path: case.path.clone(),
