@@ -202,12 +202,16 @@ fn band_threshold(n: usize, m: usize) -> usize {
 }
 
 /// How an `n` by `m` product splits in parallel: into bands of rows where
-/// it has few columns and enough rows, of columns where it has enough
-/// columns and more than one row ([`split_bands`]), else (`None`) by faer.
+/// it has few columns and enough rows, else of columns where it has two
+/// bands' worth and more than one row ([`split_bands`]), else (`None`) by
+/// faer. A transformer's projection at a small batch times sequence
+/// ([14, 512] · [512, 128] in a small GPT-2) splits by columns: it has too
+/// few rows for two bands of them, and faer's split would not pay below
+/// [`PARALLEL_MACS`].
 fn bands(n: usize, m: usize) -> Option<Bands> {
     if m <= BAND_MAX_COLS && n >= 2 * BAND_ALIGN {
         Some(Bands::Rows)
-    } else if m > BAND_MAX_COLS && n > 1 {
+    } else if m >= 2 * BAND_ALIGN && n > 1 {
         Some(Bands::Cols)
     } else {
         None
@@ -927,6 +931,20 @@ mod tests {
         want
     }
 
+    /// Many rows and few columns split by rows; a few rows split by
+    /// columns when there are two bands of them; one row, or fewer columns
+    /// than two bands, stays with faer.
+    #[test]
+    fn products_split_along_the_axis_with_room_for_two_bands() {
+        assert!(matches!(bands(512, 49), Some(Bands::Rows)));
+        assert!(matches!(bands(32, 256), Some(Bands::Rows)));
+        assert!(matches!(bands(14, 128), Some(Bands::Cols)));
+        assert!(matches!(bands(31, 32), Some(Bands::Cols)));
+        assert!(matches!(bands(24, 3136), Some(Bands::Cols)));
+        assert!(bands(14, 31).is_none());
+        assert!(bands(1, 1000).is_none());
+    }
+
     /// Products split by rows or by columns give the serial product's
     /// bits, over counts that do not divide into whole bands, plain and
     /// transposed operands, and pools of 2 and 3 threads.
@@ -950,6 +968,7 @@ mod tests {
                 (197, 64, 771),
                 (5, 33, 300),
                 (40, 1152, 600),
+                (14, 512, 128),
             ] {
                 let a = gen(n * k, 7919);
                 let at = gen(n * k, 104_729);
