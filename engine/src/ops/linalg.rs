@@ -12,8 +12,8 @@
 //! rejected). Float blocks whose operands are contiguous in row- or
 //! column-major order (so plain, transposed and batched operands) go through
 //! faer's GEMM, on the rayon pool above [`crate::parallel::PARALLEL_MACS`] multiply-adds
-//! (split into bands of rows where the output has few columns, of columns
-//! where it has many); a single f32 row of at least `GEMV_MIN_COLS`
+//! (split into bands of rows where the output has few columns and enough
+//! rows, else of columns); a single f32 row of at least `GEMV_MIN_COLS`
 //! columns times a row-major matrix (a classifier at batch 1) goes through
 //! the GEMV kernel of [`crate::kernels::gemv`] instead, split by columns
 //! from `GEMV_PARALLEL` elements of the matrix;
@@ -219,8 +219,8 @@ fn bands(n: usize, m: usize) -> Option<Bands> {
 }
 
 /// Products with at most this many output columns split into bands of
-/// rows when they run in parallel; wider ones into bands of columns
-/// ([`split_bands`]).
+/// rows when they run in parallel and have rows for two bands; wider ones,
+/// and those with fewer rows, into bands of columns ([`split_bands`]).
 const BAND_MAX_COLS: usize = 256;
 
 /// Rows or columns of a band of [`split_bands`] are a multiple of this
