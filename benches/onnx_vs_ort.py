@@ -14,9 +14,10 @@ MODEL is a light model's short name (resnet50, vgg19, ...; default all nine).
 its external data) and `test_data_set_0/` (scripts/export_models.py writes
 them), fed that data set's inputs on both sides, at each thread count of
 `--threads` (Vigil's rayon pool via RAYON_NUM_THREADS, onnxruntime's
-intra-op threads). After the timing, one `vigil exec --profile --warmup 5` run per
-model and thread count gives the per-op breakdown (time per Vigil op name)
-and the GFLOP/s of the matmuls (MatMul, Gemm) and convs (Conv): their
+intra-op threads). After the timing, `--profiles` (default 5) `vigil exec
+--profile --warmup 5` runs per model and thread count give the per-op
+breakdown (time per Vigil op name, the median over the runs: one run's
+profile on a shared machine can be several times the usual) and the GFLOP/s of the matmuls (MatMul, Gemm) and convs (Conv): their
 multiply-adds, counted from ONNX shape inference on the data set's input
 shapes, times two, over the time of Vigil's `matmul` and `conv` nodes.
 `--pools` times single-op models instead, `--inner` warm runs a side per
@@ -253,6 +254,7 @@ def main():
     ap.add_argument("--batch", type=int, default=1, help="the pools' batch (with --pools)")
     ap.add_argument("--inner", type=int, default=5, help="timed runs per side per round (with --pools)")
     ap.add_argument("--inner-real", type=int, default=3, help="timed runs per side per round (with --real)")
+    ap.add_argument("--profiles", type=int, default=5, help="profiled runs whose median gives the per-op breakdown (with --real)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     if not os.path.exists(a.vigil):
@@ -373,27 +375,39 @@ def macs(model, feeds):
     return out
 
 
-def profile(vigil, model_path, work, threads):
-    """One warm `vigil exec --profile` run of the imported case: {op name:
-    (total ms, count)}."""
+def profile(vigil, model_path, work, threads, runs):
+    """`runs` warm `vigil exec --profile` runs of the imported case: {op
+    name: (median total ms, count)} and the median of the runs' totals."""
     case = os.path.join(work, "case")
     if not os.path.exists(case):
         subprocess.run([vigil, "import", model_path, "--out", case], check=True, capture_output=True)
-    out = tempfile.mkdtemp(dir=work)
-    trace = os.path.join(out, "trace.json")
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
-    subprocess.run(
-        [vigil, "exec", case, "--out", os.path.join(out, "o"), "--profile", trace, "--warmup", "5"],
-        check=True,
-        capture_output=True,
-        env=env,
-    )
-    by = {}
-    with open(trace) as f:
-        for e in json.load(f)["traceEvents"]:
-            t, c = by.get(e["name"], (0.0, 0))
-            by[e["name"]] = (t + e["dur"] / 1e3, c + 1)
-    return by
+    each = []
+    for _ in range(max(runs, 1)):
+        out = tempfile.mkdtemp(dir=work)
+        trace = os.path.join(out, "trace.json")
+        subprocess.run(
+            [vigil, "exec", case, "--out", os.path.join(out, "o"), "--profile", trace, "--warmup", "5"],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
+        by = {}
+        with open(trace) as f:
+            for e in json.load(f)["traceEvents"]:
+                t, c = by.get(e["name"], (0.0, 0))
+                by[e["name"]] = (t + e["dur"] / 1e3, c + 1)
+        each.append(by)
+    names = {op for by in each for op in by}
+    med = {
+        op: (
+            float(np.median([by.get(op, (0.0, 0))[0] for by in each])),
+            max(by.get(op, (0.0, 0))[1] for by in each),
+        )
+        for op in names
+    }
+    total = float(np.median([sum(ms for ms, _ in by.values()) for by in each]))
+    return med, total
 
 
 def real(a):
@@ -416,15 +430,14 @@ def real(a):
                 v, o = alternate(a.vigil, path, sess, feeds, a.reps, a.inner_real, t)
                 rows.append((name, t, v, o))
                 print(f"{name}, {t} thread(s): vigil {v:.2f} ms, ort {o:.2f} ms, {v / o:.2f}x", file=sys.stderr, flush=True)
-                by = profile(a.vigil, path, work, t)
-                total = sum(ms for ms, _ in by.values())
+                by, total = profile(a.vigil, path, work, t, a.profiles)
                 top = sorted(by.items(), key=lambda kv: -kv[1][0])[:6]
                 mm = sum(ms for op, (ms, _) in by.items() if op.startswith(("matmul", "gemm")))
                 cv = sum(ms for op, (ms, _) in by.items() if op.startswith("conv"))
                 rate = lambda n, ms: f"{2 * n / ms / 1e6:.1f}" if ms > 0 and n else "-"
                 notes.append(
-                    f"{name}, {t} thread(s): profiled {total:.1f} ms: "
-                    + ", ".join(f"{op} {ms:.1f} ({c})" for op, (ms, c) in top)
+                    f"{name}, {t} thread(s): profiled {total:.3g} ms: "
+                    + ", ".join(f"{op} {ms:.3g} ({c})" for op, (ms, c) in top)
                     + f"; matmul {rate(count['matmul'], mm)} GFLOP/s, conv {rate(count['conv'], cv)} GFLOP/s"
                     + (f" ({count['unknown']} nodes of unknown shape left out)" if count["unknown"] else "")
                 )
