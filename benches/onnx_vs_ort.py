@@ -17,9 +17,10 @@ them), fed that data set's inputs on both sides, at each thread count of
 intra-op threads). After the timing, `--profiles` (default 5) `vigil exec
 --profile --warmup 5` runs per model and thread count give the per-op
 breakdown (time per Vigil op name, the median over the runs: one run's
-profile on a shared machine can be several times the usual) and the GFLOP/s of the matmuls (MatMul, Gemm) and convs (Conv): their
-multiply-adds, counted from ONNX shape inference on the data set's input
-shapes, times two, over the time of Vigil's `matmul` and `conv` nodes.
+profile on a shared machine can be several times the usual) and the GFLOP/s
+of the matmuls (MatMul, Gemm) and convs (Conv): their multiply-adds,
+counted from ONNX shape inference on the data set's input shapes, times
+two, over the time of Vigil's `matmul` and `conv` nodes.
 `--pools` times single-op models instead, `--inner` warm runs a side per
 round (Vigil's in one `vigil bench` process): the CNN pools (max and average,
 3x3 stride 2 pad 1, 2x2 stride 2, 3x3 stride 1 pad 1) on a [N, 64, 112, 112]

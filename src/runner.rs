@@ -480,9 +480,10 @@ pub fn model_atol(got: &Tensor, want: &Tensor, exact: &Tensor, atol: f64) -> Res
     };
     let rounding = e_ref <= ROUNDING_RATIO * e_own.max(unit * scale);
     Ok(ModelTolerance {
-        atol: match rounding {
-            true => atol.max(e_ref + e_own.min(F64_REFERENCE_FACTOR * e_ref)),
-            false => atol,
+        atol: if rounding {
+            atol.max(e_ref + e_own.min(F64_REFERENCE_FACTOR * e_ref))
+        } else {
+            atol
         },
         errors: F64Errors {
             expected: e_ref,
@@ -564,9 +565,10 @@ fn compare_outputs(
             let dtype = got.dtype();
             // Why the tolerance is what it is, when the f64 reference judged it.
             let judged = judged.map_or(String::new(), |m| {
-                let verdict = match m.rounding {
-                    true => format!("so atol is {atol:.3e}"),
-                    false => "the expected values are not that graph's result up to rounding, so atol stays".into(),
+                let verdict = if m.rounding {
+                    format!("so atol is {atol:.3e}")
+                } else {
+                    "the expected values are not that graph's result up to rounding, so atol stays".into()
                 };
                 format!(
                     "; against the f64 evaluation the expected values are off by {:.3e} and the output by {:.3e}: {verdict}",

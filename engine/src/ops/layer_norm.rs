@@ -59,13 +59,7 @@ impl LayerNorm {
 }
 
 /// `t` (scale or bias) broadcast into `inner` and flattened, as f64.
-fn flat_param<T: Element>(
-    op: &str,
-    t: Option<&Tensor>,
-    k: usize,
-    inner: &[usize],
-    fill: f64,
-) -> Result<Vec<f64>> {
+fn flat_param(op: &str, t: Option<&Tensor>, k: usize, inner: &[usize], fill: f64) -> Result<Vec<f64>> {
     let n = inner.iter().product();
     let Some(t) = t else {
         return Ok(vec![fill; n]);
@@ -77,13 +71,7 @@ fn flat_param<T: Element>(
             t.shape()
         ))
     })?;
-    // A parameter of the normalized shape (the usual case) is read as it
-    // lies: through `to_array` and ndarray's iterator, reading 128 elements
-    // cost a transformer's layer_norm as much as normalizing 14 rows.
-    if b.is_contiguous() {
-        return b.read_contiguous(|v: &[T]| v.iter().map(|x| x.to_f64()).collect());
-    }
-    Ok(b.to_array::<T>()?.iter().map(|v| v.to_f64()).collect())
+    b.to_f64_vec()
 }
 
 /// Normalizes each block of axes `ax..` of `inputs[0]` (x, scale, and
@@ -93,8 +81,8 @@ fn norm_kernel<T: Float>(p: &LayerNorm, inputs: &[Tensor], ax: usize, outs: &[Te
     let op = p.name();
     let x = &inputs[0];
     let inner_shape = &x.shape()[ax..];
-    let scale = flat_param::<T>(op, inputs.get(1), 1, inner_shape, 1.0)?;
-    let bias = flat_param::<T>(op, inputs.get(2), 2, inner_shape, 0.0)?;
+    let scale = flat_param(op, inputs.get(1), 1, inner_shape, 1.0)?;
+    let bias = flat_param(op, inputs.get(2), 2, inner_shape, 0.0)?;
     let spec = NormSpec {
         inner: scale.len(),
         scale: &scale,

@@ -393,7 +393,13 @@ impl Tensor {
 
     /// The elements in C order as f64 (for reports and comparisons).
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
-        crate::dispatch_all!(self.dtype(), T => self.read(|v: ArrayViewD<'_, T>| v.iter().map(|x| x.to_f64()).collect()))
+        // A contiguous tensor is read as a slice, without building an
+        // n-dimensional view (layer_norm's scale and bias, every run).
+        crate::dispatch_all!(self.dtype(), T => if self.is_contiguous() {
+            self.read_contiguous(|v: &[T]| v.iter().map(|x| x.to_f64()).collect())
+        } else {
+            self.read(|v: ArrayViewD<'_, T>| v.iter().map(|x| x.to_f64()).collect())
+        })
     }
 
     /// Writes `vals`, in C order, into the elements, each rounded once into
