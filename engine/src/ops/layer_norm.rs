@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use ndarray::ArrayViewMutD;
 
-use crate::dtype::{DType, Element, Float};
+use crate::dtype::{DType, Float};
 use crate::error::{dtype_err, rank_err, Result};
 use crate::kernels::norm::{normalize_rows, NormSpec};
 use crate::ops::copy::axis_of;
