@@ -376,6 +376,56 @@ fn a_bias_row_and_a_channel_scale_join_the_sweep() {
     }
 }
 
+/// Where a head's second operand comes from.
+#[derive(Clone, Copy, Debug)]
+enum HeadOperand {
+    /// A one-element constant.
+    Scalar,
+    /// Another input of the same shape.
+    Slice,
+    /// The head's input itself (`x * x`).
+    Itself,
+    /// A row broadcast over every row of `x`.
+    Row,
+}
+
+/// `h = x op operand` (pure: `x` is an input the pass never overwrites),
+/// then `tanh` and `+ x` over `h` in place: a sweep of three nodes whose
+/// head maps each tile from `x` into a fresh buffer.
+fn headed_chain(
+    op: &str,
+    operand: HeadOperand,
+    rows: usize,
+    cols: usize,
+) -> (Graph, HashMap<String, Tensor>) {
+    let g = GraphBuilder::new("headed");
+    let x = g.input("x", DType::F32, &[rows as i64, cols as i64]);
+    let z = g.input("z", DType::F32, &[rows as i64, cols as i64]);
+    let b = g.input("b", DType::F32, &[cols as i64]);
+    let c = g.constant("c", Tensor::from_vec(&[1], vec![1.5f32]).unwrap());
+    let y = match operand {
+        HeadOperand::Scalar => x.op(op, &[&c], Attrs::new()),
+        HeadOperand::Slice => x.op(op, &[&z], Attrs::new()),
+        HeadOperand::Itself => x.op(op, &[&x], Attrs::new()),
+        HeadOperand::Row => x.op(op, &[&b], Attrs::new()),
+    }
+    .unwrap();
+    let y = y.op("tanh", &[], Attrs::new()).unwrap();
+    let y = y.op("add", &[&x], Attrs::new()).unwrap();
+    let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
+    let ramp = |name: &str, shape: &[usize], k: usize| {
+        let n: usize = shape.iter().product();
+        let v = (0..n).map(|i| ((i * k) % 997) as f32 / 300.0 - 1.0).collect();
+        (name.to_string(), Tensor::from_vec(shape, v).unwrap())
+    };
+    let f = HashMap::from([
+        ramp("x", &[rows, cols], 7919),
+        ramp("z", &[rows, cols], 31),
+        ramp("b", &[cols], 53),
+    ]);
+    (graph, f)
+}
+
 /// What a listener saw of one node's output: its summary and first NaN or
 /// infinity (flat index, value).
 type Seen = (Acc, Option<(usize, f64)>);
@@ -566,6 +616,24 @@ proptest! {
         let plain = stepped(&graph, &f);
         assert_same(&fused, &plain);
         prop_assert_eq!(plain.stats.fused, 0);
+    }
+
+    /// A binary head writes each tile of its fresh buffer from its input
+    /// and operand, whatever the operand's kind, and leaves its input as
+    /// it was.
+    #[test]
+    fn a_binary_head_maps_its_input_bit_for_bit_as_stepped(
+        op in prop::sample::select(&BINARY[..]),
+        operand in prop::sample::select(&[HeadOperand::Scalar, HeadOperand::Slice, HeadOperand::Itself, HeadOperand::Row][..]),
+        rows in 1usize..40,
+        cols in 1usize..3000,
+    ) {
+        let (graph, f) = headed_chain(op, operand, rows, cols);
+        let before = bits(&f["x"]);
+        let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+        assert_same(&fused, &stepped(&graph, &f));
+        prop_assert_eq!(fused.stats.fused, 3, "{} {:?}", op, operand);
+        prop_assert_eq!(bits(&f["x"]), before, "the head's input was written");
     }
 
     #[test]

@@ -14,10 +14,22 @@ const N: usize = 100_003;
 /// graph after the in-place pass (which overwrites one buffer down the
 /// chain).
 fn chain() -> (Graph, Graph) {
+    chain_from("mul")
+}
+
+/// [`chain`] starting at `first`: `mul` (by `c`, pure: `x` is read
+/// later, so the sweep starts there and writes a fresh buffer) or
+/// `softmax` (no elementwise op: the sweep starts at the `exp` after it,
+/// which overwrites the softmax's output in place).
+fn chain_from(first: &str) -> (Graph, Graph) {
     let g = GraphBuilder::new("chain");
     let x = g.input("x", DType::F32, &[N as i64]);
     let c = g.constant("c", Tensor::from_vec(&[1], vec![0.75f32]).unwrap());
-    let mut y = x.op("mul", &[&c], Attrs::new()).unwrap();
+    let mut y = match first {
+        "mul" => x.op("mul", &[&c], Attrs::new()),
+        _ => x.op(first, &[], Attrs::new()),
+    }
+    .unwrap();
     // The second operand: none, the constant, the input, or the running
     // value itself.
     for (op, with) in [
@@ -119,6 +131,27 @@ fn twin_runs_that_agree_sweep_the_chain_once_and_end_as_stepped_runs_do() {
     assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
     assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
     assert!(!t.outputs[0].1.same_buffer(&i.outputs[0].1));
+}
+
+#[test]
+fn a_twin_sweep_that_starts_in_place_ends_as_stepped_runs_do() {
+    let (pure, pass) = chain_from("softmax");
+    let ops: Vec<&str> = pass.nodes().iter().map(|n| n.op.name()).collect();
+    assert_eq!((ops[0], ops[1]), ("softmax", "exp_inplace"));
+    let (i, t, seen) = lockstep(&pure, &pass, &feeds(false));
+    assert_eq!(seen, vec!["ran 8".to_string()]);
+    let want = stepped(&pass, &feeds(false));
+    assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
+    assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
+    // The twin's input off in its last element: the in-place buffer is
+    // put back and each run steps to its own result.
+    let (i, t, seen) = lockstep(&pure, &pass, &feeds(true));
+    assert_eq!(seen[0], "Differs");
+    assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
+    assert_eq!(
+        bits(&t.outputs[0].1),
+        bits(&stepped(&pure, &feeds(true)).outputs[0].1)
+    );
 }
 
 /// `y = x * c`, then SiLU as the pass leaves it (`y *= sigmoid(y)`, the

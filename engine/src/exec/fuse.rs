@@ -15,8 +15,8 @@
 //! In a run no listener watches, a sweep may also start at a pure
 //! elementwise node (its [`head`]): one that could not overwrite its input
 //! because something else reads it later, as `x` in SiLU's
-//! `x · sigmoid(x)`. The sweep then writes a fresh buffer, each tile
-//! copied from the head's input first, so `sigmoid, mul x` reads `x` once
+//! `x · sigmoid(x)`. The sweep then writes a fresh buffer, each tile the
+//! head's function of the head's input, so `sigmoid, mul x` reads `x` once
 //! and writes once instead of passing twice through memory. When the next
 //! node instead overwrites that input with the pure node's result as its
 //! operand (`x *= sigmoid(x)`, as the in-place pass usually leaves SiLU),
@@ -200,7 +200,7 @@ pub(crate) struct Sweep<'g> {
     /// The swept value: input 0 of the first node, or with a [`head`], the
     /// fresh buffer it writes.
     x: Tensor,
-    /// With a head: its input 0, which each tile is copied from first.
+    /// With a head: its input 0, which the head maps into each tile.
     src: Option<Tensor>,
     steps: Vec<Step>,
 }
@@ -320,7 +320,7 @@ impl Sweep<'_> {
     }
 
     /// The first node's input 0 as it reads it: the swept buffer, or with
-    /// a head, the value each tile is copied from.
+    /// a head, the value the head maps into each tile.
     pub(crate) fn input(&self) -> &Tensor {
         self.src.as_ref().unwrap_or(&self.x)
     }
@@ -407,8 +407,8 @@ fn run<T: Float + VMath + Summarize>(
 
 /// Every node over each tile of `part`, which starts at element `at`; with
 /// `out`, each node's output tile is summarized into its entry while the
-/// tile is in L1. With `src` (a head's input over `part`), each tile is
-/// copied from it first. `ops` pairs each step with its [`Role`].
+/// tile is in L1. With `src` (a head's input over `part`), the first node
+/// maps each tile from it. `ops` pairs each step with its [`Role`].
 #[allow(clippy::type_complexity)]
 fn tiles<T: Float + VMath + Summarize>(
     (ops, roles): (&[(Pointwise, Option<Operand<'_, T>>)], &[Role]),
@@ -421,18 +421,21 @@ fn tiles<T: Float + VMath + Summarize>(
     let mut scratch = vec![T::zero(); if roles.contains(&Role::ToScratch) { tile } else { 0 }];
     for (j, t) in part.chunks_mut(tile).enumerate() {
         let t_at = at + j * tile;
-        if let Some(s) = src {
-            t.copy_from_slice(&s[j * tile..j * tile + t.len()]);
-        }
+        // A head's tile is mapped from its input straight into the fresh
+        // buffer: one pass instead of a copy and a pass.
+        let from = src.map(|s| &s[j * tile..j * tile + t.len()]);
         for (k, (&(f, y), &role)) in ops.iter().zip(roles).enumerate() {
             let written: &[T] = match role {
                 Role::Tile => {
-                    apply_tile(f, t, t_at, y)?;
+                    match from.filter(|_| k == 0) {
+                        Some(s) => map_tile(f, s, t, t_at, y)?,
+                        None => apply_tile(f, t, t_at, y)?,
+                    }
                     t
                 }
                 Role::ToScratch => {
                     let s = &mut scratch[..t.len()];
-                    map_tile(f, t, s)?;
+                    map_tile(f, t, s, t_at, y)?;
                     s
                 }
                 Role::FromScratch => {
@@ -685,14 +688,26 @@ fn twin_tiles<T: Float + VMath + Summarize>(
         if !same_bits(input, tx) {
             return (start, false);
         }
-        if let Some(s) = src {
-            ti.copy_from_slice(&s[start..end]);
+        // A first node that overwrites the tile maps it from its input
+        // (one pass instead of a copy and a pass); a folded one reads the
+        // twin's copy.
+        let first_maps = ops.roles.first() == Some(&Role::Tile);
+        if !first_maps {
+            tr.copy_from_slice(tx);
         }
-        tr.copy_from_slice(tx);
         let len = ti.len();
         let steps = ops.ins.iter().zip(ops.refs).zip(ops.roles).enumerate();
         for (k, ((&(f, yi), &(g, yr)), &role)) in steps {
             let (ok, a, b): (bool, &[T], &[T]) = match role {
+                Role::Tile if k == 0 => {
+                    let ok = match src {
+                        Some(s) => map_tile(f, &s[start..end], ti, at + start, yi),
+                        None => apply_tile(f, ti, at + start, yi),
+                    }
+                    .is_ok()
+                        && map_tile(g, tx, tr, at + start, yr).is_ok();
+                    (ok, ti, tr)
+                }
                 Role::Tile => {
                     let ok = apply_tile(f, ti, at + start, yi).is_ok()
                         && apply_tile(g, tr, at + start, yr).is_ok();
@@ -700,7 +715,8 @@ fn twin_tiles<T: Float + VMath + Summarize>(
                 }
                 Role::ToScratch => {
                     let (a, b) = (&mut si[..len], &mut sr[..len]);
-                    let ok = map_tile(f, ti, a).is_ok() && map_tile(g, tr, b).is_ok();
+                    let ok = map_tile(f, ti, a, at + start, yi).is_ok()
+                        && map_tile(g, tr, b, at + start, yr).is_ok();
                     (ok, a, b)
                 }
                 Role::FromScratch => {

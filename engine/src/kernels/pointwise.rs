@@ -294,8 +294,21 @@ impl Repeat {
 
     /// `o[j] = f(x[j], y at element j)` over the whole value.
     pub fn zip<X: Copy, Y: Copy, O>(self, x: &[X], ys: &[Y], o: &mut [O], f: impl Fn(X, Y) -> O) {
+        self.zip_at(0, x, ys, o, f)
+    }
+
+    /// `o[j] = f(x[j], y at element at + j)`, `x` and `o` being the
+    /// value's elements from `at` on.
+    pub fn zip_at<X: Copy, Y: Copy, O>(
+        self,
+        at: usize,
+        x: &[X],
+        ys: &[Y],
+        o: &mut [O],
+        f: impl Fn(X, Y) -> O,
+    ) {
         let inner = self.inner;
-        self.runs(0, o.len().min(x.len()), ys.len(), |start, n, k| {
+        self.runs(at, o.len().min(x.len()), ys.len(), |start, n, k| {
             let (seg, xs) = (&mut o[start..start + n], &x[start..start + n]);
             if inner == 1 {
                 seg.iter_mut()
@@ -368,16 +381,61 @@ pub fn apply_tile<T: Float + VMath>(
     }
 }
 
-/// `dst = f(src)` for a unary step: a folded pure node's tile written
-/// straight to its scratch tile, as [`apply_tile`] on a copy of `src`
-/// would, without the copy.
-pub fn map_tile<T: Float + VMath>(p: Pointwise, src: &[T], dst: &mut [T]) -> Result<()> {
-    match p {
-        Pointwise::Unary(kind) => {
+/// `dst = f(src, y)`: [`apply_tile`] on a copy of `src` (which starts at
+/// element `at` of the swept value), without the copy. A folded pure
+/// node's tile goes straight to its scratch tile this way, and a head's
+/// tile from the head's input to the fresh buffer.
+pub fn map_tile<T: Float + VMath>(
+    p: Pointwise,
+    src: &[T],
+    dst: &mut [T],
+    at: usize,
+    y: Option<Operand<'_, T>>,
+) -> Result<()> {
+    match (p, y) {
+        (Pointwise::Unary(kind), _) => {
             unary_float::<T, _>(kind, FromTile(src, dst));
             Ok(())
         }
-        Pointwise::Binary(kind) => op_err(format!("internal: '{}' is not unary", kind.name())),
+        (Pointwise::Binary(kind), Some(y)) => {
+            binary_inplace::<T, _>(kind, FromBinaryTile { src, dst, at, y })
+        }
+        (Pointwise::Binary(kind), None) => {
+            op_err(format!("internal: fused '{}' has no operand", kind.name()))
+        }
+    }
+}
+
+/// `dst = f(src, y)` over the tile starting at element `at` of the value.
+struct FromBinaryTile<'a, 'y, T> {
+    src: &'a [T],
+    dst: &'a mut [T],
+    at: usize,
+    y: Operand<'y, T>,
+}
+
+impl<T: Copy> BinaryTarget<T> for FromBinaryTile<'_, '_, T> {
+    type Out = ();
+    fn zip(self, f: impl Fn(T, T) -> T) {
+        let (src, dst) = (self.src, self.dst);
+        match self.y {
+            Operand::Scalar(b) => dst.iter_mut().zip(src).for_each(|(o, &a)| *o = f(a, b)),
+            Operand::Slice(ys) => {
+                let ys = &ys[self.at..self.at + dst.len()];
+                dst.iter_mut()
+                    .zip(src)
+                    .zip(ys)
+                    .for_each(|((o, &a), &b)| *o = f(a, b));
+            }
+            Operand::Itself => dst.iter_mut().zip(src).for_each(|(o, &a)| *o = f(a, a)),
+            Operand::Repeat(ys, r) => r.zip_at(self.at, src, ys, dst, f),
+        }
+    }
+    fn scalar(&self) -> Option<T> {
+        match self.y {
+            Operand::Scalar(b) => Some(b),
+            _ => None,
+        }
     }
 }
 
