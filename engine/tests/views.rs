@@ -266,6 +266,27 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// `assign` of any view gives its elements in C order, into a fresh
+    /// contiguous tensor (one copy) and into a transposed one.
+    #[test]
+    fn assign_writes_a_views_elements_in_c_order(
+        (shape, idx, perm, _spec) in view_and_target(),
+    ) {
+        let v = arange_i64(&shape).slice(&idx).unwrap().permute(&perm).unwrap();
+        let dst = Tensor::zeros(DType::I64, v.shape()).unwrap();
+        dst.assign(&v).unwrap();
+        prop_assert_eq!(vals_i64(&dst), vals_i64(&v));
+        let rev: Vec<usize> = (0..v.ndim()).rev().collect();
+        let flipped: Vec<usize> = rev.iter().map(|&k| v.shape()[k]).collect();
+        let dst = Tensor::zeros(DType::I64, &flipped).unwrap().permute(&rev).unwrap();
+        dst.assign(&v).unwrap();
+        prop_assert_eq!(vals_i64(&dst), vals_i64(&v));
+    }
+}
+
 #[test]
 fn set_at_refuses_broadcast_views_and_out_of_range_indices() {
     let base = arange_f64(&[3]);

@@ -184,8 +184,10 @@ impl Op for Reshape {
         }
         // Not expressible as a view: copy into the output buffer.
         let out = ctx.output(0, x.dtype(), &shape)?;
-        let src = x.to_contiguous()?.reshape(&self.shape)?;
-        out.assign(&src)?;
+        if !out.copy_c_order(x)? {
+            // A pre-allocated output that is strided or shares x's buffer.
+            out.assign(&x.to_contiguous()?.reshape(&self.shape)?)?;
+        }
         Ok(vec![out])
     }
     fn view_map(&self) -> Vec<(usize, usize)> {

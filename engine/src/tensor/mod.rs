@@ -438,6 +438,9 @@ impl Tensor {
         if src.dtype() != self.dtype() {
             return dtype_err(format!("cannot assign {} into {}", src.dtype(), self.dtype()));
         }
+        if src.shape() == self.shape() && self.copy_c_order(src)? {
+            return Ok(());
+        }
         let src = if self.same_buffer(src) {
             src.deep_copy()?
         } else {
@@ -460,6 +463,27 @@ impl Tensor {
         }
         crate::dispatch_all!(self.dtype(), T => out.write_contiguous(|d: &mut [T]| self.gather_into(d))??);
         Ok(out)
+    }
+
+    /// Writes `src`'s elements in C order into this tensor's, as one
+    /// copy (ndarray's `assign` walks element by element) when this is
+    /// C-contiguous, of `src`'s size and dtype, on another buffer; false
+    /// (nothing written) otherwise. A reshape that is no view is such a
+    /// copy.
+    pub(crate) fn copy_c_order(&self, src: &Tensor) -> Result<bool> {
+        let fits = self.is_contiguous()
+            && src.dtype() == self.dtype()
+            && src.size() == self.size()
+            && !self.same_buffer(src);
+        if !fits {
+            return Ok(false);
+        }
+        if src.is_contiguous() {
+            crate::dispatch_all!(self.dtype(), T => src.read_contiguous(|s: &[T]| self.write_contiguous(|d: &mut [T]| copy_slice(s, d)))??);
+        } else {
+            crate::dispatch_all!(self.dtype(), T => self.write_contiguous(|d: &mut [T]| src.gather_into(d))??);
+        }
+        Ok(true)
     }
 
     /// Copies this view's elements in C order into `dst`, of its size
