@@ -1201,3 +1201,56 @@ fn views_with_short_or_long_rows_match_their_contiguous_copies() {
         assert_eq!(bits(&on_view), bits(&on_copy));
     }
 }
+
+/// `pow` with one exponent of each multiply-or-square-root form, pure and
+/// in place, on f32 and f64: each element is `powf`'s within the kernel's
+/// bound (see engine/src/kernels/pow.rs), special values alike.
+#[test]
+fn pow_by_a_small_exponent_is_powf_for_each_form() {
+    let xs: Vec<f64> = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        2.5,
+        -3.25,
+        1e-3,
+        7.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ]
+    .into_iter()
+    .chain((0..40).map(|i| (i as f64 - 20.0) * 0.37))
+    .collect();
+    for e in [0.0, 1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 0.5, -0.5] {
+        for dtype in [DType::F32, DType::F64] {
+            let x = Tensor::from_vec(&[xs.len()], xs.clone())
+                .unwrap()
+                .cast(dtype)
+                .unwrap();
+            let ex = Tensor::from_vec(&[1], vec![e]).unwrap().cast(dtype).unwrap();
+            let pure = run(&Binary::new(BinKind::Pow, false), &[x.clone(), ex.clone()]).unwrap();
+            let inplace = run(&Binary::new(BinKind::Pow, true), &[x.deep_copy().unwrap(), ex]).unwrap();
+            let want: Vec<f64> = as_f64(&x)
+                .iter()
+                .map(|&v| match dtype {
+                    DType::F32 => (v as f32).powf(e as f32) as f64,
+                    _ => v.powf(e),
+                })
+                .collect();
+            let tol = if dtype == DType::F32 {
+                2.0 * f32::EPSILON as f64
+            } else {
+                4.0 * f64::EPSILON
+            };
+            assert_close(&as_f64(&pure), &want, tol, &format!("{dtype} x ** {e}"));
+            assert_close(
+                &as_f64(&inplace),
+                &want,
+                tol,
+                &format!("{dtype} x ** {e} in place"),
+            );
+        }
+    }
+}

@@ -7,7 +7,7 @@
 use crate::dtype::{DType, Float, Num};
 use crate::error::{dtype_err, op_err, Result};
 use crate::kernels::math_fn::MathFn;
-use crate::kernels::pow::SmallPow;
+use crate::kernels::pow::{PowLoop, SmallPow};
 use crate::kernels::vmath::VMath;
 
 /// Binary arithmetic.
@@ -335,8 +335,8 @@ pub(crate) fn binary_inplace<T: Num, A: BinaryTarget<T>>(kind: BinKind, a: A) ->
             return dtype_err(format!("op 'div_inplace' needs float inputs, got {}", T::DTYPE))
         }
         BinKind::Div => a.zip(|a: T, b: T| a / b),
-        BinKind::Pow => match a.scalar().and_then(small_pow::<T>) {
-            Some(p) => a.zip(move |x: T, _| p(x)),
+        BinKind::Pow => match a.scalar().and_then(SmallPow::of) {
+            Some(p) => p.dispatch::<T, _>(ZipPow(a)),
             None => a.zip(T::pow),
         },
         BinKind::Maximum => a.zip(T::maximum),
@@ -344,11 +344,14 @@ pub(crate) fn binary_inplace<T: Num, A: BinaryTarget<T>>(kind: BinKind, a: A) ->
     })
 }
 
-/// `x ** e` by multiplies or a square root ([`SmallPow`]) when `T` is a
-/// float and `e` has such a form; `None` leaves it to `T::pow`.
-pub(crate) fn small_pow<T: Num>(e: T) -> Option<impl Fn(T) -> T + Copy> {
-    let p = SmallPow::of(e)?;
-    Some(move |x: T| p.apply(x))
+/// `x = x ** e` for one broadcast exponent `e` with a [`SmallPow`] form.
+struct ZipPow<A>(A);
+
+impl<T: Copy, A: BinaryTarget<T>> PowLoop<T> for ZipPow<A> {
+    type Out = A::Out;
+    fn run(self, pow: impl Fn(T) -> T + Copy) -> A::Out {
+        self.0.zip(move |x: T, _| pow(x))
+    }
 }
 
 /// What an in-place elementwise op does to each element of the input it

@@ -9,10 +9,9 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Zip};
 use crate::dtype::{DType, Element, Float, Num};
 use crate::error::{dtype_err, refuse_dtype, shape_err, Result};
 use crate::kernels::pointwise::Pointwise;
-use crate::kernels::pointwise::{
-    binary_inplace, relu, sign, small_pow, unary_float, BinaryTarget, Repeat, UnaryTarget,
-};
+use crate::kernels::pointwise::{binary_inplace, relu, sign, unary_float, BinaryTarget, Repeat, UnaryTarget};
 pub use crate::kernels::pointwise::{BinKind, UnKind};
+use crate::kernels::pow::{PowLoop, SmallPow};
 use crate::kernels::vmath::{par_map, par_map_inplace, VMath};
 use crate::kernels::MathFn;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
@@ -272,12 +271,25 @@ fn run_binary<T: Num>(kind: BinKind, a: &Tensor, b: &Tensor, out: &Tensor) -> Re
                 zip2(a, b, out, |x: T, y: T| x.to_f64() / y.to_f64())
             }
         }
-        BinKind::Pow => match one_element::<T>(b).and_then(small_pow::<T>) {
-            Some(p) if a.shape() == out.shape() => map1(a, out, p),
+        BinKind::Pow => match one_element::<T>(b).and_then(SmallPow::of) {
+            Some(p) if a.shape() == out.shape() => p.dispatch::<T, _>(MapPow { a, out }),
             _ => zip2(a, b, out, T::pow),
         },
         BinKind::Maximum => zip2(a, b, out, T::maximum),
         BinKind::Minimum => zip2(a, b, out, T::minimum),
+    }
+}
+
+/// `out = a ** e` for one exponent `e` with a [`SmallPow`] form.
+struct MapPow<'a> {
+    a: &'a Tensor,
+    out: &'a Tensor,
+}
+
+impl<T: Element> PowLoop<T> for MapPow<'_> {
+    type Out = Result<()>;
+    fn run(self, pow: impl Fn(T) -> T + Copy) -> Result<()> {
+        map1(self.a, self.out, pow)
     }
 }
 
