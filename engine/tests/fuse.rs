@@ -328,6 +328,13 @@ fn an_operand_that_does_not_fit_ends_the_sweep() {
     assert_eq!(fused.stats.fused, 3);
 }
 
+/// A named f32 input of `shape`: element `i` is `(i · k mod 997) / scale - 1`.
+fn ramp(name: &str, shape: &[usize], k: usize, scale: f32) -> (String, Tensor) {
+    let n: usize = shape.iter().product();
+    let v = (0..n).map(|i| ((i * k) % 997) as f32 / scale - 1.0).collect();
+    (name.to_string(), Tensor::from_vec(shape, v).unwrap())
+}
+
 /// `exp(x)` (pure, so the sweep starts there), then `+ b`, `gelu`, `* s`
 /// with `b` and `s` broadcast from the shapes given.
 fn broadcast_chain(
@@ -345,15 +352,10 @@ fn broadcast_chain(
     let y = y.op("gelu", &[], Attrs::new()).unwrap();
     let y = y.op("mul", &[&s], Attrs::new()).unwrap();
     let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
-    let ramp = |name: &str, shape: &[usize], k: usize| {
-        let n: usize = shape.iter().product();
-        let v = (0..n).map(|i| ((i * k) % 997) as f32 / 500.0 - 1.0).collect();
-        (name.to_string(), Tensor::from_vec(shape, v).unwrap())
-    };
     let f = HashMap::from([
-        ramp("x", x_shape, 7919),
-        ramp("b", b_shape, 31),
-        ramp("s", s_shape, 53),
+        ramp("x", x_shape, 7919, 500.0),
+        ramp("b", b_shape, 31, 500.0),
+        ramp("s", s_shape, 53, 500.0),
     ]);
     (graph, f)
 }
@@ -413,15 +415,10 @@ fn headed_chain(
     let y = y.op("tanh", &[], Attrs::new()).unwrap();
     let y = y.op("add", &[&x], Attrs::new()).unwrap();
     let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
-    let ramp = |name: &str, shape: &[usize], k: usize| {
-        let n: usize = shape.iter().product();
-        let v = (0..n).map(|i| ((i * k) % 997) as f32 / 300.0 - 1.0).collect();
-        (name.to_string(), Tensor::from_vec(shape, v).unwrap())
-    };
     let f = HashMap::from([
-        ramp("x", &[rows, cols], 7919),
-        ramp("z", &[rows, cols], 31),
-        ramp("b", &[cols], 53),
+        ramp("x", &[rows, cols], 7919, 300.0),
+        ramp("z", &[rows, cols], 31, 300.0),
+        ramp("b", &[cols], 53, 300.0),
     ]);
     (graph, f)
 }

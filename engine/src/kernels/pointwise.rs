@@ -191,6 +191,16 @@ pub enum Operand<'a, T> {
     Repeat(&'a [T], Repeat),
 }
 
+impl<T: Copy> Operand<'_, T> {
+    /// The value when the operand is one element.
+    fn scalar(&self) -> Option<T> {
+        match *self {
+            Operand::Scalar(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
 /// `tile = f(tile, y)` over the tile starting at element `at` of the buffer.
 struct OnBinaryTile<'a, 'y, T> {
     tile: &'a mut [T],
@@ -212,10 +222,7 @@ impl<T: Copy> BinaryTarget<T> for OnBinaryTile<'_, '_, T> {
         }
     }
     fn scalar(&self) -> Option<T> {
-        match self.y {
-            Operand::Scalar(b) => Some(b),
-            _ => None,
-        }
+        self.y.scalar()
     }
 }
 
@@ -435,10 +442,7 @@ impl<T: Copy> BinaryTarget<T> for FromBinaryTile<'_, '_, T> {
         }
     }
     fn scalar(&self) -> Option<T> {
-        match self.y {
-            Operand::Scalar(b) => Some(b),
-            _ => None,
-        }
+        self.y.scalar()
     }
 }
 
