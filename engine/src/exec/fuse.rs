@@ -680,6 +680,10 @@ fn twin_tiles<T: Float + VMath + Summarize>(
         0
     };
     let (mut si, mut sr) = (vec![T::zero(); scratch], vec![T::zero(); scratch]);
+    // A first node that overwrites the tile maps it from its input (one
+    // pass instead of a copy and a pass); a folded one reads the twin's
+    // copy.
+    let first_maps = ops.roles.first() == Some(&Role::Tile);
     let mut start = 0;
     while start < ip.len() {
         let end = (start + tile).min(ip.len());
@@ -688,10 +692,6 @@ fn twin_tiles<T: Float + VMath + Summarize>(
         if !same_bits(input, tx) {
             return (start, false);
         }
-        // A first node that overwrites the tile maps it from its input
-        // (one pass instead of a copy and a pass); a folded one reads the
-        // twin's copy.
-        let first_maps = ops.roles.first() == Some(&Role::Tile);
         if !first_maps {
             tr.copy_from_slice(tx);
         }
