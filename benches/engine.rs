@@ -178,7 +178,7 @@ fn math_paired(reps: usize) {
     };
     // (name, op, scalar function, half-width of the argument range)
     type MathCase = (&'static str, UnKind, fn(f32) -> f32, f32);
-    let cases: [MathCase; 17] = [
+    let cases: [MathCase; 18] = [
         ("exp", UnKind::Exp, f32::exp, 20.0),
         ("log", UnKind::Log, f32::ln, 1e4),
         ("sqrt", UnKind::Sqrt, f32::sqrt, 1e4),
@@ -199,6 +199,12 @@ fn math_paired(reps: usize) {
             "gelu",
             UnKind::Gelu,
             |x| 0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2)),
+            5.0,
+        ),
+        (
+            "gelu_tanh",
+            UnKind::GeluTanh,
+            |x| 0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh()),
             5.0,
         ),
     ];

@@ -928,6 +928,11 @@ fn math_expected(kind: UnKind, x: f64) -> f64 {
         UnKind::Expm1 => x.exp_m1(),
         UnKind::Softplus => x.max(0.0) + (-x.abs()).exp().ln_1p(),
         UnKind::Gelu => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+        // `x/2 · (1 + tanh(u))` without the cancellation of `1 + tanh(u)`.
+        UnKind::GeluTanh => {
+            let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3));
+            x / (1.0 + (-2.0 * u).exp())
+        }
         _ => unreachable!("covered by the caller"),
     }
 }

@@ -9,7 +9,7 @@ use vigil_engine::kernels::{MathFn, VMath};
 use vigil_engine::ops::elementwise::{UnKind, Unary};
 use vigil_engine::{Op, OpCtx, Tensor};
 
-const ALL: [MathFn; 17] = MathFn::ALL;
+const ALL: [MathFn; 18] = MathFn::ALL;
 
 /// The f64 reference, rounded to f32 once.
 fn reference(f: MathFn, x: f32) -> f32 {
@@ -32,8 +32,17 @@ fn reference(f: MathFn, x: f32) -> f32 {
         MathFn::Log1p => x.ln_1p(),
         MathFn::Erf => libm::erf(x),
         MathFn::Gelu => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+        MathFn::GeluTanh => gelu_tanh(x),
     };
     y as f32
+}
+
+/// `x/2 · (1 + tanh(u))`, `u = √(2/π) · (x + 0.044715·x³)`, written as
+/// `x / (1 + exp(−2u))`: in f64 `1 + tanh(u)` is 0 from u ≈ −19 on, where
+/// the f32 result is still a normal number.
+fn gelu_tanh(x: f64) -> f64 {
+    let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3));
+    x / (1.0 + (-2.0 * u).exp())
 }
 
 /// Distance in units in the last place; +0 and -0 are 0 apart.

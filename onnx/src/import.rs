@@ -281,9 +281,16 @@ impl Importer {
             .collect())
     }
 
-    /// Translates `nodes` in order, binding their outputs.
-    pub(crate) fn import_nodes(&mut self, nodes: &[NodeProto]) -> Result<()> {
+    /// Translates `nodes` in order, binding their outputs; `outputs` are
+    /// the outputs of the graph they belong to. The patterns of
+    /// [`crate::fold`] become one node each.
+    pub(crate) fn import_nodes(&mut self, nodes: &[NodeProto], outputs: &[ValueInfoProto]) -> Result<()> {
+        let folds = crate::fold::gelu_tanh(self, nodes, outputs);
+        let skipped: HashSet<usize> = folds.values().flat_map(|f| f.members.iter().copied()).collect();
         for (k, n) in nodes.iter().enumerate() {
+            if skipped.contains(&k) {
+                continue;
+            }
             let onnx_name = if n.name.is_empty() {
                 format!("{}_{k}", n.op_type)
             } else {
@@ -307,7 +314,10 @@ impl Importer {
                     domain: n.domain.clone(),
                 });
             }
-            let out = crate::ops::import_node(self, &ctx)?;
+            let out = match folds.get(&k) {
+                Some(f) => crate::ops::gelu_tanh_of(self, &ctx, &f.x)?,
+                None => crate::ops::import_node(self, &ctx)?,
+            };
             for (j, o) in n.output.iter().enumerate() {
                 // Multi-output translations (Split) bind their other outputs.
                 if j > 0 && !o.is_empty() && self.used.contains(o) && self.value(o).is_none() {
@@ -379,7 +389,7 @@ fn subgraphs(n: &NodeProto) -> impl Iterator<Item = &GraphProto> {
 
 /// Every value name a node of `g` or of its subgraphs reads, and `g`'s
 /// outputs.
-fn reads(g: &GraphProto) -> HashSet<String> {
+pub(crate) fn reads(g: &GraphProto) -> HashSet<String> {
     let mut out: HashSet<String> = g.output.iter().map(|o| o.name.clone()).collect();
     for n in &g.node {
         out.extend(n.input.iter().cloned());
@@ -521,7 +531,7 @@ impl Importer {
             let v = sub.constant(&t.name, tensor);
             sub.bind(&t.name, v);
         }
-        sub.import_nodes(&g.node)?;
+        sub.import_nodes(&g.node, &g.output)?;
         let (_, outputs) = sub.graph_outputs(&g.output)?;
         let mut constants = Vec::new();
         for n in &sub.consts {
@@ -556,7 +566,7 @@ impl Importer {
             let v = self.constant(&t.name, tensor);
             self.bind(&t.name, v);
         }
-        self.import_nodes(&g.node)?;
+        self.import_nodes(&g.node, &g.output)?;
         g.output
             .iter()
             .map(|o| {
@@ -782,7 +792,7 @@ pub fn import_with(model: &ModelProto, opts: &Options, known: Option<&std::path:
             },
         );
     }
-    imp.import_nodes(&g.node)?;
+    imp.import_nodes(&g.node, &g.output)?;
     let (outputs, out_vars) = imp.graph_outputs(&g.output)?;
     let file = GraphFile {
         format: FORMAT.to_string(),

@@ -8,6 +8,7 @@
 pub mod case;
 pub mod error;
 pub mod external;
+mod fold;
 pub mod import;
 pub mod model;
 mod ops;

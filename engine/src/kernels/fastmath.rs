@@ -30,7 +30,7 @@ use rten_vecmath::{Exp, Tanh};
 
 use crate::kernels::chebyshev::power_series;
 use crate::kernels::math_fn::MathFn;
-use crate::kernels::vmath::gelu_f64;
+use crate::kernels::vmath::{gelu_f64, gelu_tanh_f64, GELU_TANH_A, GELU_TANH_B, GELU_TANH_FLOOR};
 
 /// Whether this CPU has the instructions the run-time kernels need.
 pub fn available() -> bool {
@@ -81,7 +81,7 @@ impl SimdUnaryOp<f32> for Sigmoid {
     }
 }
 
-/// `exp(a)` for `a` in [−87, 0] (NaN gives NaN): `2^j (1 + w)` with
+/// `exp(a)` for `a` in [−87, 88] (NaN gives NaN): `2^j (1 + w)` with
 /// `w = r + r² q(r)`, `a = j ln2 + r`, |r| ≤ ln2/2.
 #[inline(always)]
 fn exp_normal<I: Isa>(isa: I, f: &ExpFit, a: I::F32) -> I::F32 {
@@ -312,27 +312,112 @@ impl SimdUnaryOp<f32> for Gelu {
 
         let low = ops.lt(x, c(GELU_FAST_FLOOR));
         if isa.m32().any(low) {
-            return gelu_low_lanes(isa, x, out);
+            return low_lanes(isa, x, out, GELU_FAST_FLOOR, gelu_f64);
         }
         out
     }
 }
 
-/// `out`, with the lanes where x < [`GELU_FAST_FLOOR`] replaced by the
-/// f64 definition.
+/// `out`, with the lanes where x < `floor` replaced by the f64
+/// definition `f`.
 #[cold]
-fn gelu_low_lanes<I: Isa>(isa: I, x: I::F32, out: I::F32) -> I::F32 {
+fn low_lanes<I: Isa>(isa: I, x: I::F32, out: I::F32, floor: f32, f: fn(f64) -> f64) -> I::F32 {
     let ops = isa.f32();
     let n = ops.len();
     let (mut xs, mut ys) = ([0f32; MAX_LANES], [0f32; MAX_LANES]);
     ops.store(x, &mut xs[..n]);
     ops.store(out, &mut ys[..n]);
     for (y, &x) in ys[..n].iter_mut().zip(&xs[..n]) {
-        if x < GELU_FAST_FLOOR {
-            *y = gelu_f64(f64::from(x)) as f32;
+        if x < floor {
+            *y = f(f64::from(x)) as f32;
         }
     }
     ops.load(&ys[..n])
+}
+
+/// The tanh GELU, `x · σ(z)` with `z = A·x + B·x³` ([`GELU_TANH_A`]), within
+/// 2 ULP of the f64 definition (exhaustive scan):
+///
+/// - the result is `x / (1 + e)`, `e = exp(−z)`: for x < 0 its relative
+///   error is `z`'s absolute error, and `|z|` reaches 66 by x = −9, so
+///   `z` is carried as two f32s (`x²`, `x³` and the products split
+///   exactly by FMA); one f32 `z` would cost up to ~60 ULP there;
+/// - `e = exp(−z_hi)` by [`exp_normal`], with `−z_hi` clamped to −87
+///   where `e` no longer reaches the sum (and `x` to 20, so `x³` never
+///   overflows); `1 + e · (1 − z_lo)` as two f32s, and the quotient
+///   corrected by its remainder, so that neither the sum nor `z_lo`
+///   costs a rounding;
+/// - x < −9 (and −inf): the f64 definition, lane by lane.
+struct GeluTanh {
+    a: (f32, f32),
+    b: (f32, f32),
+    exp: &'static ExpFit,
+}
+
+impl GeluTanh {
+    fn new() -> GeluTanh {
+        let split = |v: f64| (v as f32, (v - f64::from(v as f32)) as f32);
+        GeluTanh {
+            a: split(GELU_TANH_A),
+            b: split(GELU_TANH_B),
+            exp: exp_fit(),
+        }
+    }
+}
+
+impl SimdUnaryOp<f32> for GeluTanh {
+    #[inline(always)]
+    fn eval<I: Isa>(&self, isa: I, x: I::F32) -> I::F32 {
+        let ops = isa.f32();
+        let c = |v: f32| ops.splat(v);
+        let xc = ops.min(x, c(20.0));
+        // x² and x³ as hi + lo.
+        let s = ops.mul(xc, xc);
+        let s_lo = ops.mul_add(xc, xc, ops.neg(s));
+        let q = ops.mul(s, xc);
+        let q_lo = ops.mul_add(s_lo, xc, ops.mul_add(s, xc, ops.neg(q)));
+        // B·x³ and A·x as hi + lo.
+        let (bh, bl) = (c(self.b.0), c(self.b.1));
+        let bq = ops.mul(bh, q);
+        let bq_lo = ops.add(
+            ops.mul_add(bh, q, ops.neg(bq)),
+            ops.mul_add(bl, q, ops.mul(bh, q_lo)),
+        );
+        let (ah, al) = (c(self.a.0), c(self.a.1));
+        let ax = ops.mul(ah, xc);
+        let ax_lo = ops.mul_add(al, xc, ops.mul_add(ah, xc, ops.neg(ax)));
+        // z = A·x + B·x³ (terms of one sign): two-sum.
+        let z = ops.add(ax, bq);
+        let bb = ops.sub(z, ax);
+        let z_err = ops.add(ops.sub(ax, ops.sub(z, bb)), ops.sub(bq, bb));
+        let z_lo = ops.add(z_err, ops.add(ax_lo, bq_lo));
+
+        // For x ≥ −9, −z ≤ 66.4: e stays a normal number.
+        let e = exp_normal(isa, self.exp, ops.max(ops.neg(z), c(-87.0)));
+        // d = 1 + e·(1 − z_lo) as hi + lo (two-sum by magnitude, e ≥ 0).
+        let d = ops.add(ops.one(), e);
+        let d_err = ops.select(
+            ops.add(ops.sub(e, d), ops.one()),
+            ops.add(ops.sub(ops.one(), d), e),
+            ops.gt(e, ops.one()),
+        );
+        let d_lo = ops.mul_add(e, ops.neg(z_lo), d_err);
+        // x / (d + d_lo): the quotient, then its correction from the exact
+        // remainder.
+        let q = ops.div(x, d);
+        let rem = ops.mul_add(ops.neg(q), d, x);
+        let out = ops.add(q, ops.div(ops.mul_add(ops.neg(q), d_lo, rem), d));
+        // +inf (whose remainder is NaN), every x where σ(z) is 1, and
+        // zeros, whose sign the correction's +0 would drop.
+        let out = ops.select(x, out, ops.ge(x, c(20.0)));
+        let out = ops.select(x, out, ops.eq(x, ops.zero()));
+
+        let low = ops.lt(x, c(GELU_TANH_FLOOR));
+        if isa.m32().any(low) {
+            return low_lanes(isa, x, out, GELU_TANH_FLOOR, gelu_tanh_f64);
+        }
+        out
+    }
 }
 
 /// The widest vector any instruction set has (AVX-512: 16 f32 lanes).
@@ -411,6 +496,10 @@ macro_rules! with_kernel {
                 let $op = &Gelu(gelu_fit(), exp_fit());
                 Some($body)
             }
+            MathFn::GeluTanh => {
+                let $op = &GeluTanh::new();
+                Some($body)
+            }
             _ => None,
         }
     };
@@ -467,11 +556,12 @@ mod tests {
         xs.extend((0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099)));
         // (function, f64 reference, ULP bound)
         type Case = (MathFn, fn(f64) -> f64, u64);
-        let cases: [Case; 4] = [
+        let cases: [Case; 5] = [
             (MathFn::Exp, f64::exp, 1),
             (MathFn::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 2),
             (MathFn::Tanh, f64::tanh, 2),
             (MathFn::Gelu, gelu_f64, 1),
+            (MathFn::GeluTanh, gelu_tanh_f64, 2),
         ];
         for (f, reference, bound) in cases {
             let mut out = vec![0f32; xs.len()];

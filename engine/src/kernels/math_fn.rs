@@ -22,10 +22,13 @@ pub enum MathFn {
     Erf,
     /// `x · Φ(x) = x/2 · (1 + erf(x/√2))`, the exact (erf) GELU.
     Gelu,
+    /// `x/2 · (1 + tanh(√(2/π) · (x + 0.044715·x³)))`, the tanh GELU of
+    /// GPT-2 and ONNX's `Gelu(approximate = "tanh")`.
+    GeluTanh,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 17] = [
+    pub const ALL: [MathFn; 18] = [
         MathFn::Exp,
         MathFn::Log,
         MathFn::Sqrt,
@@ -43,5 +46,6 @@ impl MathFn {
         MathFn::Log1p,
         MathFn::Erf,
         MathFn::Gelu,
+        MathFn::GeluTanh,
     ];
 }

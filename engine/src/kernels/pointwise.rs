@@ -94,10 +94,11 @@ pub enum UnKind {
     Expm1,
     Softplus,
     Gelu,
+    GeluTanh,
 }
 
 impl UnKind {
-    pub const ALL: [UnKind; 29] = [
+    pub const ALL: [UnKind; 30] = [
         UnKind::Neg,
         UnKind::Abs,
         UnKind::Exp,
@@ -127,6 +128,7 @@ impl UnKind {
         UnKind::Expm1,
         UnKind::Softplus,
         UnKind::Gelu,
+        UnKind::GeluTanh,
     ];
 
     pub fn name(self) -> &'static str {
@@ -160,6 +162,7 @@ impl UnKind {
             UnKind::Expm1 => "expm1",
             UnKind::Softplus => "softplus",
             UnKind::Gelu => "gelu",
+            UnKind::GeluTanh => "gelu_tanh",
         }
     }
 
@@ -544,6 +547,7 @@ pub(crate) fn unary_float<T: Float + VMath, A: UnaryTarget<T>>(kind: UnKind, a: 
         UnKind::Softplus => a.map(softplus::<T>),
         UnKind::Erf => a.math(MathFn::Erf),
         UnKind::Gelu => a.math(MathFn::Gelu),
+        UnKind::GeluTanh => a.math(MathFn::GeluTanh),
         UnKind::Round => a.map(|x: T| via_f64(x, f64::round_ties_even)),
         UnKind::Neg => a.map(T::neg_w),
         UnKind::Abs => a.map(<T as Num>::abs),

@@ -235,6 +235,7 @@ fn apply8(f: MathFn, v: f32x8) -> f32x8 {
         MathFn::Log1p => via_f64x4(v, |d| d.ln_1p()),
         MathFn::Erf => via_f64x4(v, |d| crate::kernels::erf::erf4(crate::kernels::erf::fit(), d)),
         MathFn::Gelu => gelu8(v),
+        MathFn::GeluTanh => gelu_tanh8(v),
     }
 }
 
@@ -273,6 +274,48 @@ fn gelu8(v: f32x8) -> f32x8 {
 /// The GELU's definition in f64 (`libm`'s erf).
 pub(crate) fn gelu_f64(x: f64) -> f64 {
     0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
+}
+
+/// `2 · √(2/π)` and `2 · √(2/π) · 0.044715`: the tanh GELU is
+/// `x · σ(z)` with `z = A·x + B·x³` (as `(1 + tanh(z/2))/2 = σ(z)`).
+pub(crate) const GELU_TANH_A: f64 = 1.595_769_121_605_730_7;
+pub(crate) const GELU_TANH_B: f64 = GELU_TANH_A * 0.044_715;
+
+/// Below this, the tanh GELU's f32 kernels hand lanes to
+/// [`gelu_tanh_f64`]: its results there are tiny or subnormal (at -9,
+/// about -1.3e-28, with `exp(−z)` near f32's limit), and -inf gives NaN
+/// as the formula does.
+pub(crate) const GELU_TANH_FLOOR: f32 = -9.0;
+
+/// The tanh GELU's definition in f64, as `x / (1 + exp(−z))`: the
+/// formula's `x/2 · (1 + tanh(z/2))` cancels for x < 0, where `1 + tanh`
+/// loses what the result keeps (f64's `tanh(-33)` is already -1).
+pub(crate) fn gelu_tanh_f64(x: f64) -> f64 {
+    x / (1.0 + (-x * (GELU_TANH_A + GELU_TANH_B * x * x)).exp())
+}
+
+/// The tanh GELU in f64 lanes, rounded once: lanes below
+/// [`GELU_TANH_FLOOR`] (and NaN) take [`gelu_tanh_f64`].
+fn gelu_tanh8(v: f32x8) -> f32x8 {
+    let low = !v.simd_ge(f32x8::splat(GELU_TANH_FLOOR)).to_bitmask() & 0xff;
+    let scalar = |x: f32| gelu_tanh_f64(x as f64) as f32;
+    if low == 0xff {
+        return f32x8::new(v.to_array().map(scalar));
+    }
+    let r = via_f64x4(v, |d| {
+        let z = d * (f64x4::splat(GELU_TANH_A) + f64x4::splat(GELU_TANH_B) * d * d);
+        d / (f64x4::ONE + (-z).exp())
+    });
+    if low == 0 {
+        return r;
+    }
+    let (mut out, xs) = (r.to_array(), v.to_array());
+    for (i, (o, &x)) in out.iter_mut().zip(&xs).enumerate() {
+        if low >> i & 1 == 1 {
+            *o = scalar(x);
+        }
+    }
+    f32x8::new(out)
 }
 
 #[inline(always)]
@@ -328,7 +371,7 @@ impl VMath for f32 {
         }
         each!(
             Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf,
-            Gelu
+            Gelu, GeluTanh
         )
     }
 
@@ -345,7 +388,7 @@ impl VMath for f32 {
         }
         each!(
             Exp, Log, Sqrt, Tanh, Sigmoid, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Expm1, Log1p, Erf,
-            Gelu
+            Gelu, GeluTanh
         )
     }
 
@@ -376,6 +419,7 @@ fn f64_fn(f: MathFn) -> fn(f64) -> f64 {
         MathFn::Log1p => f64::ln_1p,
         MathFn::Erf => libm::erf,
         MathFn::Gelu => gelu_f64,
+        MathFn::GeluTanh => gelu_tanh_f64,
         MathFn::Sigmoid => |x: f64| {
             let e = (-x.abs()).exp();
             if x < 0.0 {
@@ -441,3 +485,46 @@ macro_rules! vmath_half {
     )*};
 }
 vmath_half!(half::f16, half::bf16);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::compare::ulp_distance;
+    use crate::DType;
+
+    /// The `wide` kernels, which a CPU with AVX2 and FMA never runs
+    /// through [`VMath`], hold the same bounds against the f64 functions:
+    /// a ramp over the interesting range, specials, and every 4099th bit
+    /// pattern (every binade of both signs).
+    #[test]
+    fn the_wide_kernels_hold_the_bounds_without_avx2() {
+        let mut xs: Vec<f32> = (0..20_000).map(|i| (i as f32 - 10_000.0) * 0.0123).collect();
+        xs.extend([
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -9.0,
+            -9.000001,
+            20.0,
+        ]);
+        xs.extend((0..u32::MAX / 4099).map(|i| f32::from_bits(i * 4099)));
+        for f in [MathFn::Gelu, MathFn::GeluTanh] {
+            let mut out = vec![0f32; xs.len()];
+            map_f32(&xs, &mut out, |v| apply8(f, v));
+            for (&x, &y) in xs.iter().zip(&out) {
+                let want = f64_fn(f)(f64::from(x)) as f32;
+                if want.is_nan() {
+                    assert!(y.is_nan(), "{f:?}({x}) = {y}, want NaN");
+                    continue;
+                }
+                let d = ulp_distance(f64::from(y), f64::from(want), DType::F32);
+                assert!(d <= 2, "{f:?}({x}) = {y}, want {want} ({d} ULP)");
+                if want == 0.0 {
+                    assert_eq!(y.is_sign_negative(), want.is_sign_negative(), "{f:?}({x})");
+                }
+            }
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use vigil_engine::Attrs;
 
-use crate::error::Result;
+use crate::error::{ImportError, Result};
 use crate::import::{Importer, NodeCtx, Value};
 
 use super::emit::{input, out, scalar, step};
@@ -52,38 +52,27 @@ pub(super) const OPS: &[Op] = &[
     Op::new("IsInf", 10, isinf),
 ];
 
-/// The Vigil op of the same name in lower case. `approximate = "tanh"`
-/// (Gelu's) is the formula in `mul`, `add` and `tanh` nodes.
+/// The Vigil op of the same name in lower case; `approximate = "tanh"`
+/// (Gelu's) is `gelu_tanh`.
 fn unary(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
-    match c.s("approximate").as_deref() {
-        None | Some("none") => {}
-        Some("tanh") => return gelu_tanh(imp, c),
+    let name = match c.s("approximate").as_deref() {
+        None | Some("none") => c.op_type.to_lowercase(),
+        Some("tanh") => "gelu_tanh".into(),
         Some(a) => return Err(c.bad_attr("approximate", format!("unknown value '{a}'"))),
-    }
+    };
     let x = input(imp, c, 0)?;
-    out(imp, c, &c.op_type.to_lowercase(), Attrs::new(), &[x])
+    out(imp, c, &name, Attrs::new(), &[x])
 }
 
-/// Gelu with `approximate = "tanh"`:
-/// `x/2 · (1 + tanh(√(2/π) · (x + 0.044715·x³)))`.
-fn gelu_tanh(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
-    let x = input(imp, c, 0)?;
-    let dt = x.ty.dtype;
-    let mul =
-        |imp: &mut Importer, a: Value, b: Value, tag: &str| step(imp, c, "mul", Attrs::new(), &[a, b], tag);
-    let x2 = mul(imp, x.clone(), x.clone(), "x2")?;
-    let x3 = mul(imp, x2, x.clone(), "x3")?;
-    let k = scalar(imp, c, dt, 0.044715, "k")?;
-    let kx3 = mul(imp, x3, k, "kx3")?;
-    let inner = step(imp, c, "add", Attrs::new(), &[x.clone(), kx3], "inner")?;
-    let s = scalar(imp, c, dt, (2.0 / std::f64::consts::PI).sqrt(), "s")?;
-    let scaled = mul(imp, inner, s, "scaled")?;
-    let t = step(imp, c, "tanh", Attrs::new(), &[scaled], "tanh")?;
-    let one = scalar(imp, c, dt, 1.0, "one")?;
-    let t1 = step(imp, c, "add", Attrs::new(), &[t, one], "one_plus")?;
-    let half = scalar(imp, c, dt, 0.5, "half")?;
-    let hx = mul(imp, x, half, "half_x")?;
-    out(imp, c, "mul", Attrs::new(), &[hx, t1])
+/// The tanh GELU of ONNX value `x`, for a pattern of nodes that
+/// [`crate::fold`] found ending at node `c`.
+pub(crate) fn gelu_tanh_of(imp: &mut Importer, c: &NodeCtx, x: &str) -> Result<Value> {
+    let x = imp.value(x).cloned().ok_or_else(|| ImportError::UndefinedInput {
+        node: c.onnx_name.clone(),
+        op: c.op_type.clone(),
+        input: x.to_string(),
+    })?;
+    out(imp, c, "gelu_tanh", Attrs::new(), &[x])
 }
 
 fn binary(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {

@@ -119,6 +119,8 @@ pub(crate) fn find(op_type: &str) -> Option<&'static Op> {
     all().find(|op| op.op_type == op_type)
 }
 
+pub(crate) use math::gelu_tanh_of;
+
 /// Translates one node; returns the value of its output 0.
 pub(crate) fn import_node(imp: &mut Importer, c: &NodeCtx) -> Result<Value> {
     match find(&c.op_type) {
