@@ -247,18 +247,28 @@ const GELU_SIMD_FLOOR: f32 = -3.0;
 /// `x/2 · (1 + erf(x/√2))` in f64 lanes (the erf fit of `erf.rs`), rounded
 /// once: within 1 ULP for x ≥ -3; lanes below (and NaN) take [`gelu_f64`].
 fn gelu8(v: f32x8) -> f32x8 {
-    let low = !v.simd_ge(f32x8::splat(GELU_SIMD_FLOOR)).to_bitmask() & 0xff;
-    let scalar = |x: f32| gelu_f64(x as f64) as f32;
+    below(v, GELU_SIMD_FLOOR, gelu_f64, |v| {
+        via_f64x4(v, |d| {
+            let e = crate::kernels::erf::erf4(
+                crate::kernels::erf::fit(),
+                d * f64x4::splat(std::f64::consts::FRAC_1_SQRT_2),
+            );
+            f64x4::splat(0.5) * d * (f64x4::splat(1.0) + e)
+        })
+    })
+}
+
+/// `simd(v)`, with the lanes of `v` below `floor` (and NaN) replaced by
+/// the f64 function `g` rounded once (a vector of only such lanes skips
+/// `simd`).
+#[inline(always)]
+fn below(v: f32x8, floor: f32, g: fn(f64) -> f64, simd: impl Fn(f32x8) -> f32x8) -> f32x8 {
+    let low = !v.simd_ge(f32x8::splat(floor)).to_bitmask() & 0xff;
+    let scalar = |x: f32| g(f64::from(x)) as f32;
     if low == 0xff {
         return f32x8::new(v.to_array().map(scalar));
     }
-    let r = via_f64x4(v, |d| {
-        let e = crate::kernels::erf::erf4(
-            crate::kernels::erf::fit(),
-            d * f64x4::splat(std::f64::consts::FRAC_1_SQRT_2),
-        );
-        f64x4::splat(0.5) * d * (f64x4::splat(1.0) + e)
-    });
+    let r = simd(v);
     if low == 0 {
         return r;
     }
@@ -297,25 +307,12 @@ pub(crate) fn gelu_tanh_f64(x: f64) -> f64 {
 /// The tanh GELU in f64 lanes, rounded once: lanes below
 /// [`GELU_TANH_FLOOR`] (and NaN) take [`gelu_tanh_f64`].
 fn gelu_tanh8(v: f32x8) -> f32x8 {
-    let low = !v.simd_ge(f32x8::splat(GELU_TANH_FLOOR)).to_bitmask() & 0xff;
-    let scalar = |x: f32| gelu_tanh_f64(x as f64) as f32;
-    if low == 0xff {
-        return f32x8::new(v.to_array().map(scalar));
-    }
-    let r = via_f64x4(v, |d| {
-        let z = d * (f64x4::splat(GELU_TANH_A) + f64x4::splat(GELU_TANH_B) * d * d);
-        d / (f64x4::ONE + (-z).exp())
-    });
-    if low == 0 {
-        return r;
-    }
-    let (mut out, xs) = (r.to_array(), v.to_array());
-    for (i, (o, &x)) in out.iter_mut().zip(&xs).enumerate() {
-        if low >> i & 1 == 1 {
-            *o = scalar(x);
-        }
-    }
-    f32x8::new(out)
+    below(v, GELU_TANH_FLOOR, gelu_tanh_f64, |v| {
+        via_f64x4(v, |d| {
+            let z = d * (f64x4::splat(GELU_TANH_A) + f64x4::splat(GELU_TANH_B) * d * d);
+            d / (f64x4::ONE + (-z).exp())
+        })
+    })
 }
 
 #[inline(always)]
