@@ -150,7 +150,6 @@ impl<'a> Nodes<'a> {
 
     /// `h = x · 0.5` and `o = 1 + tanh(√(2/π) · (x + 0.044715 · x³))`.
     fn gelu_tanh_of(&self, h: &str, o: &str) -> Option<Fold> {
-        let mut members = Vec::new();
         let (ko, add_one) = self.inner(o, "Add")?;
         let t = Self::orders(add_one)
             .into_iter()
@@ -171,7 +170,7 @@ impl<'a> Nodes<'a> {
         {
             return None;
         }
-        members.extend([ko, kt, ks, ka, kh]);
+        let mut members = vec![ko, kt, ks, ka, kh];
         members.extend(cube);
         Some(Fold {
             x: x.to_string(),
