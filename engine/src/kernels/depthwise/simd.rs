@@ -94,6 +94,15 @@ fn ceil_div(n: i64, d: i64) -> i64 {
     (n + d - 1).div_euclid(d)
 }
 
+/// The columns `lo..hi` of a column phase that are inside the input: phase
+/// column `j` holds input column `j · stride + shift`.
+#[derive(Clone, Copy)]
+struct Run {
+    shift: i64,
+    lo: usize,
+    hi: usize,
+}
+
 /// The buffer layout of one channel for vectors of `lanes` f32.
 struct Geometry {
     h: Axis,
@@ -108,6 +117,8 @@ struct Geometry {
     grid: usize,
     /// Buffer offset of each tap (row-major over the kernel).
     taps: Vec<usize>,
+    /// Per column phase, the run of its columns inside the input.
+    runs: Vec<Run>,
     /// Output columns, and grid columns per output column: the conv's
     /// column stride when the grid's columns are dense (see
     /// [`Geometry::new`]), else 1.
@@ -138,7 +149,10 @@ impl Geometry {
             let (_, sw) = shift(&w, w.offset.iter().max().copied().unwrap_or(0));
             sh * wq + sw
         };
-        let phase = (grid + max_shift).max(hq * wq);
+        // A phase's last row may spill a vector past it (see
+        // [`Geometry::fill`]): its slack holds that vector, so the spill
+        // stays out of the next phase, whose rows are already written.
+        let phase = (grid + max_shift).max(hq * wq + lanes);
         let mut taps = Vec::with_capacity(h.offset.len() * w.offset.len());
         for &oh in &h.offset {
             let (ph, sh) = shift(&h, oh);
@@ -147,12 +161,23 @@ impl Geometry {
                 taps.push((ph * w.stride + pw) * phase + sh * wq + sw);
             }
         }
+        let runs = (0..w.stride)
+            .map(|pw| {
+                // Phase column j holds padded column j·sw + pw.
+                let shift = pw as i64 + w.base;
+                let clamp = |j: i64| j.clamp(0, wq as i64) as usize;
+                let lo = clamp(ceil_div(-shift, w.stride as i64));
+                let hi = clamp(ceil_div(w.input as i64 - shift, w.stride as i64)).max(lo);
+                Run { shift, lo, hi }
+            })
+            .collect();
         Some(Geometry {
             hq,
             wq,
             phase,
             grid,
             taps,
+            runs,
             h,
             w,
             wo,
@@ -168,39 +193,39 @@ impl Geometry {
     /// starts with (the rest of the input may follow it). Rows are
     /// written with whole vectors, zeros included, so short rows and their
     /// padding cost no memcpy or memset calls: a row's last vector may spill
-    /// into the next row, which is written after it (and the last row's
-    /// into the slack, zeroed after the rows, or into the `lanes` elements
-    /// [`Geometry::buffer_len`] keeps past the last phase).
+    /// into the next row of its phase, which is written after it (and the
+    /// last row's into the phase's slack, zeroed after the rows, or into the
+    /// `lanes` elements [`Geometry::buffer_len`] keeps past the last phase).
+    /// Input rows are read in order, each once from memory (its column
+    /// phases one after the other): a stride-2 plane read phase by phase
+    /// went through its even rows, then again for its odd ones. `tails`
+    /// holds each column phase's last-vector mask (`first_n_mask` of its
+    /// run's length modulo the lanes), made once per task: rten-simd builds
+    /// a mask lane by lane.
     #[inline(always)]
-    fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32]) {
+    fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32], tails: &[I::M32]) {
         let (sh, sw, wq) = (self.h.stride, self.w.stride, self.wq);
-        let grid_len = self.hq * wq;
-        for ph in 0..sh {
-            for pw in 0..sw {
-                let at = (ph * sw + pw) * self.phase;
-                // Phase column j holds padded column j·sw + pw: input
-                // column j·sw + shift, inside the row for j in lo..hi.
-                let shift = pw as i64 + self.w.base;
-                let clamp = |j: i64| j.clamp(0, wq as i64) as usize;
-                let lo = clamp(ceil_div(-shift, sw as i64));
-                let hi = clamp(ceil_div(self.w.input as i64 - shift, sw as i64)).max(lo);
-                // Every row of the phase copies the same count: its last
-                // vector's mask, made once (rten-simd builds one lane by lane).
-                let tail = isa.f32().first_n_mask((hi - lo) % isa.f32().len());
-                for r in 0..self.hq {
+        for r in 0..self.hq {
+            for ph in 0..sh {
+                let ih = self.h.input_at(r * sh + ph);
+                for (pw, (run, &tail)) in self.runs.iter().zip(tails).enumerate() {
+                    let at = (ph * sw + pw) * self.phase;
                     let row = &mut buf[at + r * wq..];
-                    let src: &[f32] = match self.h.input_at(r * sh + ph) {
-                        Some(ih) if lo < hi => {
-                            let first = (lo as i64 * sw as i64 + shift) as usize;
+                    let src: &[f32] = match ih {
+                        Some(ih) if run.lo < run.hi => {
+                            let first = (run.lo as i64 * sw as i64 + run.shift) as usize;
                             &x[ih * self.w.input + first..]
                         }
                         _ => &[],
                     };
-                    let n = if src.is_empty() { 0 } else { hi - lo };
-                    put_row(isa, row, wq, (lo, n), src, sw, tail);
+                    let n = if src.is_empty() { 0 } else { run.hi - run.lo };
+                    put_row(isa, row, wq, (run.lo, n), src, sw, tail);
                 }
-                buf[at + grid_len..at + self.phase].fill(0.0);
             }
+        }
+        let grid_len = self.hq * wq;
+        for p in 0..sh * sw {
+            buf[p * self.phase + grid_len..(p + 1) * self.phase].fill(0.0);
         }
     }
 }
@@ -328,14 +353,20 @@ impl SimdOp for Channels<'_> {
     #[inline(always)]
     fn eval<I: Isa>(self, isa: I) {
         let (geo, d) = (self.geo, self.d);
-        let mut buf = vec![0f32; geo.buffer_len(isa.f32().len())];
+        let ops = isa.f32();
+        let mut buf = vec![0f32; geo.buffer_len(ops.len())];
+        let tails: Vec<I::M32> = geo
+            .runs
+            .iter()
+            .map(|r| ops.first_n_mask((r.hi - r.lo) % ops.len()))
+            .collect();
         let mut grid = vec![0f32; geo.grid];
         let mut filled = None;
         for (i, o) in self.out.chunks_exact_mut(self.op).enumerate() {
             let m = self.first + i;
             let c = m / d.per;
             if filled != Some(c) {
-                geo.fill(isa, &d.x[c * self.ip..], &mut buf);
+                geo.fill(isa, &d.x[c * self.ip..], &mut buf, &tails);
                 filled = Some(c);
             }
             let wt = &d.wts.taps[m * self.k..(m + 1) * self.k];
@@ -486,6 +517,11 @@ mod tests {
             (40, 3, 2, 1, 1, 1),
             (70, 3, 2, 1, 1, 1),
             (61, 5, 2, 1, 2, 1),
+            // Column phases without padding: a phase's first row holds
+            // input, where the last row of the phase before it could spill.
+            (70, 3, 2, 1, 0, 1),
+            (66, 3, 2, 1, 0, 1),
+            (67, 5, 2, 1, 0, 1),
         ]
         .iter()
         .enumerate()
