@@ -96,7 +96,6 @@ fn ceil_div(n: i64, d: i64) -> i64 {
 
 /// The columns `lo..hi` of a column phase that are inside the input: phase
 /// column `j` holds input column `j · stride + shift`.
-#[derive(Clone, Copy)]
 struct Run {
     shift: i64,
     lo: usize,
@@ -110,8 +109,9 @@ struct Geometry {
     /// Rows and columns of each phase.
     hq: usize,
     wq: usize,
-    /// Elements of each phase: `hq · wq` and the slack the last vector's
-    /// shifted loads read past it.
+    /// Elements of each phase: `hq · wq` and the slack that the last
+    /// vector's shifted loads read past it and that its last row's spilled
+    /// vector lands in (see [`Geometry::fill`]).
     phase: usize,
     /// Outputs of the flat grid, `ho · wq`, rounded up to whole vectors.
     grid: usize,
@@ -149,9 +149,8 @@ impl Geometry {
             let (_, sw) = shift(&w, w.offset.iter().max().copied().unwrap_or(0));
             sh * wq + sw
         };
-        // A phase's last row may spill a vector past it (see
-        // [`Geometry::fill`]): its slack holds that vector, so the spill
-        // stays out of the next phase, whose rows are already written.
+        // The spill of a phase's last row must stay out of the next phase,
+        // whose first rows are written before it.
         let phase = (grid + max_shift).max(hq * wq + lanes);
         let mut taps = Vec::with_capacity(h.offset.len() * w.offset.len());
         for &oh in &h.offset {
@@ -196,12 +195,11 @@ impl Geometry {
     /// into the next row of its phase, which is written after it (and the
     /// last row's into the phase's slack, zeroed after the rows, or into the
     /// `lanes` elements [`Geometry::buffer_len`] keeps past the last phase).
-    /// Input rows are read in order, each once from memory (its column
-    /// phases one after the other): a stride-2 plane read phase by phase
-    /// went through its even rows, then again for its odd ones. `tails`
-    /// holds each column phase's last-vector mask (`first_n_mask` of its
-    /// run's length modulo the lanes), made once per task: rten-simd builds
-    /// a mask lane by lane.
+    /// Input rows are read in order, each once, its column phases written
+    /// one after the other: filled phase by phase, a stride-2 plane would be
+    /// read from memory once per row phase. `tails` holds each column
+    /// phase's last-vector mask (`first_n_mask` of its run's length modulo
+    /// the lanes), made once per task: rten-simd builds a mask lane by lane.
     #[inline(always)]
     fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32], tails: &[I::M32]) {
         let (sh, sw, wq) = (self.h.stride, self.w.stride, self.wq);
