@@ -9,6 +9,8 @@
 //! - [`pointwise`]: the elementwise function kinds, applied to a tile of a
 //!   buffer ([`pointwise::apply_tile`]) or, through a target, to tensors;
 //! - [`depthwise`]: depthwise 2-D convolution, tap by tap;
+//! - [`gemv`] and [`dots`]: a row times a matrix, and the last few
+//!   columns of a product as dot products;
 //! - [`winograd`]: 3×3 stride-1 convolution as Winograd F(2×2, 3×3);
 //! - [`norm`] and [`softmax`]: layer/RMS normalization and softmax over
 //!   contiguous rows;
@@ -21,6 +23,7 @@
 mod chebyshev;
 pub mod compare;
 pub mod depthwise;
+pub mod dots;
 mod erf;
 pub(crate) mod fastmath;
 pub mod gemv;

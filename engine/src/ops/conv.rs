@@ -707,6 +707,54 @@ mod tests {
         assert!(winograd_tiles(&axes(5, 1), 1, 64, 64).is_none());
     }
 
+    /// f32 convs whose plane leaves a column or two past the GEMM
+    /// kernel's last whole tile (7×7 and 5×5 outputs: their last columns
+    /// are dot products where the CPU runs that kernel) match the
+    /// definition, 1×1 (the plane read in place) and 3×3 (im2col), and give
+    /// the same bits on 1 and 2 threads.
+    #[test]
+    fn convs_over_planes_past_a_whole_gemm_tile_match_the_definition() {
+        for (c, m, h, kk) in [
+            (192, 1152, 7, 1),
+            (96, 40, 5, 1),
+            (64, 48, 7, 3),
+            (7, 48, 7, 3),
+            (21, 300, 7, 1),
+        ] {
+            let pad = kk / 2;
+            let spec = [(h, kk, 1, 1, pad, pad), (h, kk, 1, 1, pad, pad)];
+            let (_, kernel, axes) = window(&spec).unwrap();
+            assert!(winograd_tiles(&axes, 1, c, m).is_none());
+            let d = Dims { n: 1, c, m, axes };
+            let k: usize = kernel.iter().product();
+            let o = h * h;
+            let (x, w) = (ramp(c * o, 1), ramp(m * c * k, 2));
+            let want = reference(&d, 1, &x, &w, &kernel);
+            let f32s = |v: &[f64]| v.iter().map(|&v| v as f32).collect::<Vec<_>>();
+            let (xf, wf) = (f32s(&x), f32s(&w));
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut got = vec![f32::NAN; m * o];
+                pool.install(|| conv_kernel(&d, 1, &xf, &wf, None, &mut got, None, COL_BLOCK, 0))
+                    .unwrap();
+                got
+            };
+            let one = run(1);
+            for (i, (&g, r)) in one.iter().zip(&want).enumerate() {
+                let mag: f64 = (0..c * k).map(|q| (xf[q % xf.len()] as f64).abs()).sum::<f64>() + r.abs();
+                assert!(
+                    (g as f64 - r).abs() <= 1e-5 * (1.0 + mag),
+                    "[{c}, {m}] {kk}x{kk} over {h}x{h}, at {i}: {g} vs {r}"
+                );
+            }
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&one), bits(&run(2)), "[{c}, {m}] {kk}x{kk} over {h}x{h}");
+        }
+    }
+
     /// A weight with a zero-size kernel axis is a shape error in `infer`
     /// and `compute`, not an overflow.
     #[test]

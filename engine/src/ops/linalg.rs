@@ -16,7 +16,9 @@
 //! rows, else of columns); a single f32 row of at least `GEMV_MIN_COLS`
 //! columns times a row-major matrix (a classifier at batch 1) goes through
 //! the GEMV kernel of [`crate::kernels::gemv`] instead, split by columns
-//! from `GEMV_PARALLEL` elements of the matrix;
+//! from `GEMV_PARALLEL` elements of the matrix; the one or two columns an
+//! f32 product has past the AVX2 GEMM kernel's last whole tile are dot
+//! products ([`crate::kernels::dots`], see `TailDots`);
 //! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
 //! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
 //! inputs are read in place, never copied. Integer products wrap on overflow
@@ -32,7 +34,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, I
 
 use crate::dtype::{DType, Num};
 use crate::error::{dtype_err, op_err, rank_err, refuse_dtype, shape_err, Error, Result};
-use crate::kernels::gemv;
+use crate::kernels::{dots, gemv};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::parallel::PARALLEL_MACS;
@@ -96,7 +98,7 @@ fn faer_gemm_blocks<T>(
     fill: &FillColumns<'_, T>,
 ) -> Result<()>
 where
-    T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One + Send + Sync,
+    T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One + Send + Sync + TailDots,
 {
     if k == 0 || n == 0 || m == 0 || a.len() != n * k || dst.len() != n * m {
         if a.len() != n * k || dst.len() != n * m {
@@ -110,6 +112,7 @@ where
         return Ok(());
     }
     let block = block.max(1);
+    let a_rows = a;
     let a = MatRef::from_row_major_slice(a, n, k);
     let c = MatMut::from_row_major_slice_mut(dst, n, m);
     let run = |j: usize, cb: MatMut<'_, T>, col: &mut Vec<T>| {
@@ -124,7 +127,15 @@ where
         let mut col = Vec::new();
         fill(0..m, &mut col);
         let b = MatRef::from_row_major_slice(&col[..], k, m);
-        parallel_matmul(c, a, b, par);
+        let main = m - T::tail(m);
+        parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
+        if main < m {
+            let cols: Vec<T> = (main..m)
+                .flat_map(|j| (0..k).map(move |p| (j, p)))
+                .map(|(j, p)| col[p * m + j])
+                .collect();
+            tail_dots(a_rows, a, &cols, dst, m, main);
+        }
     } else if par {
         use rayon::prelude::*;
         c.par_col_chunks_mut(block)
@@ -155,13 +166,13 @@ fn faer_ref<'a, T>(v: &'a ArrayView2<'_, T>) -> Option<MatRef<'a, T>> {
 }
 
 /// `c = a · b` through faer's GEMM (runtime-dispatched AVX2/AVX-512/FMA
-/// kernels). Returns false, leaving `c` alone, when a layout is not one
-/// faer's safe constructors take (rows or columns with gaps, negative or
-/// zero strides); the caller then uses matrixmultiply, which takes any
-/// strides.
+/// kernels), its last [`TailDots::tail`] columns as dot products. Returns
+/// false, leaving `c` alone, when a layout is not one faer's safe
+/// constructors take (rows or columns with gaps, negative or zero
+/// strides); the caller then uses matrixmultiply, which takes any strides.
 fn faer_gemm<T>(a: &ArrayView2<'_, T>, b: &ArrayView2<'_, T>, c: &mut ArrayViewMut2<'_, T>) -> bool
 where
-    T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One,
+    T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One + TailDots,
 {
     let (Some(fa), Some(fb)) = (faer_ref(a), faer_ref(b)) else {
         return false;
@@ -178,11 +189,105 @@ where
         dst.fill(T::zero());
         return true;
     }
-    let macs = n.saturating_mul(m).saturating_mul(k);
-    let par = macs >= band_threshold(n, m) && crate::parallel::intra_op();
-    let dst = MatMut::from_row_major_slice_mut(dst, n, m);
-    parallel_matmul(dst, fa, fb, par);
+    let tail = a.as_slice().map_or(0, |_| T::tail(m));
+    let main = m - tail;
+    let macs = n.saturating_mul(main).saturating_mul(k);
+    let par = macs >= band_threshold(n, main) && crate::parallel::intra_op();
+    let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(0, main);
+    parallel_matmul(c, fa, fb.subcols(0, main), par);
+    if let Some(av) = a.as_slice().filter(|_| tail > 0) {
+        let cols: Vec<T> = (main..m).flat_map(|j| b.column(j).to_vec()).collect();
+        tail_dots(av, fa, &cols, dst, m, main);
+    }
     true
+}
+
+/// The last few columns of a product as dot products ([`dots`]), for the
+/// dtypes that have that kernel: the GEMM crate's AVX2 f32 kernel tiles
+/// the columns of a row-major `c` by [`GEMM_TILE_COLS`], and the 1 to
+/// [`TAIL_MAX`] past the last whole tile go through a one-vector kernel
+/// that costs about a tile's time whatever their number (measured:
+/// [1152, 192] · [192, m] took 223 µs at m = 48, 307 at 49, 305 at 64).
+/// A 1×1 conv over a 7×7 plane, and a 3×3 one with a 7×7 output, have 49
+/// columns; as 48 and a dot product per row, [1152, 192] · [192, 49] took
+/// 0.82x the time, [1280, 320] · [320, 49] 0.87x.
+pub(crate) trait TailDots: Sized {
+    /// How many of `m` columns to leave to [`TailDots::dots`].
+    fn tail(_m: usize) -> usize {
+        0
+    }
+
+    /// `c[i · ldc + j] = Σ_p a[i · k + p] · cols[j · k + p]` for every row
+    /// `i` of `c` and column `j < cols.len() / k`; false, with nothing
+    /// written, where the kernel does not run.
+    fn dots(_a: &[Self], _k: usize, _cols: &[Self], _c: &mut [Self], _ldc: usize, _par: bool) -> bool {
+        false
+    }
+}
+
+impl TailDots for f64 {}
+
+impl TailDots for f32 {
+    fn tail(m: usize) -> usize {
+        let tail = m % GEMM_TILE_COLS;
+        let fits = m > GEMM_TILE_COLS && (1..=TAIL_MAX).contains(&tail);
+        if fits && gemm_avx2_tiles() {
+            tail
+        } else {
+            0
+        }
+    }
+
+    fn dots(a: &[f32], k: usize, cols: &[f32], c: &mut [f32], ldc: usize, par: bool) -> bool {
+        dots::dots_f32(a, k, k, cols, c, ldc, par)
+    }
+}
+
+/// Columns of a row-major f32 `c` per tile of the GEMM crate's AVX2
+/// kernel (see [`TailDots`]).
+const GEMM_TILE_COLS: usize = 24;
+
+/// The most columns past the last whole tile that [`TailDots::tail`] leaves
+/// to dot products. Each costs a pass over `a` and a horizontal sum per
+/// row: with 4 (196 columns, a 14×14 plane), [480, 80] · [80, 196] took
+/// 1.06x the time of the GEMM crate's, [112, 672] · [672, 196] 0.97x.
+const TAIL_MAX: usize = 2;
+
+/// Whether faer's f32 GEMM runs its AVX2 kernel here (AVX2 and FMA, no
+/// AVX-512), the one whose tiles [`GEMM_TILE_COLS`] describes; with
+/// AVX-512 its tiles differ, and the split was not measured there.
+fn gemm_avx2_tiles() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AVX2.get_or_init(|| {
+            std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+                && !std::arch::is_x86_feature_detected!("avx512f")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Columns `main..` of the row-major `[n, m]` product in `dst`, `a · b_j`
+/// for `a` row-major `[n, k]` and the columns `b_j` given contiguous in
+/// `cols`: through [`TailDots::dots`], or faer where that kernel does not
+/// run.
+fn tail_dots<T>(a: &[T], fa: MatRef<'_, T>, cols: &[T], dst: &mut [T], m: usize, main: usize)
+where
+    T: faer::traits::ComplexField + Copy + num_traits::One + TailDots,
+{
+    let (n, k) = (fa.nrows(), fa.ncols());
+    // Bound by reading `a`: split as a memory-bound pass is.
+    let par = crate::parallel::split(n.saturating_mul(k));
+    if !T::dots(a, k, cols, &mut dst[main..], m, par) {
+        let b = MatRef::from_column_major_slice(cols, k, m - main);
+        let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(main, m - main);
+        matmul(c, Accum::Replace, fa, b, T::one(), Par::Seq);
+    }
 }
 
 /// Multiply-adds from which a product that splits into bands
@@ -1027,6 +1132,37 @@ mod tests {
             assert_eq!(shape, vec![n, m]);
             for (g, w) in got.iter().zip(&want) {
                 assert!((*g as f64 - w).abs() <= 1e-3 * w.abs().max(1.0), "{g} vs {w}");
+            }
+        }
+    }
+
+    /// Products whose columns leave one or two past the GEMM kernel's last
+    /// whole tile (the last ones as dot products where the CPU runs that
+    /// kernel) match a naive product: operands plain and transposed, rows
+    /// split among threads or not.
+    #[test]
+    fn products_past_a_whole_gemm_tile_match_a_naive_product() {
+        if gemm_avx2_tiles() {
+            assert_eq!([25, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 2, 2]);
+            assert_eq!([24, 48, 51, 196, 2].map(<f32 as TailDots>::tail), [0; 5]);
+        }
+        assert_eq!(<f64 as TailDots>::tail(49), 0);
+        let gen = |len: usize, s: usize| (0..len).map(|i| ((i * s) % 17) as f32 * 0.25 - 2.0).collect();
+        for (n, k, m) in [(3, 5, 25), (40, 192, 49), (700, 100, 50), (130, 33, 98)] {
+            let a = t(&[n, k], gen(n * k, 7));
+            let at = t(&[k, n], gen(n * k, 7)).t(None).unwrap();
+            let b = t(&[k, m], gen(k * m, 5));
+            let bt = t(&[m, k], gen(k * m, 5)).t(None).unwrap();
+            for (x, y) in [(&a, &b), (&a, &bt), (&at, &b)] {
+                let want = naive(x, y);
+                let (shape, got) = vals::<f32>(&mm(x, y).unwrap());
+                assert_eq!(shape, vec![n, m]);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (*g as f64 - w).abs() <= 1e-3 * w.abs().max(1.0),
+                        "[{n}, {k}] · [{k}, {m}] at {i}: {g} vs {w}"
+                    );
+                }
             }
         }
     }
