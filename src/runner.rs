@@ -139,6 +139,24 @@ pub fn check(
     cfg: &RunConfig,
     listeners: ListenerSet,
 ) -> Result<Checked> {
+    check_warm(graph, feeds, cfg, listeners, 0)
+}
+
+/// [`check`], after `warmup` runs of the same prepared graph with no
+/// listeners (plain and validate mode; DebugMode prepares its own runs and
+/// takes none): the run that counts reuses the buffers and caches the
+/// warm-up runs made, as `vigil bench` times it. Run on a graph prepared
+/// again, the run that counts paged its memory back in (the allocator had
+/// returned what the warm-up runs freed to the OS by then): most profiles
+/// of efficientnet showed its first op at 8-10 ms instead of about 0.6,
+/// and the process spent two thirds of its time zeroing fresh pages.
+pub fn check_warm(
+    graph: &Graph,
+    feeds: &HashMap<String, Tensor>,
+    cfg: &RunConfig,
+    listeners: ListenerSet,
+    warmup: usize,
+) -> Result<Checked> {
     if cfg.mode == Mode::Debug {
         if !cfg.inplace {
             bail!("DebugMode always runs the in-place pass beside a pure reference; it cannot turn it off");
@@ -155,6 +173,11 @@ pub fn check(
         });
     }
     let prepared = prepare(graph, cfg)?;
+    let exec = prepared.executor();
+    for k in 0..warmup {
+        exec.run(feeds)
+            .with_context(|| format!("warm-up run {}", k + 1))?;
+    }
     let ran = run_prepared(&prepared, feeds, cfg, listeners)?;
     Ok(Checked {
         graph: prepared.into_graph(),

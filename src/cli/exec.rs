@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::io::IsTerminal;
 
 use crate::case::{load_feeds, load_graph, CasePaths, FeedSource};
-use crate::runner::{check, Mode, RunConfig, ToleranceOverrides};
+use crate::runner::{check_warm, Mode, RunConfig, ToleranceOverrides};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
@@ -138,15 +138,6 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
         }
     }
     let feeds = load_feeds(&graph, dir.as_deref(), &a.inputs, FeedSource::Flags)?;
-    if a.warmup > 0 {
-        let prepared =
-            crate::runner::prepare(&graph, &cfg).with_context(|| case.graph.display().to_string())?;
-        let exec = prepared.executor();
-        for _ in 0..a.warmup {
-            exec.run(&feeds)
-                .with_context(|| format!("{}: warm-up run", case.graph.display()))?;
-        }
-    }
     let mut set = ListenerSet::new().with_listener(TracingListener::new());
     set.set_case(Some(a.graph.display().to_string()));
     if a.profile.is_some() {
@@ -162,7 +153,8 @@ pub fn run(a: ExecArgs, registry: &OpRegistry) -> Result<ExitCode> {
         }
         None => None,
     };
-    let checked = check(&graph, &feeds, &cfg, set).with_context(|| case.graph.display().to_string())?;
+    let checked =
+        check_warm(&graph, &feeds, &cfg, set, a.warmup).with_context(|| case.graph.display().to_string())?;
     let (graph, set) = (checked.graph, checked.listeners);
     if let Some(r) = set.get::<RecordingListener>() {
         if let Some(e) = r.error() {
