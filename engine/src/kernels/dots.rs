@@ -42,6 +42,9 @@ pub fn dots_f32(
         return false;
     }
     let rows = c.len().div_ceil(ldc);
+    if rows == 0 {
+        return true;
+    }
     if c.len() < (rows - 1) * ldc + t || a.len() < (rows - 1) * lda + k_len {
         return false;
     }
@@ -209,6 +212,8 @@ mod tests {
         }
         check(1152, 192, 1, 192, 49, 3);
         check(200, 7, 2, 7, 50, 4);
+        // No rows: nothing written, and no panic.
+        assert!(dots_f32(&[], 3, 3, &[1.0; 3], &mut [], 5, false));
     }
 
     proptest! {

@@ -189,7 +189,7 @@ where
         dst.fill(T::zero());
         return true;
     }
-    let tail = a.as_slice().map_or(0, |_| T::tail(m));
+    let tail = a.as_slice().filter(|_| n > 0).map_or(0, |_| T::tail(m));
     let main = m - tail;
     let macs = n.saturating_mul(main).saturating_mul(k);
     let par = macs >= band_threshold(n, main) && crate::parallel::intra_op();
@@ -1147,6 +1147,9 @@ mod tests {
             assert_eq!([24, 48, 51, 196, 2].map(<f32 as TailDots>::tail), [0; 5]);
         }
         assert_eq!(<f64 as TailDots>::tail(49), 0);
+        // No rows: nothing to compute, tail or not.
+        let (e, b) = (t::<f32>(&[0, 5], vec![]), t(&[5, 49], vec![1.0f32; 245]));
+        assert_eq!(vals::<f32>(&mm(&e, &b).unwrap()), (vec![0, 49], vec![]));
         let gen = |len: usize, s: usize| (0..len).map(|i| ((i * s) % 17) as f32 * 0.25 - 2.0).collect();
         for (n, k, m) in [(3, 5, 25), (40, 192, 49), (700, 100, 50), (130, 33, 98)] {
             let a = t(&[n, k], gen(n * k, 7));
