@@ -130,11 +130,7 @@ where
         let main = m - T::tail(m);
         parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
         if main < m {
-            let cols: Vec<T> = (main..m)
-                .flat_map(|j| (0..k).map(move |p| (j, p)))
-                .map(|(j, p)| col[p * m + j])
-                .collect();
-            tail_dots(a_rows, a, &cols, dst, m, main);
+            tail_dots(a_rows, a, b, dst, main);
         }
     } else if par {
         use rayon::prelude::*;
@@ -196,8 +192,7 @@ where
     let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(0, main);
     parallel_matmul(c, fa, fb.subcols(0, main), par);
     if let Some(av) = a.as_slice().filter(|_| tail > 0) {
-        let cols: Vec<T> = (main..m).flat_map(|j| b.column(j).to_vec()).collect();
-        tail_dots(av, fa, &cols, dst, m, main);
+        tail_dots(av, fa, fb, dst, main);
     }
     true
 }
@@ -272,21 +267,22 @@ fn gemm_avx2_tiles() -> bool {
     }
 }
 
-/// Columns `main..` of the row-major `[n, m]` product in `dst`, `a · b_j`
-/// for `a` row-major `[n, k]` and the columns `b_j` given contiguous in
-/// `cols`: through [`TailDots::dots`], or faer where that kernel does not
-/// run.
-fn tail_dots<T>(a: &[T], fa: MatRef<'_, T>, cols: &[T], dst: &mut [T], m: usize, main: usize)
+/// Columns `main..` of the row-major `[n, m]` product `a · b` in `dst`,
+/// for `a` row-major `[n, k]` (given as `a` and as `fa`): through
+/// [`TailDots::dots`] on those columns of `b` copied out contiguous, or
+/// faer where that kernel does not run.
+fn tail_dots<T>(a: &[T], fa: MatRef<'_, T>, b: MatRef<'_, T>, dst: &mut [T], main: usize)
 where
     T: faer::traits::ComplexField + Copy + num_traits::One + TailDots,
 {
-    let (n, k) = (fa.nrows(), fa.ncols());
+    let (n, k, m) = (fa.nrows(), fa.ncols(), b.ncols());
+    let cols: Vec<T> = (main..m).flat_map(|j| (0..k).map(move |p| b[(p, j)])).collect();
     // Bound by reading `a`: split as a memory-bound pass is.
     let par = crate::parallel::split(n.saturating_mul(k));
-    if !T::dots(a, k, cols, &mut dst[main..], m, par) {
-        let b = MatRef::from_column_major_slice(cols, k, m - main);
+    if !T::dots(a, k, &cols, &mut dst[main..], m, par) {
+        let bt = MatRef::from_column_major_slice(&cols, k, m - main);
         let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(main, m - main);
-        matmul(c, Accum::Replace, fa, b, T::one(), Par::Seq);
+        matmul(c, Accum::Replace, fa, bt, T::one(), Par::Seq);
     }
 }
 
