@@ -27,7 +27,7 @@ use crate::dtype::{DType, Float};
 use crate::error::{attr_err, dtype_err, op_err, rank_err, shape_err, Result};
 use crate::kernels::depthwise::{AxisTaps, Depthwise, DepthwiseElem, Weights};
 use crate::kernels::winograd::{self, Tiles};
-use crate::ops::linalg::MatMulElem;
+use crate::ops::linalg::{gemm_avx2_tiles, MatMulElem};
 use crate::ops::weight_cache::WeightCache;
 use crate::ops::widen;
 use crate::ops::window::{gather_table, infer_spatial, planar, Axis1, Window, PAD, WINDOW_ATTRS};
@@ -352,14 +352,32 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
 const WINOGRAD_MIN_CHANNELS: usize = 16;
 
 /// 2×2 output tiles per image from which a 3×3 stride-1 conv takes the
-/// Winograd path. Its transformed weights are 16/9 the size of the
-/// weights and are read once per image, so a plane of few tiles is bound
-/// by reading them: resnet18's 512-channel 7×7 convs (16 tiles, 16 MiB of
-/// transformed weights each) made the whole model 1.10x slower on Winograd
-/// than on im2col, though each ran 1.4x faster alone with its weights in
-/// cache. Its 14×14 convs (49 tiles) keep 6% of the model's time on one
-/// thread and cost 3% on two.
+/// Winograd path where the GEMM runs AVX-512 tiles. Its transformed
+/// weights are 16/9 the size of the weights and are read once per image,
+/// so a plane of few tiles is bound by reading them: on an AVX-512 Xeon,
+/// resnet18's 512-channel 7×7 convs (16 tiles, 16 MiB of transformed
+/// weights each) made the whole model 1.10x slower on Winograd than on
+/// im2col, though each ran 1.4x faster alone with its weights in cache.
+/// Its 14×14 convs (49 tiles) keep 6% of the model's time on one thread
+/// and cost 3% on two.
 const WINOGRAD_MIN_TILES: usize = 32;
+
+/// [`WINOGRAD_MIN_TILES`] where the GEMM runs AVX2 tiles (no AVX-512), at
+/// half the multiply-adds per cycle, so that im2col's 2.25x the
+/// multiply-adds costs more than reading the transformed weights. On an
+/// AMD Zen 3 (AVX2) VM, paired in one binary (runs of 12 pairs): resnet18's
+/// 512×7×7 conv alone 0.66x-0.86x of the time on one thread and 0.61x-0.74x
+/// on two; the whole model 0.96x-0.97x on one thread, 0.88x-1.01x on two.
+const WINOGRAD_MIN_TILES_AVX2: usize = 16;
+
+/// The tiles from which a conv takes the Winograd path on this CPU.
+fn winograd_min_tiles() -> usize {
+    if gemm_avx2_tiles() {
+        WINOGRAD_MIN_TILES_AVX2
+    } else {
+        WINOGRAD_MIN_TILES
+    }
+}
 
 /// The Winograd tiling of a 2-D, ungrouped, 3×3 window with stride and
 /// dilation 1 and at most two pads a side, over enough channels; `None`
@@ -369,7 +387,7 @@ fn winograd_tiles(axes: &[Axis1], group: usize, cg: usize, mg: usize) -> Option<
     let fits =
         |a: &Axis1| a.kernel == 3 && a.stride == 1 && a.dilation == 1 && a.pad_begin <= 2 && a.pad_end <= 2;
     let tiles = h.output.div_ceil(2) * w.output.div_ceil(2);
-    let enough = cg.min(mg) >= WINOGRAD_MIN_CHANNELS && tiles >= WINOGRAD_MIN_TILES;
+    let enough = cg.min(mg) >= WINOGRAD_MIN_CHANNELS && tiles >= winograd_min_tiles();
     (group == 1 && fits(h) && fits(w) && enough).then_some(Tiles {
         h: h.input,
         w: w.input,
@@ -695,13 +713,11 @@ mod tests {
             assert_eq!(one, bits(2), "{:?}", d.axes);
             assert_eq!(one, bits(3), "{:?}", d.axes);
         }
-        // Too few channels or tiles, a stride, a group or a 5×5 kernel: not
-        // Winograd.
+        // Too few channels, a stride, a group or a 5×5 kernel: not Winograd
+        // (too few tiles: the next test).
         let axes = |k: usize, s: usize| window(&[(12, k, s, 1, 1, 1), (12, k, s, 1, 1, 1)]).unwrap().2;
         assert!(winograd_tiles(&axes(3, 1), 1, 64, 64).is_some());
         assert!(winograd_tiles(&axes(3, 1), 1, 8, 64).is_none());
-        let seven = window(&[(7, 3, 1, 1, 1, 1), (7, 3, 1, 1, 1, 1)]).unwrap().2;
-        assert!(winograd_tiles(&seven, 1, 512, 512).is_none());
         assert!(winograd_tiles(&axes(3, 2), 1, 64, 64).is_none());
         assert!(winograd_tiles(&axes(3, 1), 2, 32, 32).is_none());
         assert!(winograd_tiles(&axes(5, 1), 1, 64, 64).is_none());
@@ -717,7 +733,7 @@ mod tests {
         for (c, m, h, kk) in [
             (192, 1152, 7, 1),
             (96, 40, 5, 1),
-            (64, 48, 7, 3),
+            (64, 12, 7, 3),
             (7, 48, 7, 3),
             (21, 300, 7, 1),
         ] {
@@ -775,6 +791,29 @@ mod tests {
     }
 
     /// The 1×1 stride-1 unpadded window is read in place; a stride or a pad
+    /// A 7×7 output (16 tiles) takes Winograd where the GEMM runs AVX2
+    /// tiles and im2col elsewhere, and matches the definition either way;
+    /// a 5×5 one (9 tiles) takes im2col everywhere.
+    #[test]
+    fn seven_by_seven_planes_take_winograd_where_the_gemm_runs_avx2_tiles() {
+        let (c, m, h) = (16, 24, 7);
+        let spec = [(h, 3, 1, 1, 1, 1), (h, 3, 1, 1, 1, 1)];
+        let (_, kernel, axes) = window(&spec).unwrap();
+        assert_eq!(winograd_tiles(&axes, 1, c, m).is_some(), gemm_avx2_tiles());
+        let (_, _, small) = window(&[(5, 3, 1, 1, 1, 1), (5, 3, 1, 1, 1, 1)]).unwrap();
+        assert!(winograd_tiles(&small, 1, 512, 512).is_none());
+        let d = Dims { n: 1, c, m, axes };
+        let o = h * h;
+        let (x, wt, b) = (ramp(c * h * h, 3), ramp(m * c * 9, 4), ramp(m, 6));
+        let mut want = reference(&d, 1, &x, &wt, &kernel);
+        want.iter_mut().enumerate().for_each(|(i, v)| *v += b[i / o]);
+        let mut got = vec![f64::NAN; m * o];
+        conv_kernel(&d, 1, &x, &wt, Some(&b), &mut got, None, COL_BLOCK, PARALLEL_MACS).unwrap();
+        for (i, (g, r)) in got.iter().zip(&want).enumerate() {
+            assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {i}: {g} vs {r}");
+        }
+    }
+
     /// leaves it.
     #[test]
     fn only_the_identity_window_is_direct() {

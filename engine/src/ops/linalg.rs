@@ -250,8 +250,9 @@ const TAIL_MAX: usize = 2;
 
 /// Whether faer's f32 GEMM runs its AVX2 kernel here (AVX2 and FMA, no
 /// AVX-512), the one whose tiles [`GEMM_TILE_COLS`] describes; with
-/// AVX-512 its tiles differ, and the split was not measured there.
-fn gemm_avx2_tiles() -> bool {
+/// AVX-512 its tiles differ, and the split was not measured there. Conv
+/// also picks its Winograd threshold by it.
+pub(crate) fn gemm_avx2_tiles() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
