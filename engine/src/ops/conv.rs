@@ -790,7 +790,6 @@ mod tests {
         }
     }
 
-    /// The 1×1 stride-1 unpadded window is read in place; a stride or a pad
     /// A 7×7 output (16 tiles) takes Winograd where the GEMM runs AVX2
     /// tiles and im2col elsewhere, and matches the definition either way;
     /// a 5×5 one (9 tiles) takes im2col everywhere.
@@ -814,6 +813,7 @@ mod tests {
         }
     }
 
+    /// The 1×1 stride-1 unpadded window is read in place; a stride or a pad
     /// leaves it.
     #[test]
     fn only_the_identity_window_is_direct() {
