@@ -933,6 +933,7 @@ fn math_expected(kind: UnKind, x: f64) -> f64 {
             let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3));
             x / (1.0 + (-2.0 * u).exp())
         }
+        UnKind::HardSwish => x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
         _ => unreachable!("covered by the caller"),
     }
 }
@@ -1257,5 +1258,31 @@ fn pow_by_a_small_exponent_is_powf_for_each_form() {
                 &format!("{dtype} x ** {e} in place"),
             );
         }
+    }
+}
+
+/// Long inputs split across the pool in chunks: every element still gets
+/// the function, in place and into a fresh output.
+#[test]
+fn long_unary_maps_apply_to_every_element_split_or_not() {
+    let n = 3 * vigil_engine::parallel::PARALLEL_ELEMS + 17;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 1013) as f32 / 64.0 - 8.0).collect();
+    for kind in [UnKind::Relu, UnKind::HardSwish, UnKind::Neg] {
+        let want: Vec<f64> = xs
+            .iter()
+            .map(|&x| {
+                let x = x as f64;
+                match kind {
+                    UnKind::Relu => x.max(0.0),
+                    UnKind::Neg => -x,
+                    _ => x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
+                }
+            })
+            .collect();
+        let t = Tensor::from_vec(&[n], xs.clone()).unwrap();
+        let out = run(&Unary::new(kind, false), std::slice::from_ref(&t)).unwrap();
+        assert_close(&as_f64(&out), &want, 1e-6, kind.name());
+        run(&Unary::new(kind, true), std::slice::from_ref(&t)).unwrap();
+        assert_close(&as_f64(&t), &want, 1e-6, &format!("{}_inplace", kind.name()));
     }
 }

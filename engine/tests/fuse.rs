@@ -25,7 +25,7 @@ enum Link {
     Gated(&'static str, &'static str),
 }
 
-const UNARY: [&str; 12] = [
+const UNARY: [&str; 13] = [
     "exp",
     "log",
     "tanh",
@@ -38,6 +38,7 @@ const UNARY: [&str; 12] = [
     "floor",
     "relu",
     "reciprocal",
+    "hard_swish",
 ];
 const BINARY: [&str; 6] = ["add", "sub", "mul", "div", "maximum", "pow"];
 

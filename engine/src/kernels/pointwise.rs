@@ -95,10 +95,11 @@ pub enum UnKind {
     Softplus,
     Gelu,
     GeluTanh,
+    HardSwish,
 }
 
 impl UnKind {
-    pub const ALL: [UnKind; 30] = [
+    pub const ALL: [UnKind; 31] = [
         UnKind::Neg,
         UnKind::Abs,
         UnKind::Exp,
@@ -129,6 +130,7 @@ impl UnKind {
         UnKind::Softplus,
         UnKind::Gelu,
         UnKind::GeluTanh,
+        UnKind::HardSwish,
     ];
 
     pub fn name(self) -> &'static str {
@@ -163,6 +165,7 @@ impl UnKind {
             UnKind::Softplus => "softplus",
             UnKind::Gelu => "gelu",
             UnKind::GeluTanh => "gelu_tanh",
+            UnKind::HardSwish => "hard_swish",
         }
     }
 
@@ -359,7 +362,7 @@ struct ZipPow<A>(A);
 
 impl<T: Copy, A: BinaryTarget<T>> PowLoop<T> for ZipPow<A> {
     type Out = A::Out;
-    fn run(self, pow: impl Fn(T) -> T + Copy) -> A::Out {
+    fn run(self, pow: impl Fn(T) -> T + Copy + Sync) -> A::Out {
         self.0.zip(move |x: T, _| pow(x))
     }
 }
@@ -480,6 +483,15 @@ fn softplus<T: Float>(x: T) -> T {
     F::max(x, T::zero()) + F::ln_1p(F::exp(-F::abs(x)))
 }
 
+/// `x · max(0, min(1, x/6 + 1/2))` (ONNX HardSwish). A NaN `x` gives NaN
+/// through the product whatever the clamp gives, so the clamp needs no NaN
+/// test and the loop vectorizes (with one it ran at 0.9 ns an element).
+fn hard_swish<T: Float>(x: T) -> T {
+    use num_traits::Float as F;
+    let c = |v: f64| <T as crate::dtype::Element>::from_f64(v);
+    x * F::min(F::max(x * c(1.0 / 6.0) + c(0.5), T::zero()), T::one())
+}
+
 /// Where a unary function is applied: to tensors (the ops) or to one tile
 /// of a fused run ([`apply_tile`]). One `match` over the kinds
 /// ([`unary_float`]) serves both, so a fused run computes exactly what the
@@ -490,7 +502,7 @@ pub(crate) trait UnaryTarget<T> {
     /// A function with a slice kernel in [`VMath`].
     fn math(self, f: MathFn) -> Self::Out;
     /// Any other function, element by element.
-    fn map(self, g: impl Fn(T) -> T) -> Self::Out;
+    fn map(self, g: impl Fn(T) -> T + Sync) -> Self::Out;
 }
 
 /// `tile[i] = f(tile[i])`.
@@ -501,7 +513,7 @@ impl<T: VMath> UnaryTarget<T> for OnTile<'_, T> {
     fn math(self, f: MathFn) {
         T::map_inplace(f, self.0)
     }
-    fn map(self, g: impl Fn(T) -> T) {
+    fn map(self, g: impl Fn(T) -> T + Sync) {
         self.0.iter_mut().for_each(|x| *x = g(*x))
     }
 }
@@ -514,7 +526,7 @@ impl<T: VMath> UnaryTarget<T> for FromTile<'_, T> {
     fn math(self, f: MathFn) {
         T::map(f, self.0, self.1)
     }
-    fn map(self, g: impl Fn(T) -> T) {
+    fn map(self, g: impl Fn(T) -> T + Sync) {
         self.1.iter_mut().zip(self.0).for_each(|(y, &x)| *y = g(x))
     }
 }
@@ -548,6 +560,7 @@ pub(crate) fn unary_float<T: Float + VMath, A: UnaryTarget<T>>(kind: UnKind, a: 
         UnKind::Erf => a.math(MathFn::Erf),
         UnKind::Gelu => a.math(MathFn::Gelu),
         UnKind::GeluTanh => a.math(MathFn::GeluTanh),
+        UnKind::HardSwish => a.map(hard_swish::<T>),
         UnKind::Round => a.map(|x: T| via_f64(x, f64::round_ties_even)),
         UnKind::Neg => a.map(T::neg_w),
         UnKind::Abs => a.map(<T as Num>::abs),

@@ -32,7 +32,7 @@ pub enum SmallPow {
 /// ([`SmallPow::dispatch`]).
 pub(crate) trait PowLoop<T> {
     type Out;
-    fn run(self, pow: impl Fn(T) -> T + Copy) -> Self::Out;
+    fn run(self, pow: impl Fn(T) -> T + Copy + Sync) -> Self::Out;
 }
 
 impl SmallPow {

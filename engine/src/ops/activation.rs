@@ -7,7 +7,6 @@
 //! | `celu` | `alpha` (1) | `max(0, x) + min(0, alpha·(exp(x/alpha) − 1))` |
 //! | `selu` | `alpha` (1.67326…), `gamma` (1.05070…) | `x <= 0 ? gamma·alpha·(exp(x) − 1) : gamma·x` |
 //! | `hard_sigmoid` | `alpha` (0.2), `beta` (0.5) | `max(0, min(1, alpha·x + beta))` |
-//! | `hard_swish` | | `x · max(0, min(1, x/6 + 1/2))` |
 //! | `softsign` | | `x / (1 + abs(x))` |
 //! | `thresholded_relu` | `alpha` (1) | `x > alpha ? x : 0` |
 //! | `mish` | | `x · tanh(softplus(x))` |
@@ -36,19 +35,17 @@ pub enum ActKind {
     Celu,
     Selu,
     HardSigmoid,
-    HardSwish,
     Softsign,
     ThresholdedRelu,
     Mish,
 }
 
 impl ActKind {
-    pub const ALL: [ActKind; 8] = [
+    pub const ALL: [ActKind; 7] = [
         ActKind::Elu,
         ActKind::Celu,
         ActKind::Selu,
         ActKind::HardSigmoid,
-        ActKind::HardSwish,
         ActKind::Softsign,
         ActKind::ThresholdedRelu,
         ActKind::Mish,
@@ -60,7 +57,6 @@ impl ActKind {
             ActKind::Celu => "celu",
             ActKind::Selu => "selu",
             ActKind::HardSigmoid => "hard_sigmoid",
-            ActKind::HardSwish => "hard_swish",
             ActKind::Softsign => "softsign",
             ActKind::ThresholdedRelu => "thresholded_relu",
             ActKind::Mish => "mish",
@@ -73,7 +69,7 @@ impl ActKind {
             ActKind::Elu | ActKind::Celu | ActKind::ThresholdedRelu => &[("alpha", 1.0)],
             ActKind::Selu => &[("alpha", SELU_ALPHA), ("gamma", SELU_GAMMA)],
             ActKind::HardSigmoid => &[("alpha", 0.2), ("beta", 0.5)],
-            ActKind::HardSwish | ActKind::Softsign | ActKind::Mish => &[],
+            ActKind::Softsign | ActKind::Mish => &[],
         }
     }
 }
@@ -156,10 +152,6 @@ fn run<T: Float>(kind: ActKind, p: [f64; 2], x: &Tensor, out: &Tensor) -> Result
             },
         ),
         ActKind::HardSigmoid => map1(x, out, move |v: T| clamp01(a * v + b)),
-        ActKind::HardSwish => {
-            let (sixth, half) = (c(1.0 / 6.0), c(0.5));
-            map1(x, out, move |v: T| v * clamp01(v * sixth + half))
-        }
         ActKind::Softsign => map1(x, out, move |v: T| v / (one + v.abs())),
         ActKind::ThresholdedRelu => map1(x, out, move |v: T| if v > a { v } else { zero }),
         ActKind::Mish => map1(x, out, move |v: T| {

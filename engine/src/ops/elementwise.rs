@@ -16,6 +16,7 @@ use crate::kernels::vmath::{par_map, par_map_inplace, VMath};
 use crate::kernels::MathFn;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
+use crate::parallel::PASS_CHUNK;
 use crate::tensor::small::{self, RoundMode};
 use crate::tensor::Tensor;
 
@@ -201,11 +202,13 @@ fn in_memory_order(x: &Tensor, y: &Tensor) -> Option<(Tensor, Tensor)> {
 }
 
 /// `out[i] = f(a[i])`; `out` may be `a` itself (in place).
-pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> Result<()> {
+pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sync) -> Result<()> {
     if out.same_buffer(a) {
         if out.layout() == a.layout() {
             if out.is_contiguous() {
-                return out.write_contiguous(|v: &mut [T]| v.iter_mut().for_each(|x| *x = f(*x)));
+                return out.write_contiguous(|v: &mut [T]| {
+                    par_chunks(v, |v| v.iter_mut().for_each(|x| *x = f(*x)))
+                });
             }
             return out.write(|mut v: ArrayViewMutD<'_, T>| v.mapv_inplace(f));
         }
@@ -216,8 +219,13 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> 
     if contiguous_alike(&[a], out) {
         a.read_contiguous(|x: &[T]| {
             out.write_contiguous(|o: &mut [T]| {
-                for (o, &x) in o.iter_mut().zip(x) {
-                    *o = f(x);
+                if crate::parallel::split(o.len()) {
+                    use rayon::prelude::*;
+                    o.par_chunks_mut(PASS_CHUNK)
+                        .zip(x.par_chunks(PASS_CHUNK))
+                        .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x)));
+                } else {
+                    o.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x));
                 }
             })
         })??;
@@ -227,6 +235,17 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T) -> 
         out.write(|mut ov: ArrayViewMutD<'_, T>| Zip::from(&mut ov).and(&av).for_each(|o, &x| *o = f(x)))
     })??;
     Ok(())
+}
+
+/// `each` on `v` whole, or on chunks of it across the rayon pool when it is
+/// long (see [`crate::parallel::split`]).
+fn par_chunks<T: Send>(v: &mut [T], each: impl Fn(&mut [T]) + Sync) {
+    if crate::parallel::split(v.len()) {
+        use rayon::prelude::*;
+        v.par_chunks_mut(PASS_CHUNK).for_each(&each);
+    } else {
+        each(v);
+    }
 }
 
 /// Whether every input has `out`'s shape and all are C-contiguous, so the
@@ -288,7 +307,7 @@ struct MapPow<'a> {
 
 impl<T: Element> PowLoop<T> for MapPow<'_> {
     type Out = Result<()>;
-    fn run(self, pow: impl Fn(T) -> T + Copy) -> Result<()> {
+    fn run(self, pow: impl Fn(T) -> T + Copy + Sync) -> Result<()> {
         map1(self.a, self.out, pow)
     }
 }
@@ -617,7 +636,7 @@ impl<T: Element + VMath> UnaryTarget<T> for OnTensors<'_> {
     fn math(self, f: MathFn) -> Result<()> {
         map_math::<T>(f, self.a, self.out)
     }
-    fn map(self, g: impl Fn(T) -> T) -> Result<()> {
+    fn map(self, g: impl Fn(T) -> T + Sync) -> Result<()> {
         map1(self.a, self.out, g)
     }
 }
