@@ -6,7 +6,8 @@
 //! and runs the few left over (1 to 8) through a one-vector kernel that
 //! costs about as much per column as a whole tile: a 1×1 conv over a 7×7
 //! plane (49 columns) took 1.38x the time of the same product over 48
-//! columns. Read as dot products, those columns cost one more pass over `A`.
+//! columns. Its AVX-512 kernel tiles by 16 and runs the rest as one masked
+//! vector. Read as dot products, those columns cost one more pass over `A`.
 //!
 //! Each `c_ij` sums its products lane by lane in `k` order, one fused
 //! multiply-add per vector of `k`, then adds up the lanes: the same bits on

@@ -17,7 +17,7 @@
 //! columns times a row-major matrix (a classifier at batch 1) goes through
 //! the GEMV kernel of [`crate::kernels::gemv`] instead, split by columns
 //! from `GEMV_PARALLEL` elements of the matrix; the one or two columns an
-//! f32 product has past the AVX2 GEMM kernel's last whole tile are dot
+//! f32 product has past the GEMM kernel's last whole tile are dot
 //! products ([`crate::kernels::dots`], see `TailDots`);
 //! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
 //! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
@@ -199,7 +199,8 @@ where
 
 /// The last few columns of a product as dot products ([`dots`]), for the
 /// dtypes that have that kernel: the GEMM crate's AVX2 f32 kernel tiles
-/// the columns of a row-major `c` by [`GEMM_TILE_COLS`], and the 1 to
+/// the columns of a row-major `c` by [`GEMM_TILE_COLS`] (its AVX-512 one by
+/// [`GEMM_TILE_COLS_AVX512`]), and the 1 to
 /// [`TAIL_MAX`] past the last whole tile go through a one-vector kernel
 /// that costs about a tile's time whatever their number (measured:
 /// [1152, 192] · [192, m] took 223 µs at m = 48, 307 at 49, 305 at 64).
@@ -224,9 +225,11 @@ impl TailDots for f64 {}
 
 impl TailDots for f32 {
     fn tail(m: usize) -> usize {
-        let tail = m % GEMM_TILE_COLS;
-        let fits = m > GEMM_TILE_COLS && (1..=TAIL_MAX).contains(&tail);
-        if fits && gemm_avx2_tiles() {
+        let Some(cols) = gemm_tile_cols() else {
+            return 0;
+        };
+        let tail = m % cols;
+        if m > cols && (1..=TAIL_MAX).contains(&tail) {
             tail
         } else {
             0
@@ -242,29 +245,48 @@ impl TailDots for f32 {
 /// kernel (see [`TailDots`]).
 const GEMM_TILE_COLS: usize = 24;
 
+/// The same with AVX-512: its kernels tile by whole 16-lane vectors and run
+/// the columns past the last one as a masked vector, which costs a whole
+/// one. On an AMD Zen 5 VM, paired in one binary (8 pairs, one thread), a
+/// 1×1 conv over a 7×7 plane (49 columns, 48 and a dot product per row):
+/// [192, 1152] · [1152, 49] 0.86x of the time, [1280, 320] · [320, 49]
+/// 0.84x; efficientnet_b0 0.96x, mobilenet_v3_small 0.97x, resnet18 0.97x
+/// (its Winograd products over 14×14 planes have 49 columns too).
+const GEMM_TILE_COLS_AVX512: usize = 16;
+
 /// The most columns past the last whole tile that [`TailDots::tail`] leaves
 /// to dot products. Each costs a pass over `a` and a horizontal sum per
 /// row: with 4 (196 columns, a 14×14 plane), [480, 80] · [80, 196] took
-/// 1.06x the time of the GEMM crate's, [112, 672] · [672, 196] 0.97x.
+/// 1.06x the time of the GEMM crate's, [112, 672] · [672, 196] 0.97x
+/// (AVX2).
 const TAIL_MAX: usize = 2;
 
 /// Whether faer's f32 GEMM runs its AVX2 kernel here (AVX2 and FMA, no
-/// AVX-512), the one whose tiles [`GEMM_TILE_COLS`] describes; with
-/// AVX-512 its tiles differ, and the split was not measured there. Conv
-/// also picks its Winograd threshold by it.
+/// AVX-512), the one whose tiles [`GEMM_TILE_COLS`] describes. Conv also
+/// picks its Winograd threshold by it.
 pub(crate) fn gemm_avx2_tiles() -> bool {
+    gemm_tile_cols() == Some(GEMM_TILE_COLS)
+}
+
+/// Columns per tile of faer's f32 GEMM kernel on this CPU, where the dot
+/// products of [`TailDots`] run (AVX2 and FMA); `None` elsewhere.
+fn gemm_tile_cols() -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
-        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *AVX2.get_or_init(|| {
-            std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-                && !std::arch::is_x86_feature_detected!("avx512f")
+        static COLS: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+        *COLS.get_or_init(|| {
+            if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
+                None
+            } else if std::arch::is_x86_feature_detected!("avx512f") {
+                Some(GEMM_TILE_COLS_AVX512)
+            } else {
+                Some(GEMM_TILE_COLS)
+            }
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        false
+        None
     }
 }
 
@@ -1174,9 +1196,16 @@ mod tests {
     /// split among threads or not.
     #[test]
     fn products_past_a_whole_gemm_tile_match_a_naive_product() {
-        if gemm_avx2_tiles() {
-            assert_eq!([25, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 2, 2]);
-            assert_eq!([24, 48, 51, 196, 2].map(<f32 as TailDots>::tail), [0; 5]);
+        match gemm_tile_cols() {
+            Some(GEMM_TILE_COLS) => {
+                assert_eq!([25, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 2, 2]);
+                assert_eq!([24, 48, 51, 196, 2].map(<f32 as TailDots>::tail), [0; 5]);
+            }
+            Some(GEMM_TILE_COLS_AVX512) => {
+                assert_eq!([17, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 2, 2]);
+                assert_eq!([16, 48, 51, 196, 2].map(<f32 as TailDots>::tail), [0; 5]);
+            }
+            _ => assert_eq!(<f32 as TailDots>::tail(49), 0),
         }
         assert_eq!(<f64 as TailDots>::tail(49), 0);
         // No rows: nothing to compute, tail or not.
