@@ -144,7 +144,11 @@ fn conv_blocks<T: Float, G: Gemm<T>>(
         let (v, p) = bufs;
         let rows = j * block..((j + 1) * block).min(th);
         let n = rows.len() * tw;
-        input(x, c, t, rows.clone(), v);
+        if split == Split::Products {
+            input_parallel(x, c, t, rows.clone(), &mut v[..16 * c * n]);
+        } else {
+            input(x, c, t, rows.clone(), v);
+        }
         let (v, p) = (&v[..16 * c * n], &mut p[..16 * m * n]);
         if split == Split::Products {
             use rayon::prelude::*;
@@ -158,7 +162,11 @@ fn conv_blocks<T: Float, G: Gemm<T>>(
                 gemm(ui, vi, pi, m, c, n);
             }
         }
-        output(p, m, t, rows, bias, chunk);
+        if split == Split::Products {
+            output_parallel(p, m, t, rows, bias, chunk);
+        } else {
+            output(p, m, t, rows, bias, chunk);
+        }
     };
     if split == Split::Blocks {
         use rayon::prelude::*;
@@ -168,6 +176,42 @@ fn conv_blocks<T: Float, G: Gemm<T>>(
         chunks.into_iter().enumerate().for_each(|jc| run(&mut bufs, jc));
     }
     Ok(())
+}
+
+/// [`input`] with the channels split among the pool's threads: in
+/// [`Split::Products`] the one block's transforms would otherwise run on
+/// one thread while the others wait for its products.
+fn input_parallel<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut [T]) {
+    use rayon::prelude::*;
+    let n = rows.len() * t.cols();
+    let per = c.div_ceil(rayon::current_num_threads()).max(1);
+    let mut parts: Vec<Vec<&mut [T]>> = (0..c.div_ceil(per)).map(|_| Vec::with_capacity(16)).collect();
+    for plane in v.chunks_exact_mut(c * n) {
+        for (part, chs) in parts.iter_mut().zip(plane.chunks_mut(per * n)) {
+            part.push(chs);
+        }
+    }
+    parts.into_par_iter().enumerate().for_each(|(i, mut planes)| {
+        let chs = i * per..((i + 1) * per).min(c);
+        input_channels(x, chs, t, rows.clone(), &mut planes);
+    });
+}
+
+/// [`output`] with the output planes split among the pool's threads.
+fn output_parallel<T: Float>(
+    p: &[T],
+    m: usize,
+    t: &Tiles,
+    rows: Range<usize>,
+    bias: Option<&[T]>,
+    mut out: ArrayViewMut2<'_, T>,
+) {
+    use rayon::prelude::*;
+    let per = m.div_ceil(rayon::current_num_threads()).max(1);
+    let parts: Vec<_> = out.axis_chunks_iter_mut(Axis(0), per).enumerate().collect();
+    parts.into_par_iter().for_each(|(i, planes)| {
+        output_channels(p, m, i * per, t, rows.clone(), bias, planes);
+    });
 }
 
 /// The tiling of one 2-D plane: `h × w` input, padded by `pad_top` rows and
@@ -229,16 +273,30 @@ pub fn weights<T: Float>(w: &[T], kernels: usize) -> Vec<T> {
 /// tiles row-major, into the start of `v`. `Bᵀ = [[1, 0, −1, 0], [0, 1, 1, 0],
 /// [0, −1, 1, 0], [0, 1, 0, −1]]`; the padding reads as zeros.
 pub fn input<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut [T]) {
+    let n = rows.len() * t.cols();
+    let mut planes: Vec<&mut [T]> = v[..16 * c * n].chunks_exact_mut(c * n).collect();
+    input_channels(x, 0..c, t, rows, &mut planes);
+}
+
+/// [`input`] for the channels `chs` only, each of the 16 `planes` holding
+/// those channels' rows (`chs.len() · n` elements): a part of the
+/// transform that runs on its own thread.
+fn input_channels<T: Float>(
+    x: &[T],
+    chs: Range<usize>,
+    t: &Tiles,
+    rows: Range<usize>,
+    planes: &mut [&mut [T]],
+) {
     let tw = t.cols();
     let n = rows.len() * tw;
     let plane = t.h * t.w;
-    let mut planes: Vec<&mut [T]> = v[..16 * c * n].chunks_exact_mut(c * n).collect();
     let zeros = vec![T::zero(); t.w];
     // One combination of four input rows, padded: tile column `tx` reads
     // `padded[2·tx .. 2·tx + 4]`.
     let mut padded = vec![T::zero(); 2 * tw + 2];
     let run = t.w.min(padded.len().saturating_sub(t.pad_left));
-    for ch in 0..c {
+    for ch in chs.clone() {
         let xc = &x[ch * plane..(ch + 1) * plane];
         for (k, ty) in rows.clone().enumerate() {
             let row = |j: usize| -> &[T] {
@@ -258,7 +316,7 @@ pub fn input<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut
                     2 => rows4.for_each(|((((d, _), &q), &r), _)| *d = r - q),
                     _ => rows4.for_each(|((((d, _), &q), _), &s)| *d = q - s),
                 }
-                let at = ch * n + k * tw;
+                let at = (ch - chs.start) * n + k * tw;
                 let (v0, v1) = (&mut v0[at..at + tw], &mut v1[at..at + tw]);
                 let (v2, v3) = (&mut v2[at..at + tw], &mut v3[at..at + tw]);
                 let pairs = padded.chunks_exact(2).zip(padded[2..].chunks_exact(2));
@@ -287,6 +345,19 @@ pub fn output<T: Float>(
     t: &Tiles,
     rows: Range<usize>,
     bias: Option<&[T]>,
+    out: ArrayViewMut2<'_, T>,
+) {
+    output_channels(p, m, 0, t, rows, bias, out)
+}
+
+/// [`output`] into the planes `first..` only: `out` holds their rows.
+fn output_channels<T: Float>(
+    p: &[T],
+    m: usize,
+    first: usize,
+    t: &Tiles,
+    rows: Range<usize>,
+    bias: Option<&[T]>,
     mut out: ArrayViewMut2<'_, T>,
 ) {
     let tw = t.cols();
@@ -295,9 +366,10 @@ pub fn output<T: Float>(
     // Aᵀ on the columns of a row of tiles: `s[(2·b + r) · tw + tx]` is row
     // `r` of column `b`.
     let mut s = vec![T::zero(); 8 * tw];
-    for mm in 0..m {
+    for local_m in 0..out.nrows() {
+        let mm = first + local_m;
         let bias = bias.map_or(T::zero(), |b| b[mm]);
-        let mut plane = out.row_mut(mm);
+        let mut plane = out.row_mut(local_m);
         let Some(dst) = plane.as_slice_mut() else {
             return;
         };
