@@ -1261,10 +1261,10 @@ fn pow_by_a_small_exponent_is_powf_for_each_form() {
     }
 }
 
-/// Long inputs split across the pool in chunks: every element still gets
-/// the function, in place and into a fresh output.
+/// Inputs long enough to split across the pool in chunks: every element
+/// still gets the function, in place and into a fresh output.
 #[test]
-fn long_unary_maps_apply_to_every_element_split_or_not() {
+fn long_unary_maps_split_across_the_pool_reach_every_element() {
     let n = 3 * vigil_engine::parallel::PARALLEL_ELEMS + 17;
     let xs: Vec<f32> = (0..n).map(|i| (i % 1013) as f32 / 64.0 - 8.0).collect();
     for kind in [UnKind::Relu, UnKind::HardSwish, UnKind::Neg] {

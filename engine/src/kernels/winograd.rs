@@ -144,13 +144,12 @@ fn conv_blocks<T: Float, G: Gemm<T>>(
         let (v, p) = bufs;
         let rows = j * block..((j + 1) * block).min(th);
         let n = rows.len() * tw;
-        if split == Split::Products {
-            input_parallel(x, c, t, rows.clone(), &mut v[..16 * c * n]);
-        } else {
-            input(x, c, t, rows.clone(), v);
-        }
+        // With the products split, the transforms split their channels
+        // too: on one thread they would keep the others waiting.
+        let split_channels = split == Split::Products;
+        input(x, c, t, rows.clone(), v, split_channels);
         let (v, p) = (&v[..16 * c * n], &mut p[..16 * m * n]);
-        if split == Split::Products {
+        if split_channels {
             use rayon::prelude::*;
             let products = u.par_chunks_exact(m * c).zip(v.par_chunks_exact(c * n));
             products
@@ -162,11 +161,7 @@ fn conv_blocks<T: Float, G: Gemm<T>>(
                 gemm(ui, vi, pi, m, c, n);
             }
         }
-        if split == Split::Products {
-            output_parallel(p, m, t, rows, bias, chunk);
-        } else {
-            output(p, m, t, rows, bias, chunk);
-        }
+        output(p, m, t, rows, bias, chunk, split_channels);
     };
     if split == Split::Blocks {
         use rayon::prelude::*;
@@ -176,42 +171,6 @@ fn conv_blocks<T: Float, G: Gemm<T>>(
         chunks.into_iter().enumerate().for_each(|jc| run(&mut bufs, jc));
     }
     Ok(())
-}
-
-/// [`input`] with the channels split among the pool's threads: in
-/// [`Split::Products`] the one block's transforms would otherwise run on
-/// one thread while the others wait for its products.
-fn input_parallel<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut [T]) {
-    use rayon::prelude::*;
-    let n = rows.len() * t.cols();
-    let per = c.div_ceil(rayon::current_num_threads()).max(1);
-    let mut parts: Vec<Vec<&mut [T]>> = (0..c.div_ceil(per)).map(|_| Vec::with_capacity(16)).collect();
-    for plane in v.chunks_exact_mut(c * n) {
-        for (part, chs) in parts.iter_mut().zip(plane.chunks_mut(per * n)) {
-            part.push(chs);
-        }
-    }
-    parts.into_par_iter().enumerate().for_each(|(i, mut planes)| {
-        let chs = i * per..((i + 1) * per).min(c);
-        input_channels(x, chs, t, rows.clone(), &mut planes);
-    });
-}
-
-/// [`output`] with the output planes split among the pool's threads.
-fn output_parallel<T: Float>(
-    p: &[T],
-    m: usize,
-    t: &Tiles,
-    rows: Range<usize>,
-    bias: Option<&[T]>,
-    mut out: ArrayViewMut2<'_, T>,
-) {
-    use rayon::prelude::*;
-    let per = m.div_ceil(rayon::current_num_threads()).max(1);
-    let parts: Vec<_> = out.axis_chunks_iter_mut(Axis(0), per).enumerate().collect();
-    parts.into_par_iter().for_each(|(i, planes)| {
-        output_channels(p, m, i * per, t, rows.clone(), bias, planes);
-    });
 }
 
 /// The tiling of one 2-D plane: `h × w` input, padded by `pad_top` rows and
@@ -272,15 +231,35 @@ pub fn weights<T: Float>(w: &[T], kernels: usize) -> Vec<T> {
 /// planes of `x`: 16 matrices `[C, n]` with `n = rows.len() · t.cols()`,
 /// tiles row-major, into the start of `v`. `Bᵀ = [[1, 0, −1, 0], [0, 1, 1, 0],
 /// [0, −1, 1, 0], [0, 1, 0, −1]]`; the padding reads as zeros.
-pub fn input<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut [T]) {
+/// With `par`, the channels split among the pool's threads.
+pub fn input<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut [T], par: bool) {
+    use rayon::prelude::*;
     let n = rows.len() * t.cols();
-    let mut planes: Vec<&mut [T]> = v[..16 * c * n].chunks_exact_mut(c * n).collect();
-    input_channels(x, 0..c, t, rows, &mut planes);
+    let per = if par {
+        c.div_ceil(rayon::current_num_threads())
+    } else {
+        c
+    }
+    .max(1);
+    // Each part: the 16 planes' rows of its channels.
+    let mut parts: Vec<Vec<&mut [T]>> = (0..c.div_ceil(per)).map(|_| Vec::with_capacity(16)).collect();
+    for plane in v[..16 * c * n].chunks_exact_mut(c * n) {
+        for (part, chs) in parts.iter_mut().zip(plane.chunks_mut(per * n)) {
+            part.push(chs);
+        }
+    }
+    let run = |(i, mut planes): (usize, Vec<&mut [T]>)| {
+        input_channels(x, i * per..((i + 1) * per).min(c), t, rows.clone(), &mut planes)
+    };
+    if par {
+        parts.into_par_iter().enumerate().for_each(run);
+    } else {
+        parts.into_iter().enumerate().for_each(run);
+    }
 }
 
 /// [`input`] for the channels `chs` only, each of the 16 `planes` holding
-/// those channels' rows (`chs.len() · n` elements): a part of the
-/// transform that runs on its own thread.
+/// those channels' rows (`chs.len() · n` elements).
 fn input_channels<T: Float>(
     x: &[T],
     chs: Range<usize>,
@@ -339,15 +318,30 @@ fn input_channels<T: Float>(
 /// from the products `p` (16 matrices `[M, n]`, as [`input`] lays out the
 /// tiles), into `out`: row `m` holds output rows `2·rows.start ..` of plane
 /// `m`, as many as fit in the output. `Aᵀ = [[1, 1, 1, 0], [0, 1, −1, −1]]`.
+/// With `par`, the planes split among the pool's threads.
 pub fn output<T: Float>(
     p: &[T],
     m: usize,
     t: &Tiles,
     rows: Range<usize>,
     bias: Option<&[T]>,
-    out: ArrayViewMut2<'_, T>,
+    mut out: ArrayViewMut2<'_, T>,
+    par: bool,
 ) {
-    output_channels(p, m, 0, t, rows, bias, out)
+    use rayon::prelude::*;
+    let per = if par {
+        m.div_ceil(rayon::current_num_threads())
+    } else {
+        m
+    }
+    .max(1);
+    let parts = out.axis_chunks_iter_mut(Axis(0), per).enumerate();
+    let run = |(i, planes)| output_channels(p, m, i * per, t, rows.clone(), bias, planes);
+    if par {
+        parts.collect::<Vec<_>>().into_par_iter().for_each(run);
+    } else {
+        parts.for_each(run);
+    }
 }
 
 /// [`output`] into the planes `first..` only: `out` holds their rows.

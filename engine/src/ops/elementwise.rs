@@ -206,9 +206,7 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sy
     if out.same_buffer(a) {
         if out.layout() == a.layout() {
             if out.is_contiguous() {
-                return out.write_contiguous(|v: &mut [T]| {
-                    par_chunks(v, |v| v.iter_mut().for_each(|x| *x = f(*x)))
-                });
+                return out.write_contiguous(|v: &mut [T]| map_slice_inplace(v, &f));
             }
             return out.write(|mut v: ArrayViewMutD<'_, T>| v.mapv_inplace(f));
         }
@@ -217,18 +215,7 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sy
     let copy = in_c_order(a, out)?;
     let a = copy.as_ref().unwrap_or(a);
     if contiguous_alike(&[a], out) {
-        a.read_contiguous(|x: &[T]| {
-            out.write_contiguous(|o: &mut [T]| {
-                if crate::parallel::split(o.len()) {
-                    use rayon::prelude::*;
-                    o.par_chunks_mut(PASS_CHUNK)
-                        .zip(x.par_chunks(PASS_CHUNK))
-                        .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x)));
-                } else {
-                    o.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x));
-                }
-            })
-        })??;
+        a.read_contiguous(|x: &[T]| out.write_contiguous(|o: &mut [T]| map_slice(x, o, &f)))??;
         return Ok(());
     }
     a.read(|av: ArrayViewD<'_, T>| {
@@ -237,14 +224,29 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sy
     Ok(())
 }
 
-/// `each` on `v` whole, or on chunks of it across the rayon pool when it is
-/// long (see [`crate::parallel::split`]).
-fn par_chunks<T: Send>(v: &mut [T], each: impl Fn(&mut [T]) + Sync) {
-    if crate::parallel::split(v.len()) {
+/// `dst[i] = f(src[i])`, in chunks across the rayon pool when the slices
+/// are long (see [`crate::parallel::split`]), as [`par_map`] does for the
+/// [`MathFn`] kernels.
+fn map_slice<T: Element>(src: &[T], dst: &mut [T], f: &(impl Fn(T) -> T + Sync)) {
+    let each = |(d, s): (&mut [T], &[T])| d.iter_mut().zip(s).for_each(|(d, &x)| *d = f(x));
+    if crate::parallel::split(dst.len()) {
         use rayon::prelude::*;
-        v.par_chunks_mut(PASS_CHUNK).for_each(&each);
+        dst.par_chunks_mut(PASS_CHUNK)
+            .zip(src.par_chunks(PASS_CHUNK))
+            .for_each(each);
     } else {
-        each(v);
+        each((dst, src));
+    }
+}
+
+/// `buf[i] = f(buf[i])`, split as [`map_slice`] is.
+fn map_slice_inplace<T: Element>(buf: &mut [T], f: &(impl Fn(T) -> T + Sync)) {
+    let each = |b: &mut [T]| b.iter_mut().for_each(|x| *x = f(*x));
+    if crate::parallel::split(buf.len()) {
+        use rayon::prelude::*;
+        buf.par_chunks_mut(PASS_CHUNK).for_each(each);
+    } else {
+        each(buf);
     }
 }
 
