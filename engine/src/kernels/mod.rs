@@ -17,6 +17,7 @@
 //! - [`pow`]: powers by small integers and halves as multiplies;
 //! - [`stride`]: every n-th element of a row, for strided windows;
 //! - [`rowsum`]: sums of contiguous rows, for reductions over trailing axes;
+//! - `wide_loop`: plain element loops compiled for the CPU's widest SIMD;
 //! - [`compare`] and [`summary`]: tolerance comparison and one-pass
 //!   statistics over element runs, for the listeners.
 
@@ -36,6 +37,7 @@ pub mod softmax;
 pub mod stride;
 pub mod summary;
 pub mod vmath;
+pub(crate) mod wide_loop;
 pub mod winograd;
 
 pub use math_fn::MathFn;

@@ -13,6 +13,7 @@ use crate::kernels::pointwise::{binary_inplace, relu, sign, unary_float, BinaryT
 pub use crate::kernels::pointwise::{BinKind, UnKind};
 use crate::kernels::pow::{PowLoop, SmallPow};
 use crate::kernels::vmath::{par_map, par_map_inplace, VMath};
+use crate::kernels::wide_loop;
 use crate::kernels::MathFn;
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Attrs, InplaceVariant, Op, OpCtx, OpRegistry, TypeInfo};
@@ -99,13 +100,7 @@ pub(crate) fn zip2<A: Element, B: Element, O: Element>(
     let (a, b) = (ac.as_ref().unwrap_or(a), bc.as_ref().unwrap_or(b));
     if contiguous_alike(&[a, b], out) {
         a.read_contiguous(|x: &[A]| {
-            b.read_contiguous(|y: &[B]| {
-                out.write_contiguous(|o: &mut [O]| {
-                    for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                        *o = f(x, y);
-                    }
-                })
-            })
+            b.read_contiguous(|y: &[B]| out.write_contiguous(|o: &mut [O]| wide_loop::zip(x, y, o, &f)))
         })???;
         return Ok(());
     }
@@ -152,11 +147,7 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
     }
     if contiguous_alike(&[&y], x) {
         return y.read_contiguous(|ys: &[T]| {
-            x.write_contiguous(|xs: &mut [T]| {
-                for (a, &b) in xs.iter_mut().zip(ys) {
-                    *a = f(*a, b);
-                }
-            })
+            x.write_contiguous(|xs: &mut [T]| wide_loop::zip_inplace(xs, ys, &f))
         })?;
     }
     let plain = x.size() > 0 && x.is_contiguous() && y.is_contiguous();
@@ -228,7 +219,7 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sy
 /// are long (see [`crate::parallel::split`]), as [`par_map`] does for the
 /// [`MathFn`] kernels.
 fn map_slice<T: Element>(src: &[T], dst: &mut [T], f: &(impl Fn(T) -> T + Sync)) {
-    let each = |(d, s): (&mut [T], &[T])| d.iter_mut().zip(s).for_each(|(d, &x)| *d = f(x));
+    let each = |(d, s): (&mut [T], &[T])| wide_loop::map(s, d, f);
     if crate::parallel::split(dst.len()) {
         use rayon::prelude::*;
         dst.par_chunks_mut(PASS_CHUNK)
@@ -241,7 +232,7 @@ fn map_slice<T: Element>(src: &[T], dst: &mut [T], f: &(impl Fn(T) -> T + Sync))
 
 /// `buf[i] = f(buf[i])`, split as [`map_slice`] is.
 fn map_slice_inplace<T: Element>(buf: &mut [T], f: &(impl Fn(T) -> T + Sync)) {
-    let each = |b: &mut [T]| b.iter_mut().for_each(|x| *x = f(*x));
+    let each = |b: &mut [T]| wide_loop::map_inplace(b, f);
     if crate::parallel::split(buf.len()) {
         use rayon::prelude::*;
         buf.par_chunks_mut(PASS_CHUNK).for_each(each);
