@@ -10,17 +10,14 @@
 
 use rten_simd::{Isa, SimdOp};
 
-use crate::kernels::fastmath;
-
-/// Runs `body`, a loop inlined into it, compiled for the widest SIMD this
-/// CPU has (plain where it lacks AVX2 and FMA).
+/// Runs `body`, a short loop, compiled for the widest SIMD this CPU has
+/// (the baseline's where it has neither AVX-512 nor AVX2). The closure
+/// must be inlined into the dispatch for that: a long body is not, and
+/// takes a [`SimdOp`] whose `eval` calls an `#[inline(always)]` function
+/// instead (as `winograd`'s transforms do).
 #[inline(always)]
 pub(crate) fn run<R>(body: impl FnOnce() -> R) -> R {
-    if fastmath::available() {
-        Wide(body).dispatch()
-    } else {
-        body()
-    }
+    Wide(body).dispatch()
 }
 
 /// `dst[i] = f(src[i])`.

@@ -20,6 +20,7 @@ use ndarray::{ArrayViewMut2, Axis};
 use crate::dtype::Float;
 use crate::error::{Error, Result};
 use crate::tensor::buffer_pool::Scratch;
+use rten_simd::{Isa, SimdOp};
 
 /// A serial product `c = a · b` of row-major `a` `[n, k]`, `b` `[k, m]` and
 /// `c` `[n, m]`, as `gemm(a, b, c, n, k, m)`: the ops layer's GEMM.
@@ -249,7 +250,15 @@ pub fn input<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut
         }
     }
     let run = |(i, mut planes): (usize, Vec<&mut [T]>)| {
-        input_channels(x, i * per..((i + 1) * per).min(c), t, rows.clone(), &mut planes)
+        let chs = i * per..((i + 1) * per).min(c);
+        InputChannels {
+            x,
+            chs,
+            t,
+            rows: rows.clone(),
+            planes: &mut planes,
+        }
+        .dispatch()
     };
     if par {
         parts.into_par_iter().enumerate().for_each(run);
@@ -258,8 +267,28 @@ pub fn input<T: Float>(x: &[T], c: usize, t: &Tiles, rows: Range<usize>, v: &mut
     }
 }
 
+/// [`input_channels`] compiled for the CPU's widest SIMD (see
+/// `kernels/wide_loop.rs`): its loops are plain Rust.
+struct InputChannels<'a, 'p, T> {
+    x: &'a [T],
+    chs: Range<usize>,
+    t: &'a Tiles,
+    rows: Range<usize>,
+    planes: &'a mut [&'p mut [T]],
+}
+
+impl<T: Float> SimdOp for InputChannels<'_, '_, T> {
+    type Output = ();
+
+    #[inline(always)]
+    fn eval<I: Isa>(self, _isa: I) {
+        input_channels(self.x, self.chs, self.t, self.rows, self.planes)
+    }
+}
+
 /// [`input`] for the channels `chs` only, each of the 16 `planes` holding
 /// those channels' rows (`chs.len() · n` elements).
+#[inline(always)]
 fn input_channels<T: Float>(
     x: &[T],
     chs: Range<usize>,
@@ -336,7 +365,18 @@ pub fn output<T: Float>(
     }
     .max(1);
     let parts = out.axis_chunks_iter_mut(Axis(0), per).enumerate();
-    let run = |(i, planes)| output_channels(p, m, i * per, t, rows.clone(), bias, planes);
+    let run = |(i, out)| {
+        OutputChannels {
+            p,
+            m,
+            first: i * per,
+            t,
+            rows: rows.clone(),
+            bias,
+            out,
+        }
+        .dispatch()
+    };
     if par {
         parts.collect::<Vec<_>>().into_par_iter().for_each(run);
     } else {
@@ -344,7 +384,29 @@ pub fn output<T: Float>(
     }
 }
 
+/// [`output_channels`] compiled for the CPU's widest SIMD, as
+/// [`InputChannels`] is.
+struct OutputChannels<'a, T> {
+    p: &'a [T],
+    m: usize,
+    first: usize,
+    t: &'a Tiles,
+    rows: Range<usize>,
+    bias: Option<&'a [T]>,
+    out: ArrayViewMut2<'a, T>,
+}
+
+impl<T: Float> SimdOp for OutputChannels<'_, T> {
+    type Output = ();
+
+    #[inline(always)]
+    fn eval<I: Isa>(self, _isa: I) {
+        output_channels(self.p, self.m, self.first, self.t, self.rows, self.bias, self.out)
+    }
+}
+
 /// [`output`] into the planes `first..` only: `out` holds their rows.
+#[inline(always)]
 fn output_channels<T: Float>(
     p: &[T],
     m: usize,

@@ -404,7 +404,7 @@ fn winograd_tiles(axes: &[Axis1], group: usize, cg: usize, mg: usize) -> Option<
 fn add_bias<T: Float>(b: Option<&[T]>, m: usize, o: usize, out: &mut [T]) {
     if let Some(b) = b {
         for (row, &bm) in out.chunks_exact_mut(o.max(1)).zip(&b[..m]) {
-            row.iter_mut().for_each(|v| *v += bm);
+            crate::kernels::wide_loop::map_inplace(row, |v| v + bm);
         }
     }
 }
