@@ -6,6 +6,7 @@
 //! Rows split across the rayon pool when there are enough elements.
 
 use rayon::prelude::*;
+use rten_simd::{Isa, SimdOp};
 
 use crate::dtype::Element;
 use crate::parallel::split;
@@ -57,6 +58,24 @@ fn row<T: Element>(p: &NormSpec<'_>, x: &[T], y: &mut [T]) -> (f64, f64) {
     (mean, inv)
 }
 
+/// [`row`] compiled for the CPU's widest SIMD, chosen at run time (see
+/// `kernels/wide_loop.rs`): in a portable build its f64 lanes ran two to
+/// an SSE2 vector.
+struct Row<'a, 'p, T> {
+    p: &'a NormSpec<'p>,
+    x: &'a [T],
+    y: &'a mut [T],
+}
+
+impl<T: Element> SimdOp for Row<'_, '_, T> {
+    type Output = (f64, f64);
+
+    #[inline(always)]
+    fn eval<I: Isa>(self, _isa: I) -> (f64, f64) {
+        row(self.p, self.x, self.y)
+    }
+}
+
 /// Normalizes every row of `x` (C order, rows of `p.inner`) into `y`, and
 /// writes each row's mean and inverse deviation to `stats` when given.
 pub fn normalize_rows<T: Element>(
@@ -76,7 +95,7 @@ pub fn normalize_rows<T: Element>(
     }
     let rows = x.len() / inner;
     let mut st = vec![(0.0, 0.0); if stats.is_some() { rows } else { 0 }];
-    let go = |(xr, yr): (&[T], &mut [T])| row(p, xr, yr);
+    let go = |(x, y): (&[T], &mut [T])| Row { p, x, y }.dispatch();
     if split(x.len()) && rows > 1 {
         let res: Vec<(f64, f64)> = x.par_chunks(inner).zip(y.par_chunks_mut(inner)).map(go).collect();
         if !st.is_empty() {
