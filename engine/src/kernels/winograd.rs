@@ -16,11 +16,11 @@
 use std::ops::Range;
 
 use ndarray::{ArrayViewMut2, Axis};
+use rten_simd::{Isa, SimdOp};
 
 use crate::dtype::Float;
 use crate::error::{Error, Result};
 use crate::tensor::buffer_pool::Scratch;
-use rten_simd::{Isa, SimdOp};
 
 /// A serial product `c = a · b` of row-major `a` `[n, k]`, `b` `[k, m]` and
 /// `c` `[n, m]`, as `gemm(a, b, c, n, k, m)`: the ops layer's GEMM.
