@@ -188,93 +188,82 @@ impl Geometry {
         self.h.stride * self.w.stride * self.phase + lanes
     }
 
-    /// Fills `buf` with the padded, phase-split copy of the plane that `x`
-    /// starts with (the rest of the input may follow it). Rows are
-    /// written with whole vectors, zeros included, so short rows and their
-    /// padding cost no memcpy or memset calls: a row's last vector may spill
-    /// into the next row of its phase, which is written after it (and the
-    /// last row's into the phase's slack, zeroed after the rows, or into the
-    /// `lanes` elements [`Geometry::buffer_len`] keeps past the last phase).
+    /// The copies that fill a buffer with the padded, phase-split copy of
+    /// one input plane, in the order they must run (see [`Geometry::fill`]).
     /// Input rows are read in order, each once, its column phases written
     /// one after the other: filled phase by phase, a stride-2 plane would be
-    /// read from memory once per row phase. `tails` holds each column
-    /// phase's last-vector mask (`first_n_mask` of its run's length modulo
-    /// the lanes), made once per task: rten-simd builds a mask lane by lane.
-    #[inline(always)]
-    fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32], tails: &[I::M32]) {
+    /// read from memory once per row phase. Padding rows and columns are
+    /// not in the plan: they are zero in a new buffer and stay zero.
+    fn copies(&self) -> Vec<RowCopy> {
         let (sh, sw, wq) = (self.h.stride, self.w.stride, self.wq);
+        let mut copies = Vec::new();
         for r in 0..self.hq {
             for ph in 0..sh {
-                let ih = self.h.input_at(r * sh + ph);
-                for (pw, (run, &tail)) in self.runs.iter().zip(tails).enumerate() {
-                    let at = (ph * sw + pw) * self.phase;
-                    let row = &mut buf[at + r * wq..];
-                    let src: &[f32] = match ih {
-                        Some(ih) if run.lo < run.hi => {
-                            let first = (run.lo as i64 * sw as i64 + run.shift) as usize;
-                            &x[ih * self.w.input + first..]
-                        }
-                        _ => &[],
-                    };
-                    let n = if src.is_empty() { 0 } else { run.hi - run.lo };
-                    put_row(isa, row, wq, (run.lo, n), src, sw, tail);
+                let Some(ih) = self.h.input_at(r * sh + ph) else {
+                    continue;
+                };
+                for (pw, run) in self.runs.iter().enumerate() {
+                    if run.lo < run.hi {
+                        let first = (run.lo as i64 * sw as i64 + run.shift) as usize;
+                        copies.push(RowCopy {
+                            src: ih * self.w.input + first,
+                            dst: (ph * sw + pw) * self.phase + r * wq + run.lo,
+                            run: pw,
+                        });
+                    }
                 }
             }
         }
-        let grid_len = self.hq * wq;
-        for p in 0..sh * sw {
-            buf[p * self.phase + grid_len..(p + 1) * self.phase].fill(0.0);
+        copies
+    }
+
+    /// Copies the plane that `x` starts with (the rest of the input may
+    /// follow it) into `buf`, a buffer this geometry's copies have filled
+    /// before or a zeroed one. A unit-stride row is copied in whole vectors
+    /// with the lanes past its end zeroed, so a short row costs no memcpy
+    /// call: the last vector may spill zeros over the padding after it and
+    /// the start of the next row of its phase, which is written after it
+    /// (a phase's last row spills into the phase's slack, or into the
+    /// `lanes` elements [`Geometry::buffer_len`] keeps past the last phase).
+    /// Every element a spill reaches is padding, which is zero, or is
+    /// written again after it. `tails` holds each column phase's
+    /// last-vector mask (`first_n_mask` of its run's length modulo the
+    /// lanes), made once per task: rten-simd builds a mask lane by lane.
+    #[inline(always)]
+    fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32], copies: &[RowCopy], tails: &[I::M32]) {
+        let ops = isa.f32();
+        let lanes = ops.len();
+        let sw = self.w.stride;
+        for c in copies {
+            let run = &self.runs[c.run];
+            let n = run.hi - run.lo;
+            let (src, row) = (&x[c.src..], &mut buf[c.dst..]);
+            if sw > 1 {
+                crate::kernels::stride::take_every(src, sw, &mut row[..n]);
+                continue;
+            }
+            let mut i = 0;
+            while i + lanes <= n {
+                ops.store(ops.load(&src[i..i + lanes]), &mut row[i..i + lanes]);
+                i += lanes;
+            }
+            if i < n {
+                let v = match src.get(i..i + lanes) {
+                    Some(s) => ops.select(ops.load(s), ops.zero(), tails[c.run]),
+                    None => ops.load_pad(&src[i..n]).0,
+                };
+                ops.store(v, &mut row[i..i + lanes]);
+            }
         }
     }
 }
 
-/// Writes padded row `dst[..wq]`: zeros, then `n` elements of `src` taken
-/// every `step` from column `lo`, then zeros. Whole vectors throughout, so
-/// it may write up to a vector past `wq` (see [`Geometry::fill`]). `src`
-/// may run on past the row (the rest of the input): a partial last vector
-/// is then a whole load with the lanes past `n` zeroed by `tail`
-/// (`first_n_mask(n % lanes)`), else a padded load.
-#[inline(always)]
-fn put_row<I: Isa>(
-    isa: I,
-    dst: &mut [f32],
-    wq: usize,
-    (lo, n): (usize, usize),
-    src: &[f32],
-    step: usize,
-    tail: I::M32,
-) {
-    let ops = isa.f32();
-    let lanes = ops.len();
-    let mut c = 0;
-    while c < lo {
-        ops.store(ops.zero(), &mut dst[c..c + lanes]);
-        c += lanes;
-    }
-    let row = &mut dst[lo..];
-    if step == 1 {
-        let mut i = 0;
-        while i + lanes <= n {
-            ops.store(ops.load(&src[i..i + lanes]), &mut row[i..i + lanes]);
-            i += lanes;
-        }
-        if i < n {
-            let v = match src.get(i..i + lanes) {
-                Some(s) => ops.select(ops.load(s), ops.zero(), tail),
-                None => ops.load_pad(&src[i..n]).0,
-            };
-            ops.store(v, &mut row[i..i + lanes]);
-            i += lanes;
-        }
-        c = lo + i;
-    } else {
-        crate::kernels::stride::take_every(src, step, &mut row[..n]);
-        c = lo + n;
-    }
-    while c < wq {
-        ops.store(ops.zero(), &mut dst[c..c + lanes]);
-        c += lanes;
-    }
+/// One row of a column phase to fill from the input: the elements of
+/// column phase `run` from plane offset `src` on, to buffer offset `dst`.
+struct RowCopy {
+    src: usize,
+    dst: usize,
+    run: usize,
 }
 
 /// The depthwise convolution of one image (see
@@ -353,6 +342,7 @@ impl SimdOp for Channels<'_> {
         let (geo, d) = (self.geo, self.d);
         let ops = isa.f32();
         let mut buf = vec![0f32; geo.buffer_len(ops.len())];
+        let copies = geo.copies();
         let tails: Vec<I::M32> = geo
             .runs
             .iter()
@@ -362,9 +352,9 @@ impl SimdOp for Channels<'_> {
         let mut filled = None;
         for (i, o) in self.out.chunks_exact_mut(self.op).enumerate() {
             let m = self.first + i;
-            let c = m / d.per;
+            let c = if d.per == 1 { m } else { m / d.per };
             if filled != Some(c) {
-                geo.fill(isa, &d.x[c * self.ip..], &mut buf, &tails);
+                geo.fill(isa, &d.x[c * self.ip..], &mut buf, &copies, &tails);
                 filled = Some(c);
             }
             let wt = &d.wts.taps[m * self.k..(m + 1) * self.k];
