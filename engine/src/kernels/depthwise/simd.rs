@@ -106,7 +106,9 @@ struct Run {
 struct Geometry {
     h: Axis,
     w: Axis,
-    /// Rows and columns of each phase.
+    /// Rows of each phase, and the pitch of its rows: the padded row's
+    /// length, or less where rows share their padding (see
+    /// [`Geometry::new`]).
     hq: usize,
     wq: usize,
     /// Elements of each phase: `hq · wq` and the slack that the last
@@ -141,7 +143,28 @@ impl Geometry {
             w
         };
         let step = if w.stride == 1 { step } else { 1 };
-        let (hq, wq) = (h.phase_len(), w.phase_len());
+        let (hq, wp) = (h.phase_len(), w.phase_len());
+        let runs: Vec<Run> = (0..w.stride)
+            .map(|pw| {
+                // Phase column j holds padded column j·sw + pw.
+                let shift = pw as i64 + w.base;
+                let clamp = |j: i64| j.clamp(0, wp as i64) as usize;
+                let lo = clamp(ceil_div(-shift, w.stride as i64));
+                let hi = clamp(ceil_div(w.input as i64 - shift, w.stride as i64)).max(lo);
+                Run { shift, lo, hi }
+            })
+            .collect();
+        // Unit-stride rows share their padding: a row's right padding runs
+        // on into the next row's left padding (zeros both), so the pitch
+        // must only keep each row's data (up to `hi`) clear of the next
+        // row and its right padding inside the next row's left padding.
+        // The grid then computes fewer dropped columns: a 7-wide plane
+        // under a 5×5 kernel takes a pitch of 9 instead of 11, 4 vectors
+        // of 16 instead of 5.
+        let wq = match &runs[..] {
+            [r] => r.hi.max(wp - r.lo),
+            _ => wp,
+        };
         let grid = (h.output * wq).div_ceil(lanes) * lanes;
         let shift = |a: &Axis, o: usize| (o % a.stride, o / a.stride);
         let max_shift = {
@@ -149,9 +172,10 @@ impl Geometry {
             let (_, sw) = shift(&w, w.offset.iter().max().copied().unwrap_or(0));
             sh * wq + sw
         };
-        // The spill of a phase's last row must stay out of the next phase,
-        // whose first rows are written before it.
-        let phase = (grid + max_shift).max(hq * wq + lanes);
+        // The spill of a phase's last row, and the right padding that its
+        // taps read past the pitch, must stay out of the next phase, whose
+        // first rows are written before it.
+        let phase = (grid + max_shift).max(hq * wq + wp + lanes);
         let mut taps = Vec::with_capacity(h.offset.len() * w.offset.len());
         for &oh in &h.offset {
             let (ph, sh) = shift(&h, oh);
@@ -160,16 +184,6 @@ impl Geometry {
                 taps.push((ph * w.stride + pw) * phase + sh * wq + sw);
             }
         }
-        let runs = (0..w.stride)
-            .map(|pw| {
-                // Phase column j holds padded column j·sw + pw.
-                let shift = pw as i64 + w.base;
-                let clamp = |j: i64| j.clamp(0, wq as i64) as usize;
-                let lo = clamp(ceil_div(-shift, w.stride as i64));
-                let hi = clamp(ceil_div(w.input as i64 - shift, w.stride as i64)).max(lo);
-                Run { shift, lo, hi }
-            })
-            .collect();
         Some(Geometry {
             hq,
             wq,
@@ -457,9 +471,15 @@ mod tests {
     use super::*;
     use crate::kernels::depthwise::Weights;
 
-    fn taps(input: usize, kernel: usize, stride: usize, dilation: usize, pad: usize) -> AxisTaps {
-        let output = (input + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-        let first: Vec<i64> = (0..kernel).map(|k| (k * dilation) as i64 - pad as i64).collect();
+    fn taps(
+        input: usize,
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        (pl, pr): (usize, usize),
+    ) -> AxisTaps {
+        let output = (input + pl + pr - dilation * (kernel - 1) - 1) / stride + 1;
+        let first: Vec<i64> = (0..kernel).map(|k| (k * dilation) as i64 - pl as i64).collect();
         let inside = first
             .iter()
             .map(|&f| {
@@ -494,28 +514,36 @@ mod tests {
             return;
         }
         for (case, &(hw, k, s, d, p, per)) in [
-            (14, 5, 1, 1, 2, 1),
-            (17, 3, 2, 1, 1, 1),
-            (9, 3, 3, 2, 2, 2),
-            (33, 7, 1, 1, 3, 1),
-            (5, 5, 2, 1, 0, 1),
-            (1, 1, 1, 1, 0, 3),
-            (20, 4, 2, 1, 1, 1),
-            (6, 3, 1, 9, 18, 1),
-            (40, 3, 2, 1, 1, 1),
-            (70, 3, 2, 1, 1, 1),
-            (61, 5, 2, 1, 2, 1),
+            (14, 5, 1, 1, (2, 2), 1),
+            (17, 3, 2, 1, (1, 1), 1),
+            (9, 3, 3, 2, (2, 2), 2),
+            (33, 7, 1, 1, (3, 3), 1),
+            (5, 5, 2, 1, (0, 0), 1),
+            (1, 1, 1, 1, (0, 0), 3),
+            (20, 4, 2, 1, (1, 1), 1),
+            (6, 3, 1, 9, (18, 18), 1),
+            (40, 3, 2, 1, (1, 1), 1),
+            (70, 3, 2, 1, (1, 1), 1),
+            (61, 5, 2, 1, (2, 2), 1),
             // Column phases without padding: a phase's first row holds
             // input, where the last row of the phase before it could spill.
-            (70, 3, 2, 1, 0, 1),
-            (66, 3, 2, 1, 0, 1),
-            (67, 5, 2, 1, 0, 1),
+            (70, 3, 2, 1, (0, 0), 1),
+            (66, 3, 2, 1, (0, 0), 1),
+            (67, 5, 2, 1, (0, 0), 1),
+            // Unit-stride rows sharing their padding, wider on either side,
+            // with no padding on one side, and wider than the kernel.
+            (7, 5, 1, 1, (2, 1), 1),
+            (7, 5, 1, 1, (1, 3), 1),
+            (14, 5, 1, 1, (0, 2), 1),
+            (7, 3, 1, 1, (4, 0), 1),
+            (9, 3, 1, 2, (5, 2), 1),
+            (14, 5, 2, 1, (3, 1), 1),
         ]
         .iter()
         .enumerate()
         {
             let (hx, wx) = (hw, hw + 3);
-            let (ht, wt) = (taps(hx, k, s, d, p), taps(wx, k, s, d, p));
+            let (ht, wt) = (taps(hx, k, s, d, p), taps(wx, k, s, d, (p.1, p.0)));
             let c = if case % 2 == 0 { 3 } else { 19 };
             let m = c * per;
             let x: Vec<f32> = (0..c * hx * wx)
@@ -555,7 +583,7 @@ mod tests {
                         let g = got[(mo * ht.output + oh) * wt.output + ow] as f64;
                         assert!(
                             (g - want).abs() <= 1e-5 * (1.0 + want.abs()),
-                            "{hw} k{k} s{s} d{d} p{p}: [{mo},{oh},{ow}] {g} vs {want}"
+                            "{hw} k{k} s{s} d{d} p{p:?}: [{mo},{oh},{ow}] {g} vs {want}"
                         );
                     }
                 }
