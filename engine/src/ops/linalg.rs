@@ -128,7 +128,9 @@ where
         fill(0..m, &mut col);
         let b = MatRef::from_row_major_slice(&col[..], k, m);
         let main = m - T::tail(m);
-        parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
+        if main > 0 {
+            parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
+        }
         if main < m {
             tail_dots(a_rows, a, b, dst, main);
         }
@@ -189,8 +191,10 @@ where
     let main = m - tail;
     let macs = n.saturating_mul(main).saturating_mul(k);
     let par = macs >= band_threshold(n, main) && crate::parallel::intra_op();
-    let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(0, main);
-    parallel_matmul(c, fa, fb.subcols(0, main), par);
+    if main > 0 {
+        let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(0, main);
+        parallel_matmul(c, fa, fb.subcols(0, main), par);
+    }
     if let Some(av) = a.as_slice().filter(|_| tail > 0) {
         tail_dots(av, fa, fb, dst, main);
     }
@@ -207,6 +211,7 @@ where
 /// A 1×1 conv over a 7×7 plane, and a 3×3 one with a 7×7 output, have 49
 /// columns; as 48 and a dot product per row, [1152, 192] · [192, 49] took
 /// 0.82x the time, [1280, 320] · [320, 49] 0.87x.
+/// A single column (a matrix-vector product) is all dot products.
 pub(crate) trait TailDots: Sized {
     /// How many of `m` columns to leave to [`TailDots::dots`].
     fn tail(_m: usize) -> usize {
@@ -228,6 +233,12 @@ impl TailDots for f32 {
         let Some(cols) = gemm_tile_cols() else {
             return 0;
         };
+        if m == 1 {
+            // A matrix-vector product (a squeeze-and-excitation block's
+            // 1×1 conv over a 1×1 plane): faer's GEMM took 14 µs for
+            // [144, 576] · [576, 1] on a Zen 5 core, 12 GFLOP/s.
+            return 1;
+        }
         let tail = m % cols;
         if m > cols && (1..=TAIL_MAX).contains(&tail) {
             tail
@@ -1191,18 +1202,18 @@ mod tests {
     }
 
     /// Products whose columns leave one or two past the GEMM kernel's last
-    /// whole tile (the last ones as dot products where the CPU runs that
-    /// kernel) match a naive product: operands plain and transposed, rows
-    /// split among threads or not.
+    /// whole tile and single columns (the last ones, or the one, as dot
+    /// products where the CPU runs that kernel) match a naive product:
+    /// operands plain and transposed, rows split among threads or not.
     #[test]
     fn products_past_a_whole_gemm_tile_match_a_naive_product() {
         match gemm_tile_cols() {
             Some(GEMM_TILE_COLS) => {
-                assert_eq!([25, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 2, 2]);
+                assert_eq!([1, 25, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 1, 2, 2]);
                 assert_eq!([24, 48, 51, 196, 2].map(<f32 as TailDots>::tail), [0; 5]);
             }
             Some(GEMM_TILE_COLS_AVX512) => {
-                assert_eq!([17, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 2, 2]);
+                assert_eq!([1, 17, 49, 50, 98].map(<f32 as TailDots>::tail), [1, 1, 1, 2, 2]);
                 assert_eq!([16, 48, 51, 196, 2].map(<f32 as TailDots>::tail), [0; 5]);
             }
             _ => assert_eq!(<f32 as TailDots>::tail(49), 0),
@@ -1212,7 +1223,16 @@ mod tests {
         let (e, b) = (t::<f32>(&[0, 5], vec![]), t(&[5, 49], vec![1.0f32; 245]));
         assert_eq!(vals::<f32>(&mm(&e, &b).unwrap()), (vec![0, 49], vec![]));
         let gen = |len: usize, s: usize| (0..len).map(|i| ((i * s) % 17) as f32 * 0.25 - 2.0).collect();
-        for (n, k, m) in [(3, 5, 25), (40, 192, 49), (700, 100, 50), (130, 33, 98)] {
+        // A single column is all dot products.
+        for (n, k, m) in [
+            (3, 5, 25),
+            (40, 192, 49),
+            (700, 100, 50),
+            (130, 33, 98),
+            (3, 5, 1),
+            (144, 576, 1),
+            (2000, 300, 1),
+        ] {
             let a = t(&[n, k], gen(n * k, 7));
             let at = t(&[k, n], gen(n * k, 7)).t(None).unwrap();
             let b = t(&[k, m], gen(k * m, 5));
