@@ -121,6 +121,8 @@ struct Geometry {
     taps: Vec<usize>,
     /// Per column phase, the run of its columns inside the input.
     runs: Vec<Run>,
+    /// The row copies that fill a buffer (see [`Geometry::plan_copies`]).
+    copies: Vec<RowCopy>,
     /// Output columns, and grid columns per output column: the conv's
     /// column stride when the grid's columns are dense (see
     /// [`Geometry::new`]), else 1.
@@ -184,18 +186,21 @@ impl Geometry {
                 taps.push((ph * w.stride + pw) * phase + sh * wq + sw);
             }
         }
-        Some(Geometry {
+        let mut geo = Geometry {
             hq,
             wq,
             phase,
             grid,
             taps,
             runs,
+            copies: Vec::new(),
             h,
             w,
             wo,
             step,
-        })
+        };
+        geo.copies = geo.plan_copies();
+        Some(geo)
     }
 
     fn buffer_len(&self, lanes: usize) -> usize {
@@ -208,7 +213,7 @@ impl Geometry {
     /// one after the other: filled phase by phase, a stride-2 plane would be
     /// read from memory once per row phase. Padding rows and columns are
     /// not in the plan: they are zero in a new buffer and stay zero.
-    fn copies(&self) -> Vec<RowCopy> {
+    fn plan_copies(&self) -> Vec<RowCopy> {
         let (sh, sw, wq) = (self.h.stride, self.w.stride, self.wq);
         let mut copies = Vec::new();
         for r in 0..self.hq {
@@ -244,11 +249,11 @@ impl Geometry {
     /// last-vector mask (`first_n_mask` of its run's length modulo the
     /// lanes), made once per task: rten-simd builds a mask lane by lane.
     #[inline(always)]
-    fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32], copies: &[RowCopy], tails: &[I::M32]) {
+    fn fill<I: Isa>(&self, isa: I, x: &[f32], buf: &mut [f32], tails: &[I::M32]) {
         let ops = isa.f32();
         let lanes = ops.len();
         let sw = self.w.stride;
-        for c in copies {
+        for c in &self.copies {
             let run = &self.runs[c.run];
             let n = run.hi - run.lo;
             let (src, row) = (&x[c.src..], &mut buf[c.dst..]);
@@ -356,7 +361,6 @@ impl SimdOp for Channels<'_> {
         let (geo, d) = (self.geo, self.d);
         let ops = isa.f32();
         let mut buf = vec![0f32; geo.buffer_len(ops.len())];
-        let copies = geo.copies();
         let tails: Vec<I::M32> = geo
             .runs
             .iter()
@@ -366,9 +370,9 @@ impl SimdOp for Channels<'_> {
         let mut filled = None;
         for (i, o) in self.out.chunks_exact_mut(self.op).enumerate() {
             let m = self.first + i;
-            let c = if d.per == 1 { m } else { m / d.per };
+            let c = m / d.per;
             if filled != Some(c) {
-                geo.fill(isa, &d.x[c * self.ip..], &mut buf, &copies, &tails);
+                geo.fill(isa, &d.x[c * self.ip..], &mut buf, &tails);
                 filled = Some(c);
             }
             let wt = &d.wts.taps[m * self.k..(m + 1) * self.k];
