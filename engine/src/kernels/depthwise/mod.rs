@@ -7,15 +7,18 @@
 //! large enough. Each output is the sum of its taps in tap order (the
 //! GEMM's sum, in another order of roundings).
 //!
-//! f32 on CPUs with AVX2 and FMA (or AVX-512) takes [`simd`] instead: short
-//! runs (a 14-wide row, a 5×5 kernel) left the tap-by-tap loop at a few
-//! GFLOP/s, mostly loop overhead.
+//! f32 on CPUs with AVX2 and FMA (or AVX-512) takes [`flat`] for small
+//! stride-1 planes as wide as their input, and [`simd`] for the rest:
+//! short runs (a 14-wide row, a 5×5 kernel) left the tap-by-tap loop at a
+//! few GFLOP/s, mostly loop overhead. Those two sum each output's taps in
+//! their own orders.
 
 use rayon::prelude::*;
 
 use crate::dtype::Float;
 use crate::parallel::intra_op;
 
+mod flat;
 mod simd;
 
 /// Multiply-adds from which the channels split across the pool: a
@@ -118,7 +121,7 @@ impl DepthwiseElem for half::f16 {}
 impl DepthwiseElem for half::bf16 {}
 impl DepthwiseElem for f32 {
     fn depthwise_2d(d: Depthwise<'_, f32>, out: &mut [f32]) {
-        if !simd::depthwise_2d(d, out) {
+        if !flat::depthwise_2d(d, out) && !simd::depthwise_2d(d, out) {
             depthwise_taps(d, out);
         }
     }
@@ -154,5 +157,184 @@ fn depthwise_taps<T: Float>(d: Depthwise<'_, T>, out: &mut [T]) {
         out.par_chunks_mut(op).enumerate().for_each(one);
     } else {
         out.chunks_mut(op).enumerate().for_each(one);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// One axis of a test window: input length, kernel, stride, dilation
+    /// and the padding before and after.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Axis {
+        input: usize,
+        kernel: usize,
+        stride: usize,
+        dilation: usize,
+        pad: (usize, usize),
+    }
+
+    impl Axis {
+        fn taps(&self) -> AxisTaps {
+            let Axis {
+                input,
+                kernel,
+                stride,
+                dilation,
+                pad: (pl, pr),
+            } = *self;
+            let output = (input + pl + pr - dilation * (kernel - 1) - 1) / stride + 1;
+            let first: Vec<i64> = (0..kernel).map(|k| (k * dilation) as i64 - pl as i64).collect();
+            let inside = first
+                .iter()
+                .map(|&f| {
+                    let lo = (0..output)
+                        .find(|&o| (o * stride) as i64 + f >= 0)
+                        .unwrap_or(output);
+                    let hi = (0..output)
+                        .rev()
+                        .find(|&o| (o * stride) as i64 + f < input as i64)
+                        .map_or(lo, |o| o + 1)
+                        .max(lo);
+                    (lo, hi)
+                })
+                .collect();
+            AxisTaps {
+                input,
+                output,
+                stride,
+                inside,
+                first,
+            }
+        }
+    }
+
+    /// A test window over both axes, and the channel multiplier.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Case {
+        h: Axis,
+        w: Axis,
+        per: usize,
+    }
+
+    impl Case {
+        /// The same window over both axes of a square plane.
+        pub fn square(
+            input: usize,
+            kernel: usize,
+            stride: usize,
+            dilation: usize,
+            pad: (usize, usize),
+        ) -> Case {
+            let a = Axis {
+                input,
+                kernel,
+                stride,
+                dilation,
+                pad,
+            };
+            Case { h: a, w: a, per: 1 }
+        }
+
+        /// Stride 1 and dilation 1, each axis its own `(input, kernel,
+        /// padding)`.
+        pub fn rect(h: (usize, usize, (usize, usize)), w: (usize, usize, (usize, usize))) -> Case {
+            let axis = |(input, kernel, pad)| Axis {
+                input,
+                kernel,
+                stride: 1,
+                dilation: 1,
+                pad,
+            };
+            Case {
+                h: axis(h),
+                w: axis(w),
+                per: 1,
+            }
+        }
+
+        /// The window `w` plus three input columns, its padding swapped.
+        pub fn wider(self) -> Case {
+            let w = Axis {
+                input: self.w.input + 3,
+                pad: (self.w.pad.1, self.w.pad.0),
+                ..self.w
+            };
+            Case { w, ..self }
+        }
+
+        pub fn per(self, per: usize) -> Case {
+            Case { per, ..self }
+        }
+    }
+
+    /// `kernel` against the definition in f64 on each case, with a bias,
+    /// on 3, 19 and (planes of up to 256 outputs) 600 channels, so runs
+    /// of channels split across the pool too. With `taken` false, the
+    /// kernel must decline every case and leave the output alone.
+    pub fn check_against_definition(
+        kernel: fn(Depthwise<'_, f32>, &mut [f32]) -> bool,
+        cases: &[Case],
+        taken: bool,
+    ) {
+        for (i, case) in cases.iter().enumerate() {
+            let (ht, wt) = (case.h.taps(), case.w.taps());
+            let (hx, wx, per) = (case.h.input, case.w.input, case.per);
+            let (kh, kw) = (case.h.kernel, case.w.kernel);
+            let c = match i % 3 {
+                0 => 3,
+                2 if ht.output * wt.output <= 256 => 600,
+                _ => 19,
+            };
+            let m = c * per;
+            let x: Vec<f32> = (0..c * hx * wx)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0)
+                .collect();
+            let w: Vec<f32> = (0..m * kh * kw)
+                .map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0)
+                .collect();
+            let b: Vec<f32> = (0..m).map(|i| i as f32 * 0.25 - 0.5).collect();
+            let mut got = vec![f32::NAN; m * ht.output * wt.output];
+            let conv = Depthwise {
+                x: &x,
+                wts: Weights {
+                    taps: &w,
+                    bias: Some(&b),
+                },
+                per,
+                h: &ht,
+                w: &wt,
+            };
+            if !taken {
+                assert!(!kernel(conv, &mut got), "{case:?} taken");
+                assert!(got.iter().all(|v| v.is_nan()), "{case:?} written");
+                continue;
+            }
+            assert!(kernel(conv, &mut got), "{case:?} declined");
+            let (sh, sw, dh, dw) = (case.h.stride, case.w.stride, case.h.dilation, case.w.dilation);
+            for mo in 0..m {
+                for oh in 0..ht.output {
+                    for ow in 0..wt.output {
+                        let mut want = b[mo] as f64;
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let ih = (oh * sh + i * dh) as i64 - case.h.pad.0 as i64;
+                                let iw = (ow * sw + j * dw) as i64 - case.w.pad.0 as i64;
+                                if (0..hx as i64).contains(&ih) && (0..wx as i64).contains(&iw) {
+                                    let xv = x[(mo / per) * hx * wx + ih as usize * wx + iw as usize];
+                                    want += xv as f64 * w[(mo * kh + i) * kw + j] as f64;
+                                }
+                            }
+                        }
+                        let g = got[(mo * ht.output + oh) * wt.output + ow] as f64;
+                        assert!(
+                            (g - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                            "{case:?}: [{mo},{oh},{ow}] {g} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

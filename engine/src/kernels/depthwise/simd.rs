@@ -473,39 +473,7 @@ fn vectors<I: Isa, const V: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::depthwise::Weights;
-
-    fn taps(
-        input: usize,
-        kernel: usize,
-        stride: usize,
-        dilation: usize,
-        (pl, pr): (usize, usize),
-    ) -> AxisTaps {
-        let output = (input + pl + pr - dilation * (kernel - 1) - 1) / stride + 1;
-        let first: Vec<i64> = (0..kernel).map(|k| (k * dilation) as i64 - pl as i64).collect();
-        let inside = first
-            .iter()
-            .map(|&f| {
-                let lo = (0..output)
-                    .find(|&o| (o * stride) as i64 + f >= 0)
-                    .unwrap_or(output);
-                let hi = (0..output)
-                    .rev()
-                    .find(|&o| (o * stride) as i64 + f < input as i64)
-                    .map_or(lo, |o| o + 1)
-                    .max(lo);
-                (lo, hi)
-            })
-            .collect();
-        AxisTaps {
-            input,
-            output,
-            stride,
-            inside,
-            first,
-        }
-    }
+    use crate::kernels::depthwise::tests::{check_against_definition, Case};
 
     /// The SIMD kernel against the definition in f64, over strides,
     /// dilations, paddings, kernel sizes and a channel multiplier, at
@@ -517,81 +485,33 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX2+FMA");
             return;
         }
-        for (case, &(hw, k, s, d, p, per)) in [
-            (14, 5, 1, 1, (2, 2), 1),
-            (17, 3, 2, 1, (1, 1), 1),
-            (9, 3, 3, 2, (2, 2), 2),
-            (33, 7, 1, 1, (3, 3), 1),
-            (5, 5, 2, 1, (0, 0), 1),
-            (1, 1, 1, 1, (0, 0), 3),
-            (20, 4, 2, 1, (1, 1), 1),
-            (6, 3, 1, 9, (18, 18), 1),
-            (40, 3, 2, 1, (1, 1), 1),
-            (70, 3, 2, 1, (1, 1), 1),
-            (61, 5, 2, 1, (2, 2), 1),
+        let cases = [
+            Case::square(14, 5, 1, 1, (2, 2)),
+            Case::square(17, 3, 2, 1, (1, 1)),
+            Case::square(9, 3, 3, 2, (2, 2)).per(2),
+            Case::square(33, 7, 1, 1, (3, 3)),
+            Case::square(5, 5, 2, 1, (0, 0)),
+            Case::square(1, 1, 1, 1, (0, 0)).per(3),
+            Case::square(20, 4, 2, 1, (1, 1)),
+            Case::square(6, 3, 1, 9, (18, 18)),
+            Case::square(40, 3, 2, 1, (1, 1)),
+            Case::square(70, 3, 2, 1, (1, 1)),
+            Case::square(61, 5, 2, 1, (2, 2)),
             // Column phases without padding: a phase's first row holds
             // input, where the last row of the phase before it could spill.
-            (70, 3, 2, 1, (0, 0), 1),
-            (66, 3, 2, 1, (0, 0), 1),
-            (67, 5, 2, 1, (0, 0), 1),
+            Case::square(70, 3, 2, 1, (0, 0)),
+            Case::square(66, 3, 2, 1, (0, 0)),
+            Case::square(67, 5, 2, 1, (0, 0)),
             // Unit-stride rows sharing their padding, wider on either side,
             // with no padding on one side, and wider than the kernel.
-            (7, 5, 1, 1, (2, 1), 1),
-            (7, 5, 1, 1, (1, 3), 1),
-            (14, 5, 1, 1, (0, 2), 1),
-            (7, 3, 1, 1, (4, 0), 1),
-            (9, 3, 1, 2, (5, 2), 1),
-            (14, 5, 2, 1, (3, 1), 1),
+            Case::square(7, 5, 1, 1, (2, 1)),
+            Case::square(7, 5, 1, 1, (1, 3)),
+            Case::square(14, 5, 1, 1, (0, 2)),
+            Case::square(7, 3, 1, 1, (4, 0)),
+            Case::square(9, 3, 1, 2, (5, 2)),
+            Case::square(14, 5, 2, 1, (3, 1)),
         ]
-        .iter()
-        .enumerate()
-        {
-            let (hx, wx) = (hw, hw + 3);
-            let (ht, wt) = (taps(hx, k, s, d, p), taps(wx, k, s, d, (p.1, p.0)));
-            let c = if case % 2 == 0 { 3 } else { 19 };
-            let m = c * per;
-            let x: Vec<f32> = (0..c * hx * wx)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0)
-                .collect();
-            let w: Vec<f32> = (0..m * k * k)
-                .map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0)
-                .collect();
-            let b: Vec<f32> = (0..m).map(|i| i as f32 * 0.25 - 0.5).collect();
-            let mut got = vec![f32::NAN; m * ht.output * wt.output];
-            let wts = Weights {
-                taps: &w,
-                bias: Some(&b),
-            };
-            let conv = Depthwise {
-                x: &x,
-                wts,
-                per,
-                h: &ht,
-                w: &wt,
-            };
-            assert!(depthwise_2d(conv, &mut got));
-            for mo in 0..m {
-                for oh in 0..ht.output {
-                    for ow in 0..wt.output {
-                        let mut want = b[mo] as f64;
-                        for kh in 0..k {
-                            for kw in 0..k {
-                                let ih = (oh * s) as i64 + ht.first[kh];
-                                let iw = (ow * s) as i64 + wt.first[kw];
-                                if (0..hx as i64).contains(&ih) && (0..wx as i64).contains(&iw) {
-                                    let xv = x[(mo / per) * hx * wx + ih as usize * wx + iw as usize];
-                                    want += xv as f64 * w[mo * k * k + kh * k + kw] as f64;
-                                }
-                            }
-                        }
-                        let g = got[(mo * ht.output + oh) * wt.output + ow] as f64;
-                        assert!(
-                            (g - want).abs() <= 1e-5 * (1.0 + want.abs()),
-                            "{hw} k{k} s{s} d{d} p{p:?}: [{mo},{oh},{ow}] {g} vs {want}"
-                        );
-                    }
-                }
-            }
-        }
+        .map(Case::wider);
+        check_against_definition(depthwise_2d, &cases, true);
     }
 }
