@@ -19,9 +19,12 @@
 //! from `GEMV_PARALLEL` elements of the matrix; the one or two columns an
 //! f32 product has past the GEMM kernel's last whole tile are dot
 //! products ([`crate::kernels::dots`], see `TailDots`);
-//! other layouts (sliced with gaps, reversed, broadcast) go through ndarray's
-//! `general_mat_mul` (matrixmultiply), which takes any strides. Either way
-//! inputs are read in place, never copied. Integer products wrap on overflow
+//! stacks of float matrices (3-D and up: attention's heads) go to faer
+//! straight from the operands' buffers, rows or columns with gaps between
+//! them included, one serial product per matrix, the matrices in parallel
+//! (`faer_stack`); other layouts (reversed, 2-D with gaps) go through
+//! ndarray's `general_mat_mul` (matrixmultiply), which takes any strides.
+//! Either way inputs are read in place, never copied. Integer products wrap on overflow
 //! instead of panicking.
 
 use std::ops::Range;
@@ -32,13 +35,13 @@ use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, IxDyn};
 
-use crate::dtype::{DType, Num};
+use crate::dtype::{DType, Element, Num};
 use crate::error::{dtype_err, op_err, rank_err, refuse_dtype, shape_err, Error, Result};
 use crate::kernels::{dots, gemv};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::{check_arity, Arity, Op, OpCtx, OpRegistry, TypeInfo};
 use crate::parallel::PARALLEL_MACS;
-use crate::tensor::Tensor;
+use crate::tensor::{Layout, Tensor};
 
 /// Writes columns `cols` of a `[k, m]` matrix into the buffer, row-major
 /// (`[k, cols.len()]`), after clearing it: conv's im2col, one block at a
@@ -612,6 +615,140 @@ fn batched<T: MatMulElem>(
     Ok(())
 }
 
+/// One operand of [`faer_stack`]: where each matrix of the stack starts in
+/// the buffer, and its strides, one of them 1.
+struct Stack {
+    starts: Vec<usize>,
+    rows: usize,
+    cols: usize,
+    /// Whether the rows are contiguous (else the columns are), and the
+    /// distance between them (rows or columns), at least their length.
+    row_major: bool,
+    stride: usize,
+}
+
+impl Stack {
+    /// The matrices in the last two axes of `l`; `None` for a negative
+    /// stride or neither axis contiguous.
+    fn of(l: &Layout) -> Option<Stack> {
+        let nd = l.ndim();
+        let (shape, strides) = (l.shape(), l.strides());
+        if nd < 2 || strides.iter().any(|&s| s < 0) {
+            return None;
+        }
+        let (rows, cols) = (shape[nd - 2], shape[nd - 1]);
+        let (rs, cs) = (strides[nd - 2] as usize, strides[nd - 1] as usize);
+        // A single row or column may have any stride along it.
+        let (row_major, stride) = if cs == 1 || cols == 1 {
+            (true, if rows == 1 { cols } else { rs })
+        } else if rs == 1 || rows == 1 {
+            (false, if cols == 1 { rows } else { cs })
+        } else {
+            return None;
+        };
+        if stride < if row_major { cols } else { rows } {
+            return None;
+        }
+        let batch = Layout::new(&shape[..nd - 2], &strides[..nd - 2], l.offset());
+        Some(Stack {
+            starts: batch.offsets().collect(),
+            rows,
+            cols,
+            row_major,
+            stride,
+        })
+    }
+
+    /// Elements from a matrix's start to its last one, inclusive.
+    fn span(&self) -> usize {
+        match self.row_major {
+            true => (self.rows - 1) * self.stride + self.cols,
+            false => (self.cols - 1) * self.stride + self.rows,
+        }
+    }
+
+    /// Matrix `i` of the stack in `buf`, which [`Stack::fits`] checked.
+    fn at<'a, T>(&self, buf: &'a [T], i: usize) -> MatRef<'a, T> {
+        let s = &buf[self.starts[i]..self.starts[i] + self.span()];
+        match self.row_major {
+            true => MatRef::from_row_major_slice_with_stride(s, self.rows, self.cols, self.stride),
+            false => MatRef::from_column_major_slice_with_stride(s, self.rows, self.cols, self.stride),
+        }
+    }
+
+    /// Whether every matrix lies inside a buffer of `len` elements.
+    fn fits(&self, len: usize) -> bool {
+        self.starts.iter().all(|&s| s + self.span() <= len)
+    }
+}
+
+/// A float stack product `[..., n, k] · [..., k, m]` (batch axes already
+/// broadcast) through faer, each matrix read in place from its operand's
+/// buffer: rows or columns may have gaps between them, as in ViT's `V`, a
+/// transposed slice of the QKV projection whose heads' rows are 768 apart,
+/// which ndarray's views cannot hand to faer (matrixmultiply ran ViT's
+/// `attn · V` at about 40 G multiply-adds/s, on one thread). The matrices
+/// run in parallel on the pool, one serial product each: a head's [197,
+/// 64] · [64, 197] is too small to split well, and ViT's two attention
+/// products per layer gained nothing from a second thread. False, with nothing written, for a 2-D product,
+/// an empty one, a non-contiguous output or an operand [`Stack::of`]
+/// declines.
+fn faer_stack<T>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<bool>
+where
+    T: Element + faer::traits::ComplexField + Copy + num_traits::One + Send + Sync,
+{
+    let nd = out.ndim();
+    if nd < 3 || a.ndim() != nd || b.ndim() != nd || !out.is_contiguous() || out.size() == 0 {
+        return Ok(false);
+    }
+    let (n, m, k) = (out.shape()[nd - 2], out.shape()[nd - 1], a.shape()[nd - 1]);
+    let (Some(sa), Some(sb)) = (Stack::of(a.layout()), Stack::of(b.layout())) else {
+        return Ok(false);
+    };
+    if k == 0 || sa.starts.len() != sb.starts.len() {
+        return Ok(false);
+    }
+    let matrices = sa.starts.len();
+    let macs = matrices.saturating_mul(n).saturating_mul(m).saturating_mul(k);
+    let par = matrices > 1 && macs >= BAND_PARALLEL_MACS && crate::parallel::intra_op();
+    a.read_buffer(|ab: &[T]| {
+        b.read_buffer(|bb: &[T]| {
+            if !sa.fits(ab.len()) || !sb.fits(bb.len()) {
+                return Ok(false);
+            }
+            out.write(
+                |mut ov: ArrayViewMutD<'_, T>| match ov.as_slice_memory_order_mut() {
+                    Some(dst) => {
+                        stack_products((&sa, ab), (&sb, bb), dst, par);
+                        true
+                    }
+                    None => false,
+                },
+            )
+        })?
+    })?
+}
+
+/// `dst` (row-major `[matrices, n, m]`) = the products of the stacks `a`
+/// and `b` in their buffers, one serial product per matrix, in parallel
+/// when `par`.
+fn stack_products<T>((sa, ab): (&Stack, &[T]), (sb, bb): (&Stack, &[T]), dst: &mut [T], par: bool)
+where
+    T: faer::traits::ComplexField + Copy + num_traits::One + Send + Sync,
+{
+    let (n, m) = (sa.rows, sb.cols);
+    let one = |(i, c): (usize, &mut [T])| {
+        let c = MatMut::from_row_major_slice_mut(c, n, m);
+        matmul(c, Accum::Replace, sa.at(ab, i), sb.at(bb, i), T::one(), Par::Seq);
+    };
+    if par {
+        use rayon::prelude::*;
+        dst.par_chunks_mut(n * m).enumerate().for_each(one);
+    } else {
+        dst.chunks_mut(n * m).enumerate().for_each(one);
+    }
+}
+
 /// Shapes of a matmul: the batch shape, the promoted operand shapes and the
 /// output shape.
 struct Plan {
@@ -761,6 +898,14 @@ impl Op for MatMul {
         let a = if a_1d { a.expand_dims(0)? } else { a.clone() };
         let b = if b_1d { b.expand_dims(1)? } else { b.clone() };
         let (a, b) = (a.broadcast_to(&p.a)?, b.broadcast_to(&p.b)?);
+        let stacked = match dtype {
+            DType::F32 => faer_stack::<f32>(&a, &b, &out)?,
+            DType::F64 => faer_stack::<f64>(&a, &b, &out)?,
+            _ => false,
+        };
+        if stacked {
+            return Ok(vec![out]);
+        }
         crate::dispatch_num!(dtype, T => run_matmul::<T>(&a, &b, a_1d, b_1d, &out)?,
             return refuse_dtype("matmul", dtype));
         Ok(vec![out])
@@ -1249,6 +1394,92 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `[B, n, k] · [B, k, m]` in f64 from the operands' elements.
+    fn naive_stack(a: &Tensor, b: &Tensor) -> Vec<f64> {
+        let (av, bv) = (a.to_array::<f32>().unwrap(), b.to_array::<f32>().unwrap());
+        let (nb, n, k, m) = (a.shape()[0], a.shape()[1], a.shape()[2], b.shape()[2]);
+        let mut want = vec![0.0f64; nb * n * m];
+        for q in 0..nb {
+            for i in 0..n {
+                for j in 0..m {
+                    for l in 0..k {
+                        want[(q * n + i) * m + j] += av[[q, i, l]] as f64 * bv[[q, l, j]] as f64;
+                    }
+                }
+            }
+        }
+        want
+    }
+
+    /// Stacks whose matrices have gaps between their rows (`a`, a
+    /// transposed slice as ViT's `V`) or their columns (`b`) go to faer in
+    /// place, one product per matrix; split among threads, the same bits as
+    /// on one. A reversed stack is declined and still multiplied right.
+    #[test]
+    fn stacks_with_gaps_between_rows_or_columns_match_a_naive_product() {
+        let gen = |len: usize, s: usize| -> Vec<f32> {
+            (0..len).map(|i| ((i * s) % 1013) as f32 * 0.0137 - 6.9).collect()
+        };
+        let close = |got: &[f32], want: &[f64], what: &str| {
+            for (g, w) in got.iter().zip(want) {
+                assert!(
+                    (*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "{what}: {g} vs {w}"
+                );
+            }
+        };
+        for (nb, n, k, m) in [(5, 33, 20, 17), (12, 64, 64, 64), (3, 1, 9, 1)] {
+            // a: [n, nb, k] viewed as [nb, n, k]; b: [m, nb, k] as [nb, k, m].
+            let a = t(&[n, nb, k], gen(n * nb * k, 7919)).permute(&[1, 0, 2]).unwrap();
+            let b = t(&[m, nb, k], gen(m * nb * k, 104_729))
+                .permute(&[1, 2, 0])
+                .unwrap();
+            let want = naive_stack(&a, &b);
+            let what = format!("[{nb}, {n}, {k}] x [{nb}, {k}, {m}]");
+            let out = t(&[nb, n, m], vec![f32::NAN; nb * n * m]);
+            assert!(faer_stack::<f32>(&a, &b, &out).unwrap(), "{what} declined");
+            close(
+                &out.to_array::<f32>().unwrap().iter().copied().collect::<Vec<_>>(),
+                &want,
+                &what,
+            );
+            let (sa, sb) = (Stack::of(a.layout()).unwrap(), Stack::of(b.layout()).unwrap());
+            if n > 1 && m > 1 {
+                assert!(!a.is_contiguous() && !b.is_contiguous(), "{what}");
+                assert!(sa.row_major && !sb.row_major, "{what}");
+            }
+            let (ab, bb) = (
+                a.read_buffer(|v: &[f32]| v.to_vec()).unwrap(),
+                b.read_buffer(|v: &[f32]| v.to_vec()).unwrap(),
+            );
+            let mut bits = Vec::new();
+            for (threads, par) in [(1, false), (2, true), (3, true)] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut dst = vec![f32::NAN; nb * n * m];
+                pool.install(|| stack_products((&sa, &ab), (&sb, &bb), &mut dst, par));
+                close(&dst, &want, &what);
+                bits.push(dst.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            }
+            assert!(
+                bits.windows(2).all(|w| w[0] == w[1]),
+                "{what}: bits differ by thread count"
+            );
+        }
+        let a = rev0(&t(&[4, 3, 5], gen(60, 31)));
+        let b = t(&[4, 5, 2], gen(40, 17));
+        let out = t(&[4, 3, 2], vec![0f32; 24]);
+        assert!(!faer_stack::<f32>(&a, &b, &out).unwrap());
+        let got = mm(&a, &b).unwrap().to_array::<f32>().unwrap();
+        close(
+            &got.iter().copied().collect::<Vec<_>>(),
+            &naive_stack(&a, &b),
+            "reversed",
+        );
     }
 
     #[test]

@@ -307,6 +307,16 @@ impl Tensor {
         Ok(f(view(&self.layout, &data)?))
     }
 
+    /// Calls `f` with the whole buffer this view reads, in storage order,
+    /// for a kernel that walks the view's strides itself ([`Tensor::layout`]
+    /// gives them): faer reads a matrix whose rows have gaps between them
+    /// in place, which an ndarray view cannot hand it as a slice.
+    #[inline]
+    pub(crate) fn read_buffer<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        let data = self.buffer::<T>()?.borrow()?;
+        Ok(f(&data))
+    }
+
     /// Calls `f` with the elements as one slice in C order; fails unless
     /// the layout is contiguous. The elementwise kernels' fast path: no
     /// n-dimensional view to build, which is most of an op's cost on tiny
