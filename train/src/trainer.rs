@@ -184,7 +184,11 @@ impl Trainer {
         if active {
             listener.operation_start(&base, step.graph());
         }
+        // The pool's other workers poll from step to step instead of
+        // falling asleep between them (see `KeepAwake`).
+        let awake = vigil_engine::parallel::KeepAwake::start();
         let result = self.epochs(&exec, epochs, batches, listener, active);
+        drop(awake);
         if active {
             listener.operation_end(&base, step.graph());
         }
