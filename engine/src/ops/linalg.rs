@@ -690,9 +690,10 @@ impl Stack {
 /// `attn · V` at about 40 G multiply-adds/s, on one thread). The matrices
 /// run in parallel on the pool, one serial product each: a head's [197,
 /// 64] · [64, 197] is too small to split well, and ViT's two attention
-/// products per layer gained nothing from a second thread. False, with nothing written, for a 2-D product,
-/// an empty one, a non-contiguous output or an operand [`Stack::of`]
-/// declines.
+/// products per layer gained nothing from a second thread. False, with
+/// nothing written, for a 2-D product, an empty one, matrices of one row
+/// (they keep the f32 GEMV kernel), a non-contiguous output or an operand
+/// [`Stack::of`] declines.
 fn faer_stack<T>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<bool>
 where
     T: Element + faer::traits::ComplexField + Copy + num_traits::One + Send + Sync,
@@ -702,6 +703,9 @@ where
         return Ok(false);
     }
     let (n, m, k) = (out.shape()[nd - 2], out.shape()[nd - 1], a.shape()[nd - 1]);
+    if n == 1 {
+        return Ok(false);
+    }
     let (Some(sa), Some(sb)) = (Stack::of(a.layout()), Stack::of(b.layout())) else {
         return Ok(false);
     };
@@ -1416,7 +1420,8 @@ mod tests {
     /// Stacks whose matrices have gaps between their rows (`a`, a
     /// transposed slice as ViT's `V`) or their columns (`b`) go to faer in
     /// place, one product per matrix; split among threads, the same bits as
-    /// on one. A reversed stack is declined and still multiplied right.
+    /// on one. A reversed stack, and one of single rows, are declined and
+    /// still multiplied right.
     #[test]
     fn stacks_with_gaps_between_rows_or_columns_match_a_naive_product() {
         let gen = |len: usize, s: usize| -> Vec<f32> {
@@ -1430,7 +1435,7 @@ mod tests {
                 );
             }
         };
-        for (nb, n, k, m) in [(5, 33, 20, 17), (12, 64, 64, 64), (3, 1, 9, 1)] {
+        for (nb, n, k, m) in [(5, 33, 20, 17), (12, 64, 64, 64), (3, 2, 9, 1)] {
             // a: [n, nb, k] viewed as [nb, n, k]; b: [m, nb, k] as [nb, k, m].
             let a = t(&[n, nb, k], gen(n * nb * k, 7919)).permute(&[1, 0, 2]).unwrap();
             let b = t(&[m, nb, k], gen(m * nb * k, 104_729))
@@ -1479,6 +1484,16 @@ mod tests {
             &got.iter().copied().collect::<Vec<_>>(),
             &naive_stack(&a, &b),
             "reversed",
+        );
+        // Single rows keep the GEMV kernel.
+        let (a, b) = (t(&[4, 1, 5], gen(20, 13)), t(&[4, 5, 32], gen(640, 11)));
+        let out = t(&[4, 1, 32], vec![0f32; 128]);
+        assert!(!faer_stack::<f32>(&a, &b, &out).unwrap());
+        let got = mm(&a, &b).unwrap().to_array::<f32>().unwrap();
+        close(
+            &got.iter().copied().collect::<Vec<_>>(),
+            &naive_stack(&a, &b),
+            "single rows",
         );
     }
 

@@ -29,9 +29,11 @@ const VECS: usize = 8;
 /// from 28×28 on (the masks cost more than the row copies they save).
 const FLAT_MAX: usize = 256;
 
-/// Where each tap reads, for one plane: the buffer is `lead` zeros, `top`
-/// zero rows, the input plane, then zeros to `len`.
-struct Layout {
+/// Where each tap reads, for one plane (the flat counterpart of
+/// [`super::simd`]'s geometry): the buffer is zeros before the plane
+/// (enough for the taps left of and above output 0), the input plane,
+/// then zeros to `len`.
+struct Geometry {
     /// Input (= output) row length, and the output and input rows.
     w: usize,
     ho: usize,
@@ -49,8 +51,8 @@ struct Layout {
     period: usize,
 }
 
-impl Layout {
-    fn new(h: &AxisTaps, w: &AxisTaps, lanes: usize) -> Option<Layout> {
+impl Geometry {
+    fn new(h: &AxisTaps, w: &AxisTaps, lanes: usize) -> Option<Geometry> {
         let fits = h.stride == 1 && w.stride == 1 && w.output == w.input && h.output * w.output <= FLAT_MAX;
         if !fits || h.first.is_empty() || w.first.is_empty() || w.input == 0 || h.output == 0 {
             return None;
@@ -67,7 +69,7 @@ impl Layout {
         let grid = (h.output * w.input).div_ceil(lanes) * lanes;
         let data = usize::try_from(lead + top * width).ok()?;
         let len = (taps.iter().max()? + grid).max(data + h.input * w.input + lanes);
-        Some(Layout {
+        Some(Geometry {
             w: w.input,
             ho: h.output,
             hi: h.input,
@@ -106,12 +108,12 @@ impl SimdOp for Image<'_> {
 
     #[inline(always)]
     fn eval<I: Isa>(self, isa: I) -> bool {
-        let Some(lay) = Layout::new(self.d.h, self.d.w, isa.f32().len()) else {
+        let Some(geo) = Geometry::new(self.d.h, self.d.w, isa.f32().len()) else {
             return false;
         };
-        let op = lay.ho * lay.w;
+        let op = geo.ho * geo.w;
         let channels = self.out.len() / op;
-        let run = if parallel(self.out.len(), lay.taps.len()) {
+        let run = if parallel(self.out.len(), geo.taps.len()) {
             channels.div_ceil(4 * rayon::current_num_threads()).max(1)
         } else {
             channels
@@ -119,7 +121,7 @@ impl SimdOp for Image<'_> {
         let d = self.d;
         let task = |(t, o): (usize, &mut [f32])| {
             Channels {
-                lay: &lay,
+                geo: &geo,
                 d,
                 first: t * run,
                 out: o,
@@ -137,7 +139,7 @@ impl SimdOp for Image<'_> {
 
 /// Output channels `first..` of one image, into `out`.
 struct Channels<'a> {
-    lay: &'a Layout,
+    geo: &'a Geometry,
     d: Depthwise<'a, f32>,
     first: usize,
     out: &'a mut [f32],
@@ -148,12 +150,12 @@ impl SimdOp for Channels<'_> {
 
     #[inline(always)]
     fn eval<I: Isa>(self, isa: I) {
-        let Channels { lay, d, first, out } = self;
+        let Channels { geo, d, first, out } = self;
         let ops = isa.f32();
         let lanes = ops.len();
-        let masks = column_masks(isa, lay);
-        let (ip, op, k) = (lay.hi * lay.w, lay.ho * lay.w, lay.taps.len());
-        let mut buf = vec![0f32; lay.len];
+        let masks = column_masks(isa, geo);
+        let (ip, op, k) = (geo.hi * geo.w, geo.ho * geo.w, geo.taps.len());
+        let mut buf = vec![0f32; geo.len];
         let mut tmp = vec![0f32; VECS * lanes];
         let mut filled = None;
         let total = out.len();
@@ -161,7 +163,7 @@ impl SimdOp for Channels<'_> {
             let m = first + i;
             let c = m / d.per;
             if filled != Some(c) {
-                let (x, dst) = (&d.x[c * ip..(c + 1) * ip], &mut buf[lay.data..]);
+                let (x, dst) = (&d.x[c * ip..(c + 1) * ip], &mut buf[geo.data..]);
                 let mut j = 0;
                 while j + lanes <= ip {
                     ops.store(ops.load(&x[j..j + lanes]), &mut dst[j..j + lanes]);
@@ -192,14 +194,14 @@ impl SimdOp for Channels<'_> {
                 // Up to VECS vectors: one arm for each count.
                 const _: () = assert!(VECS == 8);
                 match n {
-                    8 => vectors::<I, 8>(isa, lay, &buf, &masks, wt, at, dst),
-                    7 => vectors::<I, 7>(isa, lay, &buf, &masks, wt, at, dst),
-                    6 => vectors::<I, 6>(isa, lay, &buf, &masks, wt, at, dst),
-                    5 => vectors::<I, 5>(isa, lay, &buf, &masks, wt, at, dst),
-                    4 => vectors::<I, 4>(isa, lay, &buf, &masks, wt, at, dst),
-                    3 => vectors::<I, 3>(isa, lay, &buf, &masks, wt, at, dst),
-                    2 => vectors::<I, 2>(isa, lay, &buf, &masks, wt, at, dst),
-                    _ => vectors::<I, 1>(isa, lay, &buf, &masks, wt, at, dst),
+                    8 => vectors::<I, 8>(isa, geo, &buf, &masks, wt, at, dst),
+                    7 => vectors::<I, 7>(isa, geo, &buf, &masks, wt, at, dst),
+                    6 => vectors::<I, 6>(isa, geo, &buf, &masks, wt, at, dst),
+                    5 => vectors::<I, 5>(isa, geo, &buf, &masks, wt, at, dst),
+                    4 => vectors::<I, 4>(isa, geo, &buf, &masks, wt, at, dst),
+                    3 => vectors::<I, 3>(isa, geo, &buf, &masks, wt, at, dst),
+                    2 => vectors::<I, 2>(isa, geo, &buf, &masks, wt, at, dst),
+                    _ => vectors::<I, 1>(isa, geo, &buf, &masks, wt, at, dst),
                 }
                 if !direct {
                     let e = (op - at).min(n * lanes);
@@ -222,18 +224,18 @@ struct Taps<'a> {
 /// period`) and kernel column `j`, at `p · cols + j`: the lanes whose
 /// input column is inside the row.
 #[inline(always)]
-fn column_masks<I: Isa>(isa: I, lay: &Layout) -> Vec<I::M32> {
+fn column_masks<I: Isa>(isa: I, geo: &Geometry) -> Vec<I::M32> {
     let ops = isa.f32();
     let lanes = ops.len();
     let mut column = vec![0f32; lanes];
-    let (zero, width) = (ops.zero(), ops.splat(lay.w as f32));
-    let mut masks = Vec::with_capacity(lay.period * lay.cols.len());
-    for p in 0..lay.period {
+    let (zero, width) = (ops.zero(), ops.splat(geo.w as f32));
+    let mut masks = Vec::with_capacity(geo.period * geo.cols.len());
+    for p in 0..geo.period {
         for (l, c) in column.iter_mut().enumerate() {
-            *c = ((p * lanes + l) % lay.w) as f32;
+            *c = ((p * lanes + l) % geo.w) as f32;
         }
         let at = ops.load(&column);
-        for &c in &lay.cols {
+        for &c in &geo.cols {
             let input = ops.add(at, ops.splat(c as f32));
             masks.push(isa.m32().and(ops.ge(input, zero), ops.lt(input, width)));
         }
@@ -246,7 +248,7 @@ fn column_masks<I: Isa>(isa: I, lay: &Layout) -> Vec<I::M32> {
 #[inline(always)]
 fn vectors<I: Isa, const V: usize>(
     isa: I,
-    lay: &Layout,
+    geo: &Geometry,
     buf: &[f32],
     masks: &[I::M32],
     wt: Taps<'_>,
@@ -255,15 +257,15 @@ fn vectors<I: Isa, const V: usize>(
 ) {
     let ops = isa.f32();
     let lanes = ops.len();
-    let (kw, kh) = (lay.cols.len(), lay.taps.len() / lay.cols.len());
+    let (kw, kh) = (geo.cols.len(), geo.taps.len() / geo.cols.len());
     let v0 = at / lanes;
-    let phase: [usize; V] = std::array::from_fn(|v| ((v0 + v) % lay.period) * kw);
+    let phase: [usize; V] = std::array::from_fn(|v| ((v0 + v) % geo.period) * kw);
     let mut acc = [ops.splat(wt.b); V];
     for j in 0..kw {
         let inside: [I::M32; V] = std::array::from_fn(|v| masks[phase[v] + j]);
         for r in 0..kh {
             let c = ops.splat(wt.w[r * kw + j]);
-            let xs = ops.load_many::<V>(&buf[lay.taps[j * kh + r] + at..]);
+            let xs = ops.load_many::<V>(&buf[geo.taps[j * kh + r] + at..]);
             for ((a, x), m) in acc.iter_mut().zip(xs).zip(inside) {
                 *a = ops.mul_add(ops.select(x, ops.zero(), m), c, *a);
             }
