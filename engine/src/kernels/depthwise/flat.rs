@@ -286,10 +286,6 @@ mod tests {
     /// dilation, uneven heights and a channel multiplier.
     #[test]
     fn the_flat_kernel_matches_the_definition() {
-        if !fastmath::available() {
-            eprintln!("skipped: this CPU has no AVX2+FMA");
-            return;
-        }
         let cases = [
             Case::square(7, 5, 1, 1, (2, 2)),
             Case::square(7, 3, 1, 1, (1, 1)),
@@ -313,9 +309,6 @@ mod tests {
     /// planes past [`FLAT_MAX`] are left to the other kernels.
     #[test]
     fn the_flat_kernel_declines_other_windows() {
-        if !fastmath::available() {
-            return;
-        }
         let cases = [
             Case::square(14, 3, 2, 1, (1, 1)),
             Case::square(14, 3, 1, 1, (0, 0)),
