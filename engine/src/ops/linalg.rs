@@ -24,8 +24,8 @@
 //! them included, one serial product per matrix, the matrices in parallel
 //! (`faer_stack`); other layouts (reversed, 2-D with gaps) go through
 //! ndarray's `general_mat_mul` (matrixmultiply), which takes any strides.
-//! Either way inputs are read in place, never copied. Integer products wrap on overflow
-//! instead of panicking.
+//! Either way inputs are read in place, never copied. Integer products
+//! wrap on overflow instead of panicking.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -131,9 +131,7 @@ where
         fill(0..m, &mut col);
         let b = MatRef::from_row_major_slice(&col[..], k, m);
         let main = m - T::tail(m);
-        if main > 0 {
-            parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
-        }
+        parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
         if main < m {
             tail_dots(a_rows, a, b, dst, main);
         }
@@ -194,10 +192,8 @@ where
     let main = m - tail;
     let macs = n.saturating_mul(main).saturating_mul(k);
     let par = macs >= band_threshold(n, main) && crate::parallel::intra_op();
-    if main > 0 {
-        let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(0, main);
-        parallel_matmul(c, fa, fb.subcols(0, main), par);
-    }
+    let c = MatMut::from_row_major_slice_mut(dst, n, m).subcols_mut(0, main);
+    parallel_matmul(c, fa, fb.subcols(0, main), par);
     if let Some(av) = a.as_slice().filter(|_| tail > 0) {
         tail_dots(av, fa, fb, dst, main);
     }
@@ -376,6 +372,8 @@ const BAND_ALIGN: usize = 16;
 const ROW_BAND_ALIGN: usize = 8;
 
 /// `c = a · b`, on the rayon pool when `par`: split as [`bands`] says.
+/// Nothing to do when `c` has no column (every column went to
+/// [`TailDots`]: a single-column product) or no row.
 /// A single row stays with faer: split by columns, [1, 2048] · [2048,
 /// 1000] (a classifier's row-major weights) took 1.9x the time of faer's
 /// split on two threads; two rows or more gained over it.
@@ -383,6 +381,9 @@ fn parallel_matmul<T>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>, par:
 where
     T: faer::traits::ComplexField + Copy + num_traits::One,
 {
+    if c.ncols() == 0 || c.nrows() == 0 {
+        return;
+    }
     if !par {
         matmul(c, Accum::Replace, a, b, T::one(), Par::Seq);
     } else if let Some(by) = bands(c.nrows(), c.ncols()) {
@@ -1475,26 +1476,31 @@ mod tests {
                 "{what}: bits differ by thread count"
             );
         }
-        let a = rev0(&t(&[4, 3, 5], gen(60, 31)));
-        let b = t(&[4, 5, 2], gen(40, 17));
-        let out = t(&[4, 3, 2], vec![0f32; 24]);
-        assert!(!faer_stack::<f32>(&a, &b, &out).unwrap());
-        let got = mm(&a, &b).unwrap().to_array::<f32>().unwrap();
-        close(
-            &got.iter().copied().collect::<Vec<_>>(),
-            &naive_stack(&a, &b),
-            "reversed",
-        );
-        // Single rows keep the GEMV kernel.
-        let (a, b) = (t(&[4, 1, 5], gen(20, 13)), t(&[4, 5, 32], gen(640, 11)));
-        let out = t(&[4, 1, 32], vec![0f32; 128]);
-        assert!(!faer_stack::<f32>(&a, &b, &out).unwrap());
-        let got = mm(&a, &b).unwrap().to_array::<f32>().unwrap();
-        close(
-            &got.iter().copied().collect::<Vec<_>>(),
-            &naive_stack(&a, &b),
-            "single rows",
-        );
+        // Declined: a reversed stack, and single rows (they keep the GEMV
+        // kernel).
+        let declined = [
+            (
+                "reversed",
+                rev0(&t(&[4, 3, 5], gen(60, 31))),
+                t(&[4, 5, 2], gen(40, 17)),
+            ),
+            (
+                "single rows",
+                t(&[4, 1, 5], gen(20, 13)),
+                t(&[4, 5, 32], gen(640, 11)),
+            ),
+        ];
+        for (what, a, b) in declined {
+            let (nb, n, m) = (a.shape()[0], a.shape()[1], b.shape()[2]);
+            let out = t(&[nb, n, m], vec![0f32; nb * n * m]);
+            assert!(!faer_stack::<f32>(&a, &b, &out).unwrap(), "{what} taken");
+            let got = mm(&a, &b).unwrap().to_array::<f32>().unwrap();
+            close(
+                &got.iter().copied().collect::<Vec<_>>(),
+                &naive_stack(&a, &b),
+                what,
+            );
+        }
     }
 
     #[test]
