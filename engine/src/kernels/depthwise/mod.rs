@@ -12,6 +12,10 @@
 //! short runs (a 14-wide row, a 5×5 kernel) left the tap-by-tap loop at a
 //! few GFLOP/s, mostly loop overhead. Those two sum each output's taps in
 //! their own orders.
+//!
+//! A channels-last image (`[H, W, C]`) takes
+//! [`DepthwiseElem::depthwise_channels_last`]: [`nhwc`] for f32 on those
+//! CPUs, a vector per position's run of channels, else a scalar loop.
 
 use rayon::prelude::*;
 
@@ -19,6 +23,7 @@ use crate::dtype::Float;
 use crate::parallel::intra_op;
 
 mod flat;
+mod nhwc;
 mod simd;
 
 /// Multiply-adds from which the channels split across the pool: a
@@ -114,6 +119,12 @@ pub trait DepthwiseElem: Float {
     fn depthwise_2d(d: Depthwise<'_, Self>, out: &mut [Self]) {
         depthwise_taps(d, out);
     }
+
+    /// `d` with its image channels-last: `d.x` is `[H, W, C]` (channel
+    /// fastest) and `out` is `[Ho, Wo, M]`. Needs `d.per == 1` (M == C).
+    fn depthwise_channels_last(d: Depthwise<'_, Self>, out: &mut [Self]) {
+        channels_last_taps(d, out);
+    }
 }
 
 impl DepthwiseElem for f64 {}
@@ -123,6 +134,12 @@ impl DepthwiseElem for f32 {
     fn depthwise_2d(d: Depthwise<'_, f32>, out: &mut [f32]) {
         if !flat::depthwise_2d(d, out) && !simd::depthwise_2d(d, out) {
             depthwise_taps(d, out);
+        }
+    }
+
+    fn depthwise_channels_last(d: Depthwise<'_, f32>, out: &mut [f32]) {
+        if !nhwc::depthwise(d, out) {
+            channels_last_taps(d, out);
         }
     }
 }
@@ -157,6 +174,43 @@ fn depthwise_taps<T: Float>(d: Depthwise<'_, T>, out: &mut [T]) {
         out.par_chunks_mut(op).enumerate().for_each(one);
     } else {
         out.chunks_mut(op).enumerate().for_each(one);
+    }
+}
+
+/// [`DepthwiseElem::depthwise_channels_last`] tap by tap, for any float:
+/// each output position starts at the channels' biases and adds its taps
+/// inside the image in kernel row-major order, all channels at once.
+fn channels_last_taps<T: Float>(d: Depthwise<'_, T>, out: &mut [T]) {
+    let Depthwise { x, wts, per, h, w } = d;
+    let positions = h.output * w.output;
+    if positions == 0 || out.is_empty() {
+        return;
+    }
+    let m = out.len() / positions;
+    let c = m / per.max(1);
+    let (kw, k) = (w.first.len(), h.first.len() * w.first.len());
+    for (p, o) in out.chunks_exact_mut(m).enumerate() {
+        let (oh, ow) = (p / w.output, p % w.output);
+        for (mo, v) in o.iter_mut().enumerate() {
+            *v = wts.bias(mo);
+        }
+        for (i, &fh) in h.first.iter().enumerate() {
+            let ih = (oh * h.stride) as i64 + fh;
+            if !(0..h.input as i64).contains(&ih) {
+                continue;
+            }
+            for (j, &fw) in w.first.iter().enumerate() {
+                let iw = (ow * w.stride) as i64 + fw;
+                if !(0..w.input as i64).contains(&iw) {
+                    continue;
+                }
+                let at = (ih as usize * w.input + iw as usize) * c;
+                let src = &x[at..at + c];
+                for (mo, v) in o.iter_mut().enumerate() {
+                    *v += wts.taps[mo * k + i * kw + j] * src[mo / per];
+                }
+            }
+        }
     }
 }
 
@@ -269,6 +323,43 @@ pub(crate) mod tests {
         }
     }
 
+    /// A test conv's input (`[C, H, W]`), taps and bias on `c` input
+    /// channels.
+    fn inputs(case: &Case, c: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let m = c * case.per;
+        let x: Vec<f32> = (0..c * case.h.input * case.w.input)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0)
+            .collect();
+        let w: Vec<f32> = (0..m * case.h.kernel * case.w.kernel)
+            .map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0)
+            .collect();
+        let b: Vec<f32> = (0..m).map(|i| i as f32 * 0.25 - 0.5).collect();
+        (x, w, b)
+    }
+
+    /// Output `(mo, oh, ow)` of a test conv by the definition, in f64.
+    fn definition(
+        case: &Case,
+        (x, w, b): (&[f32], &[f32], &[f32]),
+        (mo, oh, ow): (usize, usize, usize),
+    ) -> f64 {
+        let (hx, wx, per) = (case.h.input, case.w.input, case.per);
+        let (kh, kw) = (case.h.kernel, case.w.kernel);
+        let (sh, sw, dh, dw) = (case.h.stride, case.w.stride, case.h.dilation, case.w.dilation);
+        let mut want = b[mo] as f64;
+        for i in 0..kh {
+            for j in 0..kw {
+                let ih = (oh * sh + i * dh) as i64 - case.h.pad.0 as i64;
+                let iw = (ow * sw + j * dw) as i64 - case.w.pad.0 as i64;
+                if (0..hx as i64).contains(&ih) && (0..wx as i64).contains(&iw) {
+                    let xv = x[(mo / per) * hx * wx + ih as usize * wx + iw as usize];
+                    want += xv as f64 * w[(mo * kh + i) * kw + j] as f64;
+                }
+            }
+        }
+        want
+    }
+
     /// `kernel` against the definition in f64 on each case, with a bias,
     /// on 3, 19 and (planes of up to 256 outputs) 600 channels, so runs
     /// of channels split across the pool too. With `taken` false, the
@@ -285,21 +376,13 @@ pub(crate) mod tests {
         }
         for (i, case) in cases.iter().enumerate() {
             let (ht, wt) = (case.h.taps(), case.w.taps());
-            let (hx, wx, per) = (case.h.input, case.w.input, case.per);
-            let (kh, kw) = (case.h.kernel, case.w.kernel);
             let c = match i % 3 {
                 0 => 3,
                 2 if ht.output * wt.output <= 256 => 600,
                 _ => 19,
             };
-            let m = c * per;
-            let x: Vec<f32> = (0..c * hx * wx)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0)
-                .collect();
-            let w: Vec<f32> = (0..m * kh * kw)
-                .map(|i| ((i * 13 % 29) as f32 - 14.0) / 8.0)
-                .collect();
-            let b: Vec<f32> = (0..m).map(|i| i as f32 * 0.25 - 0.5).collect();
+            let m = c * case.per;
+            let (x, w, b) = inputs(case, c);
             let mut got = vec![f32::NAN; m * ht.output * wt.output];
             let conv = Depthwise {
                 x: &x,
@@ -307,7 +390,7 @@ pub(crate) mod tests {
                     taps: &w,
                     bias: Some(&b),
                 },
-                per,
+                per: case.per,
                 h: &ht,
                 w: &wt,
             };
@@ -317,21 +400,10 @@ pub(crate) mod tests {
                 continue;
             }
             assert!(kernel(conv, &mut got), "{case:?} declined");
-            let (sh, sw, dh, dw) = (case.h.stride, case.w.stride, case.h.dilation, case.w.dilation);
             for mo in 0..m {
                 for oh in 0..ht.output {
                     for ow in 0..wt.output {
-                        let mut want = b[mo] as f64;
-                        for i in 0..kh {
-                            for j in 0..kw {
-                                let ih = (oh * sh + i * dh) as i64 - case.h.pad.0 as i64;
-                                let iw = (ow * sw + j * dw) as i64 - case.w.pad.0 as i64;
-                                if (0..hx as i64).contains(&ih) && (0..wx as i64).contains(&iw) {
-                                    let xv = x[(mo / per) * hx * wx + ih as usize * wx + iw as usize];
-                                    want += xv as f64 * w[(mo * kh + i) * kw + j] as f64;
-                                }
-                            }
-                        }
+                        let want = definition(case, (&x, &w, &b), (mo, oh, ow));
                         let g = got[(mo * ht.output + oh) * wt.output + ow] as f64;
                         assert!(
                             (g - want).abs() <= 1e-5 * (1.0 + want.abs()),
@@ -340,6 +412,122 @@ pub(crate) mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// `kernel`'s output (`[Ho, Wo, M]`) for `case` on `c` channels, its
+    /// input transposed to `[H, W, C]`. It must take the conv and write
+    /// every output.
+    pub fn channels_last_output(
+        kernel: fn(Depthwise<'_, f32>, &mut [f32]) -> bool,
+        case: Case,
+        c: usize,
+    ) -> Vec<f32> {
+        let (ht, wt) = (case.h.taps(), case.w.taps());
+        let (x, w, b) = inputs(&case, c);
+        let plane = case.h.input * case.w.input;
+        let mut nhwc = vec![0f32; x.len()];
+        for (ch, p) in x.chunks_exact(plane.max(1)).enumerate() {
+            for (at, &v) in p.iter().enumerate() {
+                nhwc[at * c + ch] = v;
+            }
+        }
+        let mut got = vec![f32::NAN; c * case.per * ht.output * wt.output];
+        let conv = Depthwise {
+            x: &nhwc,
+            wts: Weights {
+                taps: &w,
+                bias: Some(&b),
+            },
+            per: case.per,
+            h: &ht,
+            w: &wt,
+        };
+        assert!(kernel(conv, &mut got), "{case:?} declined");
+        got
+    }
+
+    /// `kernel` on channels-last images against the definition in f64,
+    /// each case on its number of input channels, with a bias.
+    pub fn check_channels_last_against_definition(
+        kernel: fn(Depthwise<'_, f32>, &mut [f32]) -> bool,
+        cases: &[(Case, usize)],
+    ) {
+        for &(case, c) in cases {
+            let (ho, wo) = (case.h.taps().output, case.w.taps().output);
+            let got = channels_last_output(kernel, case, c);
+            let (x, w, b) = inputs(&case, c);
+            let m = c * case.per;
+            for oh in 0..ho {
+                for ow in 0..wo {
+                    for mo in 0..m {
+                        let want = definition(&case, (&x, &w, &b), (mo, oh, ow));
+                        let g = got[(oh * wo + ow) * m + mo] as f64;
+                        assert!(
+                            (g - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                            "{case:?} on {c}: [{oh},{ow},{mo}] {g} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The scalar channels-last loop against the definition, with a
+    /// channel multiplier too, and through the trait's default for f64.
+    #[test]
+    fn the_channels_last_loop_matches_the_definition() {
+        let cases = [
+            (Case::square(14, 3, 1, 1, (1, 1)), 3),
+            (Case::square(7, 5, 2, 1, (2, 2)), 19),
+            (Case::square(9, 3, 3, 2, (2, 2)).per(2), 5),
+            (Case::rect((5, 3, (0, 2)), (12, 3, (1, 1))), 16),
+            (Case::square(1, 1, 1, 1, (0, 0)).per(3), 4),
+        ];
+        check_channels_last_against_definition(
+            |d, out| {
+                channels_last_taps(d, out);
+                true
+            },
+            &cases,
+        );
+        // f64 through the trait, against the f32 loop.
+        let (case, c) = cases[1];
+        let want = channels_last_output(
+            |d, out| {
+                channels_last_taps(d, out);
+                true
+            },
+            case,
+            c,
+        );
+        let (ht, wt) = (case.h.taps(), case.w.taps());
+        let (x, w, b) = inputs(&case, c);
+        let plane = case.h.input * case.w.input;
+        let mut nhwc = vec![0f64; x.len()];
+        for (ch, p) in x.chunks_exact(plane).enumerate() {
+            for (at, &v) in p.iter().enumerate() {
+                nhwc[at * c + ch] = v as f64;
+            }
+        }
+        let (w, b): (Vec<f64>, Vec<f64>) = (
+            w.iter().map(|&v| v as f64).collect(),
+            b.iter().map(|&v| v as f64).collect(),
+        );
+        let mut got = vec![f64::NAN; want.len()];
+        let conv = Depthwise {
+            x: &nhwc,
+            wts: Weights {
+                taps: &w,
+                bias: Some(&b),
+            },
+            per: 1,
+            h: &ht,
+            w: &wt,
+        };
+        f64::depthwise_channels_last(conv, &mut got);
+        for (g, &v) in got.iter().zip(&want) {
+            assert!((g - v as f64).abs() <= 1e-5 * (1.0 + g.abs()), "{g} vs {v}");
         }
     }
 }

@@ -1,0 +1,441 @@
+//! The f32 depthwise kernel for channels-last images (`x` as `[H, W, C]`,
+//! `out` as `[Ho, Wo, C]`) on the CPU's widest SIMD, chosen at run time
+//! through `rten-simd` as [`super::simd`] does.
+//!
+//! A vector holds one position's run of `L` channels (`L` the lanes), so
+//! every output position is one vector whatever the plane's width, and no
+//! lanes are spent on a grid's dropped columns. The channels go in groups
+//! of `L`: each group's input is copied into a zero-padded slab
+//! `[rows, Wp, L]`, so that every tap of every output is one unconditional
+//! vector load, its taps repacked to `[kh·kw, L]`, and then each output row
+//! is computed in tiles of [`VECS`] positions, one accumulator each, that
+//! take each tap's weight vector once. Each output starts at its bias and
+//! adds its taps in kernel row-major order with fused multiply-adds, so its
+//! value does not depend on the tile it falls in or on the threads.
+//!
+//! The slab holds a band of output rows' input ([`SLAB_MAX`]), so it stays
+//! in cache while its group's rows are computed; tasks on the pool take
+//! runs of output rows, whose outputs are contiguous in `[Ho, Wo, C]`.
+
+use rayon::prelude::*;
+use rten_simd::ops::{BitOps, NumOps};
+use rten_simd::{Isa, SimdOp};
+
+use super::{parallel, AxisTaps, Depthwise};
+use crate::kernels::fastmath;
+
+/// Output positions accumulated together.
+const VECS: usize = 8;
+
+/// Elements of a slab up to which a band of output rows grows (the band
+/// is at least one row).
+const SLAB_MAX: usize = 1 << 14;
+
+/// The depthwise convolution of one channels-last image (see
+/// [`super::DepthwiseElem::depthwise_channels_last`]); false, with nothing
+/// written, when the CPU lacks the instructions or the conv has a channel
+/// multiplier.
+pub(super) fn depthwise(d: Depthwise<'_, f32>, out: &mut [f32]) -> bool {
+    fastmath::available() && d.per == 1 && Image { d, out }.dispatch()
+}
+
+/// One axis of the zero-padded slab.
+struct Axis {
+    /// Slab coordinate of each tap at output 0.
+    offset: Vec<usize>,
+    /// Zeros before the input, the slab's length along the axis, and the
+    /// axis' input, output and stride.
+    pad: usize,
+    len: usize,
+    input: usize,
+    output: usize,
+    stride: usize,
+}
+
+impl Axis {
+    fn new(a: &AxisTaps) -> Axis {
+        let lo = a.first.iter().copied().min().unwrap_or(0);
+        let pad = (-lo).max(0);
+        let offset: Vec<usize> = a.first.iter().map(|&f| (f + pad) as usize).collect();
+        let stride = a.stride.max(1);
+        let reach = a.output.saturating_sub(1) * stride + offset.iter().max().copied().unwrap_or(0) + 1;
+        Axis {
+            pad: pad as usize,
+            len: (pad as usize + a.input).max(reach),
+            offset,
+            input: a.input,
+            output: a.output,
+            stride,
+        }
+    }
+
+    /// Slab rows that `n` consecutive outputs read.
+    fn reach(&self, n: usize) -> usize {
+        (n - 1) * self.stride + self.offset.iter().max().copied().unwrap_or(0) + 1
+    }
+}
+
+/// The layout shared by every task: the axes, the channel count, the
+/// output rows per band, and each tap's offset in the slab from the slab
+/// element at its output's row and column (row-major over the kernel).
+struct Geometry {
+    h: Axis,
+    w: Axis,
+    channels: usize,
+    band: usize,
+    taps: Vec<usize>,
+}
+
+struct Image<'a> {
+    d: Depthwise<'a, f32>,
+    out: &'a mut [f32],
+}
+
+impl SimdOp for Image<'_> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn eval<I: Isa>(self, isa: I) -> bool {
+        let lanes = isa.f32().len();
+        let Image { d, out } = self;
+        let (h, w) = (Axis::new(d.h), Axis::new(d.w));
+        let positions = h.output * w.output;
+        if positions == 0 || out.is_empty() {
+            return true;
+        }
+        let channels = out.len() / positions;
+        let k = h.offset.len() * w.offset.len();
+        if k == 0 {
+            for o in out.chunks_exact_mut(channels) {
+                for (m, v) in o.iter_mut().enumerate() {
+                    *v = d.wts.bias(m);
+                }
+            }
+            return true;
+        }
+        let row = w.len * lanes;
+        let band = ((SLAB_MAX / row).saturating_sub(h.reach(1)) / h.stride + 1).min(h.output);
+        let mut taps_at = Vec::with_capacity(k);
+        for &th in &h.offset {
+            for &tw in &w.offset {
+                taps_at.push((th * w.len + tw) * lanes);
+            }
+        }
+        let geo = Geometry {
+            h,
+            w,
+            channels,
+            band,
+            taps: taps_at,
+        };
+        // Taps `[group, kh·kw, L]` and bias `[group, L]`, zeros in the
+        // lanes past the last channel.
+        let groups = channels.div_ceil(lanes);
+        // Written in order: scattered, the writes took a fifth of a
+        // 1152×7×7 5×5 conv.
+        let mut taps = vec![0f32; groups * k * lanes];
+        let mut bias = vec![0f32; groups * lanes];
+        for (g, dst) in taps.chunks_exact_mut(k * lanes).enumerate() {
+            let src = &d.wts.taps[g * lanes * k..(channels.min((g + 1) * lanes)) * k];
+            for (t, v) in dst.chunks_exact_mut(lanes).enumerate() {
+                for (v, w) in v.iter_mut().zip(src.chunks_exact(k)) {
+                    *v = w[t];
+                }
+            }
+        }
+        for (m, v) in bias.iter_mut().take(channels).enumerate() {
+            *v = d.wts.bias(m);
+        }
+        let packed = Packed {
+            taps: &taps,
+            bias: &bias,
+            k,
+        };
+        let ho = geo.h.output;
+        let rows = if parallel(out.len(), k) {
+            ho.div_ceil(2 * rayon::current_num_threads()).max(1)
+        } else {
+            ho
+        };
+        let task = |(t, o): (usize, &mut [f32])| {
+            Rows {
+                geo: &geo,
+                x: d.x,
+                packed,
+                first: t * rows,
+                out: o,
+            }
+            .dispatch()
+        };
+        let chunk = rows * geo.w.output * channels;
+        if rows < ho {
+            out.par_chunks_mut(chunk).enumerate().for_each(task);
+        } else {
+            task((0, out));
+        }
+        true
+    }
+}
+
+/// The repacked taps and bias of every channel group.
+#[derive(Clone, Copy)]
+struct Packed<'a> {
+    taps: &'a [f32],
+    bias: &'a [f32],
+    k: usize,
+}
+
+/// Output rows `first..` of the image, into `out`, with a slab of its own.
+struct Rows<'a> {
+    geo: &'a Geometry,
+    x: &'a [f32],
+    packed: Packed<'a>,
+    first: usize,
+    out: &'a mut [f32],
+}
+
+impl SimdOp for Rows<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn eval<I: Isa>(self, isa: I) {
+        let Rows {
+            geo,
+            x,
+            packed,
+            first,
+            out,
+        } = self;
+        let ops = isa.f32();
+        let lanes = ops.len();
+        let (c, wo) = (geo.channels, geo.w.output);
+        let rows = out.len() / (wo * c);
+        let band = geo.band.min(rows);
+        // The columns' padding is never written, so it stays zero.
+        let mut slab = vec![0f32; geo.h.reach(band) * geo.w.len * lanes];
+        let mut tmp = vec![0f32; lanes];
+        let k = packed.k;
+        for b0 in (0..rows).step_by(band) {
+            let n = band.min(rows - b0);
+            for c0 in (0..c).step_by(lanes) {
+                let g = c0 / lanes;
+                let group = Group {
+                    c0,
+                    n: lanes.min(c - c0),
+                    taps: &packed.taps[g * k * lanes..(g + 1) * k * lanes],
+                    bias: ops.load(&packed.bias[g * lanes..]),
+                };
+                fill(
+                    isa,
+                    geo,
+                    x,
+                    (first + b0) * geo.h.stride,
+                    geo.h.reach(n),
+                    &group,
+                    &mut slab,
+                );
+                for r in 0..n {
+                    let o = &mut out[(b0 + r) * wo * c..(b0 + r + 1) * wo * c];
+                    match geo.w.stride {
+                        1 => row::<I, 1>(isa, geo, &slab, r * geo.h.stride, &group, o, &mut tmp),
+                        2 => row::<I, 2>(isa, geo, &slab, r * geo.h.stride, &group, o, &mut tmp),
+                        _ => row::<I, 0>(isa, geo, &slab, r * geo.h.stride, &group, o, &mut tmp),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One group of channels `c0..c0 + n` (`n` up to the lanes), its taps
+/// `[kh·kw, L]` and its bias.
+struct Group<'a, V> {
+    c0: usize,
+    n: usize,
+    taps: &'a [f32],
+    bias: V,
+}
+
+/// Copies padded rows `r0..r0 + rows` of `group`'s channels into the slab
+/// (one vector per position); rows in the padding are zeroed, as a slab
+/// row may have held input for another band.
+#[inline(always)]
+fn fill<I: Isa>(
+    isa: I,
+    geo: &Geometry,
+    x: &[f32],
+    r0: usize,
+    rows: usize,
+    group: &Group<'_, I::F32>,
+    slab: &mut [f32],
+) {
+    let ops = isa.f32();
+    let lanes = ops.len();
+    let (wi, c, c0, n) = (geo.w.input, geo.channels, group.c0, group.n);
+    for r in 0..rows {
+        let start = (r * geo.w.len + geo.w.pad) * lanes;
+        let dst = &mut slab[start..start + wi * lanes];
+        let ih = (r0 + r).checked_sub(geo.h.pad).filter(|&ih| ih < geo.h.input);
+        let Some(ih) = ih else {
+            dst.fill(0.0);
+            continue;
+        };
+        let src = &x[ih * wi * c..(ih + 1) * wi * c];
+        if n == lanes {
+            for (iw, v) in dst.chunks_exact_mut(lanes).enumerate() {
+                ops.store(ops.load(&src[iw * c + c0..]), v);
+            }
+        } else {
+            for (iw, v) in dst.chunks_exact_mut(lanes).enumerate() {
+                ops.store(ops.load_pad(&src[iw * c + c0..iw * c + c0 + n]).0, v);
+            }
+        }
+    }
+}
+
+/// One output row (`o`, `[Wo, C]`) of `group`'s channels, whose taps start
+/// at slab row `r`: tiles of [`VECS`] positions, then one tile of the
+/// rest. `S` is the column stride, 0 for any stride (read from `geo`).
+#[inline(always)]
+fn row<I: Isa, const S: usize>(
+    isa: I,
+    geo: &Geometry,
+    slab: &[f32],
+    r: usize,
+    group: &Group<'_, I::F32>,
+    o: &mut [f32],
+    tmp: &mut [f32],
+) {
+    let wo = geo.w.output;
+    let mut ow = 0;
+    while ow + VECS <= wo {
+        tile::<I, VECS, S>(isa, geo, slab, r, ow, group, o, tmp);
+        ow += VECS;
+    }
+    // Up to VECS - 1 positions remain: one arm for each count.
+    const _: () = assert!(VECS == 8);
+    match wo - ow {
+        0 => {}
+        1 => tile::<I, 1, S>(isa, geo, slab, r, ow, group, o, tmp),
+        2 => tile::<I, 2, S>(isa, geo, slab, r, ow, group, o, tmp),
+        3 => tile::<I, 3, S>(isa, geo, slab, r, ow, group, o, tmp),
+        4 => tile::<I, 4, S>(isa, geo, slab, r, ow, group, o, tmp),
+        5 => tile::<I, 5, S>(isa, geo, slab, r, ow, group, o, tmp),
+        6 => tile::<I, 6, S>(isa, geo, slab, r, ow, group, o, tmp),
+        _ => tile::<I, 7, S>(isa, geo, slab, r, ow, group, o, tmp),
+    }
+}
+
+/// Output positions `ow..ow + T` of one row: each tap's weight vector
+/// loaded once for the `T` accumulators. A group narrower than the lanes
+/// stores through `tmp`, so the lanes past it do not land on the next
+/// position's channels.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn tile<I: Isa, const T: usize, const S: usize>(
+    isa: I,
+    geo: &Geometry,
+    slab: &[f32],
+    r: usize,
+    ow: usize,
+    group: &Group<'_, I::F32>,
+    o: &mut [f32],
+    tmp: &mut [f32],
+) {
+    let ops = isa.f32();
+    let lanes = ops.len();
+    let s = if S == 0 { geo.w.stride } else { S };
+    let pitch = geo.w.len * lanes;
+    let span = ((T - 1) * s + 1) * lanes;
+    let mut acc = [group.bias; T];
+    let base = r * pitch + ow * s * lanes;
+    let slab = &slab[base..];
+    for (&at, wt) in geo.taps.iter().zip(group.taps.chunks_exact(lanes)) {
+        let wv = ops.load(wt);
+        let xs = &slab[at..at + span];
+        for (j, a) in acc.iter_mut().enumerate() {
+            *a = ops.mul_add(ops.load(&xs[j * s * lanes..]), wv, *a);
+        }
+    }
+    let (c, c0, n) = (geo.channels, group.c0, group.n);
+    for (j, a) in acc.into_iter().enumerate() {
+        let at = (ow + j) * c + c0;
+        if n == lanes {
+            ops.store(a, &mut o[at..at + lanes]);
+        } else {
+            ops.store(a, tmp);
+            o[at..at + n].copy_from_slice(&tmp[..n]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::depthwise::tests::{
+        channels_last_output, check_channels_last_against_definition, Case,
+    };
+    use crate::kernels::depthwise::PARALLEL_TAPS;
+
+    /// The channels-last kernel against the definition in f64: square
+    /// kernels at strides 1, 2 and 3 (the run-time stride), dilation,
+    /// uneven padding, rectangular kernels, rows of 7, 9, 14 and 28
+    /// (tiles of 8 and every remainder), and channel counts below, at and
+    /// past whole vectors.
+    #[test]
+    fn the_channels_last_kernel_matches_the_definition() {
+        if !fastmath::available() {
+            eprintln!("skipped: this CPU has no AVX2+FMA");
+            return;
+        }
+        let cases = [
+            (Case::square(14, 3, 1, 1, (1, 1)), 3),
+            (Case::square(7, 5, 1, 1, (2, 2)), 19),
+            (Case::square(9, 7, 1, 1, (3, 3)), 72),
+            (Case::square(28, 3, 2, 1, (1, 1)), 88),
+            (Case::square(14, 5, 2, 1, (2, 2)), 16),
+            (Case::square(13, 7, 2, 1, (3, 3)), 32),
+            (Case::square(17, 3, 3, 1, (1, 1)), 19),
+            (Case::square(20, 5, 3, 1, (2, 2)), 16),
+            (Case::square(11, 3, 1, 2, (2, 2)), 72),
+            (Case::square(15, 3, 2, 2, (2, 2)), 3),
+            (Case::square(9, 5, 1, 1, (1, 3)), 88),
+            (Case::square(14, 3, 2, 1, (0, 1)), 19),
+            (Case::square(6, 3, 1, 9, (18, 18)), 3),
+            (Case::square(5, 5, 2, 1, (0, 0)), 32),
+            (Case::square(1, 1, 1, 1, (0, 0)), 144),
+            (Case::rect((5, 3, (0, 2)), (12, 3, (1, 1))), 19),
+            (Case::rect((6, 5, (2, 2)), (10, 3, (1, 1))), 72),
+            (Case::rect((9, 3, (1, 1)), (8, 5, (2, 2))), 16),
+            (Case::rect((7, 1, (0, 0)), (28, 7, (3, 3))), 88),
+            (Case::square(28, 3, 1, 1, (1, 1)), 144),
+            (Case::square(7, 3, 1, 1, (1, 1)).wider(), 19),
+            // Bands: a slab of more than one band, and the pool.
+            (Case::square(112, 3, 2, 1, (1, 1)), 32),
+            (Case::square(56, 3, 1, 1, (1, 1)), 144),
+        ];
+        check_channels_last_against_definition(depthwise, &cases);
+    }
+
+    /// The kernel gives the same bits on one thread and on two, where its
+    /// output rows split across the pool (unless a test running alongside
+    /// has turned intra-op parallelism off: the size alone is checked).
+    #[test]
+    fn the_channels_last_kernel_is_the_same_on_any_threads() {
+        if !fastmath::available() {
+            eprintln!("skipped: this CPU has no AVX2+FMA");
+            return;
+        }
+        let case = Case::square(56, 3, 1, 1, (1, 1));
+        let bits = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let out = pool.install(|| channels_last_output(depthwise, case, 144));
+            assert!(out.len() * 9 >= PARALLEL_TAPS, "too small to split");
+            out.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+        };
+        assert_eq!(bits(1), bits(2));
+    }
+}
