@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use vigil_engine::exec::{Flow, Listener, NoListener, RunOptions, RunOutput, SweepEvent, SweepWatch};
 use vigil_engine::summary::Acc;
-use vigil_engine::{inplace, At, Attrs, DType, Executor, Graph, GraphBuilder, OpEvent, Sym, Tensor};
+use vigil_engine::{
+    inplace, At, Attrs, DType, Executor, Graph, GraphBuilder, IndexSpec, OpEvent, Sym, Tensor,
+};
 
 /// One op of a generated chain.
 #[derive(Clone, Copy, Debug)]
@@ -253,13 +255,33 @@ fn a_pure_node_folds_into_the_node_that_overwrites_its_input() {
 }
 
 #[test]
-fn a_pure_node_on_a_strided_input_runs_alone() {
-    // exp of a transposed view: not contiguous, so no sweep starts there.
-    let g = GraphBuilder::new("strided");
+fn a_pure_node_on_a_transposed_input_sweeps_it_in_memory_order() {
+    // exp of a transposed view: not C-contiguous but without gaps, so the
+    // sweep walks it in memory order and its output keeps the layout.
+    let g = GraphBuilder::new("transposed");
     let x = g.input("x", DType::F32, &[3, 4]);
     let t = x
         .op("transpose", &[], Attrs::new().with("perm", vec![1i64, 0]))
         .unwrap();
+    let y = t.op("exp", &[], Attrs::new()).unwrap();
+    let y = y.op("tanh", &[], Attrs::new()).unwrap();
+    let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;
+    let f = HashMap::from([(
+        "x".to_string(),
+        Tensor::from_vec(&[3, 4], (0..12).map(|i| i as f32 / 7.0).collect()).unwrap(),
+    )]);
+    let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
+    assert!(fused.stats.fused > 0);
+    assert_eq!(fused.outputs[0].1.strides(), &[1, 4]);
+    assert_same(&fused, &stepped(&graph, &f));
+}
+
+#[test]
+fn a_pure_node_on_a_view_with_gaps_runs_alone() {
+    // exp of every other column: no slice holds it, so no sweep starts.
+    let g = GraphBuilder::new("gaps");
+    let x = g.input("x", DType::F32, &[3, 4]);
+    let t = x.view(&[IndexSpec::All, IndexSpec::range(0, 4, 2)]).unwrap();
     let y = t.op("exp", &[], Attrs::new()).unwrap();
     let y = y.op("tanh", &[], Attrs::new()).unwrap();
     let graph = inplace::run(&g.build(&[&y]).unwrap()).unwrap().graph;

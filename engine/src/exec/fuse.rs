@@ -178,8 +178,8 @@ struct Step {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SweptOutput {
     pub summary: Acc,
-    /// The flat index (row-major: a swept value is contiguous) and value of
-    /// the first NaN or infinity.
+    /// The flat index (row-major) and value of the first NaN or infinity
+    /// in memory order (a channels-last value is swept in memory order).
     pub first_non_finite: Option<(usize, f64)>,
 }
 
@@ -202,6 +202,11 @@ pub(crate) struct Sweep<'g> {
     x: Tensor,
     /// With a head: its input 0, which the head maps into each tile.
     src: Option<Tensor>,
+    /// For a swept value laid out channels-last (or in any other order
+    /// without gaps): its axes slowest first ([`Tensor::in_memory_order`]).
+    /// The sweep walks `x`, `src` and the operands in memory order; the
+    /// operands are stored already so reordered.
+    order: Option<Vec<usize>>,
     steps: Vec<Step>,
 }
 
@@ -228,7 +233,7 @@ pub(crate) fn prepare<'g>(
     }
     // An allocation that fails here fails again, and is reported, when the
     // caller steps the node alone.
-    let fresh = Tensor::uninit(sweep.x.dtype(), sweep.x.shape()).ok()?;
+    let fresh = Tensor::uninit_like(sweep.x.dtype(), &sweep.x).ok()?;
     Some(Sweep {
         src: Some(std::mem::replace(&mut sweep.x, fresh)),
         ..sweep
@@ -258,9 +263,26 @@ fn build<'g>(
 ) -> Option<Sweep<'g>> {
     let first = graph.node(order[0]);
     let x = live.value(*first.inputs.first()?)?;
-    if !x.is_contiguous() || !x.dtype().is_float() || x.size() == 0 {
+    if !x.dtype().is_float() || x.size() == 0 {
         return None;
     }
+    let axes = match x.in_memory_order() {
+        Some((_, axes)) => Some(axes),
+        None if x.is_contiguous() => None,
+        None => return None,
+    };
+    // An operand as the sweep walks it: reordered as `x` is.
+    let walked = |y: &Tensor| -> Option<Tensor> {
+        match &axes {
+            None => Some(y.clone()),
+            Some(o) => {
+                let padded: Vec<i64> = std::iter::repeat_n(1, x.ndim() - y.ndim().min(x.ndim()))
+                    .chain(y.shape().iter().map(|&d| d as i64))
+                    .collect();
+                y.reshape(&padded).ok()?.permute(o).ok()
+            }
+        }
+    };
     // A head folded into the next node sweeps its input in place: it is
     // no head any more.
     let (head, fold) = match order.get(1) {
@@ -291,12 +313,20 @@ fn build<'g>(
                 // may share the head's input buffer.
                 Some(y) if y.dtype() != x.dtype() || (head.is_none() && y.same_buffer(x)) => break,
                 Some(y) if y.size() == 1 && y.ndim() <= x.ndim() => Source::Scalar(y.clone()),
-                Some(y) if y.shape() == x.shape() && y.is_contiguous() => Source::Slice(y.clone()),
-                Some(y) if y.is_contiguous() => match Repeat::of(y.shape(), x.shape()) {
-                    Some(r) => Source::Repeat(y.clone(), r),
-                    None => break,
+                Some(y) if y.ndim() > x.ndim() => break,
+                Some(y) => match walked(y) {
+                    Some(w) if w.is_contiguous() && y.shape() == x.shape() => Source::Slice(w),
+                    // A bias or per-channel scale, repeated over the walked
+                    // value in runs.
+                    Some(w) if w.is_contiguous() && w.same_buffer(y) => {
+                        match Repeat::of(w.shape(), &walk_shape(x, axes.as_deref())) {
+                            Some(r) => Source::Repeat(w, r),
+                            None => break,
+                        }
+                    }
+                    _ => break,
                 },
-                _ => break,
+                None => break,
             },
             (Pointwise::Binary(_), None) => break,
         };
@@ -309,8 +339,30 @@ fn build<'g>(
         name: &first.name,
         x: x.clone(),
         src: None,
+        order: axes,
         steps,
     })
+}
+
+/// The shape the sweep walks `x` in: its axes in memory order.
+fn walk_shape(x: &Tensor, order: Option<&[usize]>) -> Vec<usize> {
+    match order {
+        Some(o) => o.iter().map(|&a| x.shape()[a]).collect(),
+        None => x.shape().to_vec(),
+    }
+}
+
+/// The row-major index in `shape` of element `i` in memory order, where
+/// `order` lists the axes slowest first.
+fn c_index(i: usize, shape: &[usize], order: &[usize]) -> usize {
+    let mut index = vec![0; shape.len()];
+    let mut rest = i;
+    for &a in order.iter().rev() {
+        let d = shape[a].max(1);
+        index[a] = rest % d;
+        rest /= d;
+    }
+    index.iter().zip(shape).fold(0, |acc, (&j, &d)| acc * d + j)
 }
 
 impl Sweep<'_> {
@@ -345,9 +397,27 @@ impl Sweep<'_> {
     /// Runs the sweep; with `summaries`, summarizes each node's output
     /// tile by tile (else the result is empty).
     pub(crate) fn run(&self, summaries: bool) -> Result<Vec<SweptOutput>> {
-        let x = &self.x;
-        crate::dispatch_float!(x.dtype(), T => run::<T>(x, self.src.as_ref(), &self.steps, summaries).map_err(|e| e.at_node(self.name)),
-            Ok(Vec::new()))
+        let walk = |t: &Tensor| match &self.order {
+            Some(o) => t.permute(o),
+            None => Ok(t.clone()),
+        };
+        let x = walk(&self.x).map_err(|e| e.at_node(self.name))?;
+        let src = self
+            .src
+            .as_ref()
+            .map(walk)
+            .transpose()
+            .map_err(|e| e.at_node(self.name))?;
+        let mut outs = crate::dispatch_float!(x.dtype(), T => run::<T>(&x, src.as_ref(), &self.steps, summaries).map_err(|e| e.at_node(self.name))?,
+            Vec::new());
+        if let Some(o) = &self.order {
+            for out in &mut outs {
+                if let Some((i, v)) = out.first_non_finite {
+                    out.first_non_finite = Some((c_index(i, self.x.shape(), o), v));
+                }
+            }
+        }
+        Ok(outs)
     }
 }
 
@@ -482,7 +552,11 @@ pub(crate) fn run_twin(
     summaries: bool,
 ) -> Result<Option<Vec<SweptOutput>>> {
     let x = &ins.x;
-    let alike = x.dtype() == refs.x.dtype()
+    // Twin sweeps compare tiles in C order.
+    let alike = ins.order.is_none()
+        && refs.order.is_none()
+        && x.is_contiguous()
+        && x.dtype() == refs.x.dtype()
         && x.shape() == refs.x.shape()
         && refs.x.is_contiguous()
         && out.dtype() == x.dtype()
@@ -735,4 +809,26 @@ fn twin_tiles<T: Float + VMath + Summarize>(
         start = end;
     }
     (ip.len(), true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_order_index_maps_to_its_row_major_index() {
+        // [2, 3, 4, 5] laid out channels-last: memory walks N, H, W, C.
+        let (shape, order) = ([2, 3, 4, 5], [0, 2, 3, 1]);
+        let layout = crate::tensor::Layout::contiguous_in_order(&shape, &order);
+        let c_order = crate::tensor::Layout::contiguous(&shape);
+        for (n, c, h, w) in [(0, 0, 0, 0), (1, 2, 3, 4), (0, 1, 2, 3), (1, 0, 3, 0)] {
+            let index = [n, c, h, w];
+            let memory = layout.offset_of(&index).unwrap();
+            assert_eq!(
+                c_index(memory, &shape, &order),
+                c_order.offset_of(&index).unwrap(),
+                "{index:?}"
+            );
+        }
+    }
 }

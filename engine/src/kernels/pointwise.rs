@@ -269,8 +269,20 @@ impl Repeat {
     /// `start` (counted from 0) of the `len` positions from element `at`
     /// on: with `inner == 1`, positions meeting operand elements `k..k+n`
     /// in turn; else all meeting element `k`.
+    #[inline(always)]
     fn runs(self, at: usize, len: usize, ylen: usize, mut each: impl FnMut(usize, usize, usize)) {
         if ylen == 0 {
+            return;
+        }
+        if self.inner == 1 {
+            // Whole rows of the operand after the first: no division each.
+            let (mut start, mut k) = (0, at % ylen);
+            while start < len {
+                let n = (ylen - k).min(len - start);
+                each(start, n, k);
+                start += n;
+                k = 0;
+            }
             return;
         }
         let mut start = 0;
@@ -278,12 +290,7 @@ impl Repeat {
             let i = at + start;
             let q = i / self.inner;
             let k = q % ylen;
-            let room = if self.inner == 1 {
-                ylen - k
-            } else {
-                (q + 1) * self.inner - i
-            };
-            let n = room.min(len - start);
+            let n = ((q + 1) * self.inner - i).min(len - start);
             each(start, n, k);
             start += n;
         }
@@ -293,14 +300,22 @@ impl Repeat {
     /// elements from `at` on.
     pub fn zip_inplace<T: Copy>(self, x: &mut [T], at: usize, ys: &[T], f: impl Fn(T, T) -> T) {
         let inner = self.inner;
+        if inner == 1 {
+            // Rows of the operand (a per-channel scale over a channels-last
+            // value: rows of C): one dispatch for them all, as a row of 16
+            // or 32 elements costs less than a dispatch.
+            return wide_loop::run(|| {
+                self.runs(at, x.len(), ys.len(), |start, n, k| {
+                    let seg = &mut x[start..start + n];
+                    seg.iter_mut()
+                        .zip(&ys[k..k + n])
+                        .for_each(|(a, &b)| *a = f(*a, b));
+                })
+            });
+        }
         self.runs(at, x.len(), ys.len(), |start, n, k| {
-            let seg = &mut x[start..start + n];
-            if inner == 1 {
-                wide_loop::zip_inplace(seg, &ys[k..k + n], &f);
-            } else {
-                let b = ys[k];
-                wide_loop::map_inplace(seg, |a| f(a, b));
-            }
+            let b = ys[k];
+            wide_loop::map_inplace(&mut x[start..start + n], |a| f(a, b));
         });
     }
 
@@ -320,14 +335,21 @@ impl Repeat {
         f: impl Fn(X, Y) -> O,
     ) {
         let inner = self.inner;
+        if inner == 1 {
+            // One dispatch for every row, as in `zip_inplace`.
+            return wide_loop::run(|| {
+                self.runs(at, o.len().min(x.len()), ys.len(), |start, n, k| {
+                    let (seg, xs) = (&mut o[start..start + n], &x[start..start + n]);
+                    seg.iter_mut()
+                        .zip(xs)
+                        .zip(&ys[k..k + n])
+                        .for_each(|((o, &a), &b)| *o = f(a, b));
+                })
+            });
+        }
         self.runs(at, o.len().min(x.len()), ys.len(), |start, n, k| {
-            let (seg, xs) = (&mut o[start..start + n], &x[start..start + n]);
-            if inner == 1 {
-                wide_loop::zip(xs, &ys[k..k + n], seg, &f);
-            } else {
-                let b = ys[k];
-                wide_loop::map(xs, seg, |a| f(a, b));
-            }
+            let b = ys[k];
+            wide_loop::map(&x[start..start + n], &mut o[start..start + n], |a| f(a, b));
         });
     }
 }

@@ -34,6 +34,39 @@ where
     }
 }
 
+/// `out[o·inner + i] = Σ_r x[(o·run + r)·inner + i]`: the sums over the
+/// middle axis of `[outer, run, inner]`. A reduction over axes that lie
+/// between kept ones in memory takes this form (`mean` over H and W of a
+/// channels-last image sums its rows of channels), and adding whole rows
+/// of `inner` elements keeps it a vector loop. Rows are added in order,
+/// starting from the first.
+pub fn sum_middle<T>(
+    x: &[T],
+    (outer, run, inner): (usize, usize, usize),
+    out: &mut [T],
+    zero: T,
+    add: impl Fn(T, T) -> T,
+) where
+    T: Copy,
+{
+    debug_assert_eq!(x.len(), outer * run * inner);
+    debug_assert_eq!(out.len(), outer * inner);
+    if inner == 0 {
+        return;
+    }
+    for (o, acc) in out.chunks_exact_mut(inner).enumerate().take(outer) {
+        let block = &x[o * run * inner..(o + 1) * run * inner];
+        acc.fill(zero);
+        // One dispatch a block: rows of 16 channels are too short for one
+        // a row.
+        crate::kernels::wide_loop::run(|| {
+            for row in block.chunks_exact(inner) {
+                acc.iter_mut().zip(row).for_each(|(a, &v)| *a = add(*a, v));
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,6 +81,21 @@ mod tests {
         let mut out = vec![0; 3];
         sum_rows(&x, 4, &mut out, plain);
         assert_eq!(out, vec![6, 22, 38]);
+    }
+
+    #[test]
+    fn middle_sums_add_the_rows_of_each_block() {
+        // [2, 3, 4]: out[o, i] = Σ_r x[o, r, i].
+        let x: Vec<i64> = (0..24).collect();
+        let mut out = vec![-1; 8];
+        sum_middle(&x, (2, 3, 4), &mut out, 0, |a, b| a + b);
+        let want: Vec<i64> = (0..2)
+            .flat_map(|o| (0..4).map(move |i| (0..3).map(|r| (o * 12 + r * 4 + i) as i64).sum::<i64>()))
+            .collect();
+        assert_eq!(out, want);
+        let mut none = vec![-1; 4];
+        sum_middle(&[], (1, 0, 4), &mut none, 0, |a: i64, b| a + b);
+        assert_eq!(none, vec![0; 4]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::tensor::Tensor;
 pub struct OpCtx<'a> {
     node: &'a str,
     prealloc: Vec<Option<Tensor>>,
+    channels_last: bool,
 }
 
 impl<'a> OpCtx<'a> {
@@ -15,12 +16,34 @@ impl<'a> OpCtx<'a> {
         OpCtx {
             node,
             prealloc: Vec::new(),
+            channels_last: false,
         }
     }
 
     /// A context whose output `i` is written into `prealloc[i]` when given.
     pub fn with_prealloc(node: &'a str, prealloc: Vec<Option<Tensor>>) -> OpCtx<'a> {
-        OpCtx { node, prealloc }
+        OpCtx {
+            node,
+            prealloc,
+            channels_last: false,
+        }
+    }
+
+    /// This context with the executor's layout hint for the node's output
+    /// (see [`OpCtx::prefers_channels_last`]).
+    pub fn with_channels_last(self, channels_last: bool) -> OpCtx<'a> {
+        OpCtx {
+            channels_last,
+            ..self
+        }
+    }
+
+    /// Whether the node's image output is best laid out channels-last: the
+    /// executor found a depthwise conv among its readers (through
+    /// elementwise nodes), which reads channel vectors. A hint: an op may
+    /// lay its output out as it likes, and every op reads any layout.
+    pub fn prefers_channels_last(&self) -> bool {
+        self.channels_last
     }
 
     pub fn node(&self) -> &str {
@@ -60,6 +83,32 @@ impl<'a> OpCtx<'a> {
             });
         }
         Tensor::uninit(dtype, shape)
+    }
+
+    /// Like [`OpCtx::output`] with `like`'s shape, a fresh buffer laid out
+    /// as `like` ([`Tensor::uninit_like`]): an elementwise op keeps a
+    /// channels-last input channels-last, so the ops after it walk memory
+    /// in one order.
+    pub fn output_like(&mut self, i: usize, dtype: DType, like: &Tensor) -> Result<Tensor> {
+        if self.prealloc.get(i).is_some_and(Option::is_some) {
+            return self.output(i, dtype, like.shape());
+        }
+        Tensor::uninit_like(dtype, like)
+    }
+
+    /// Like [`OpCtx::output`], a fresh buffer with its axes in memory in
+    /// `order` ([`Tensor::uninit_in_order`]).
+    pub fn output_in_order(
+        &mut self,
+        i: usize,
+        dtype: DType,
+        shape: &[usize],
+        order: &[usize],
+    ) -> Result<Tensor> {
+        if self.prealloc.get(i).is_some_and(Option::is_some) {
+            return self.output(i, dtype, shape);
+        }
+        Tensor::uninit_in_order(dtype, shape, order)
     }
 
     /// Like [`OpCtx::output`], filled with zeros.

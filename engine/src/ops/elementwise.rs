@@ -96,6 +96,9 @@ pub(crate) fn zip2<A: Element, B: Element, O: Element>(
     out: &Tensor,
     f: impl Fn(A, B) -> O,
 ) -> Result<()> {
+    if let Some((o, order)) = memory_alike(&[a, b], out) {
+        return zip2(&a.permute(&order)?, &b.permute(&order)?, &o, f);
+    }
     let (ac, bc) = (in_c_order(a, out)?, in_c_order(b, out)?);
     let (a, b) = (ac.as_ref().unwrap_or(a), bc.as_ref().unwrap_or(b));
     if contiguous_alike(&[a, b], out) {
@@ -199,9 +202,16 @@ pub(crate) fn map1<T: Element>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sy
             if out.is_contiguous() {
                 return out.write_contiguous(|v: &mut [T]| map_slice_inplace(v, &f));
             }
+            // A channels-last value: its elements in memory order.
+            if let Some((o, _)) = out.in_memory_order() {
+                return o.write_contiguous(|v: &mut [T]| map_slice_inplace(v, &f));
+            }
             return out.write(|mut v: ArrayViewMutD<'_, T>| v.mapv_inplace(f));
         }
         return map1(&a.deep_copy()?, out, f);
+    }
+    if let Some((o, order)) = memory_alike(&[a], out) {
+        return map1(&a.permute(&order)?, &o, f);
     }
     let copy = in_c_order(a, out)?;
     let a = copy.as_ref().unwrap_or(a);
@@ -239,6 +249,18 @@ fn map_slice_inplace<T: Element>(buf: &mut [T], f: &(impl Fn(T) -> T + Sync)) {
     } else {
         each(buf);
     }
+}
+
+/// `out` with its axes in memory order and that order, when `out` is laid
+/// out without gaps but not in C order (a channels-last value) and every
+/// input has its shape and strides: reordered alike, all are contiguous
+/// and the kernels walk plain slices.
+fn memory_alike(inputs: &[&Tensor], out: &Tensor) -> Option<(Tensor, Vec<usize>)> {
+    let (o, order) = out.in_memory_order()?;
+    let alike = inputs
+        .iter()
+        .all(|t| t.shape() == out.shape() && t.strides() == out.strides());
+    alike.then_some((o, order))
 }
 
 /// Whether every input has `out`'s shape and all are C-contiguous, so the
@@ -381,7 +403,11 @@ impl Op for Binary {
             return Ok(vec![a.clone()]);
         }
         let shape = broadcast_concrete(a.shape(), b.shape())?;
-        let out = ctx.output(0, kind.out_dtype(a.dtype()), &shape)?;
+        let out = if a.shape() == shape.as_slice() {
+            ctx.output_like(0, kind.out_dtype(a.dtype()), a)?
+        } else {
+            ctx.output(0, kind.out_dtype(a.dtype()), &shape)?
+        };
         crate::dispatch_num!(a.dtype(), T => run_binary::<T>(kind, a, b, &out)?,
             return refuse_dtype(&self.name, a.dtype()));
         Ok(vec![out])
@@ -595,6 +621,10 @@ fn run_unary_num<T: Num>(kind: UnKind, a: &Tensor, out: &Tensor) -> Result<()> {
 fn map_math<T: Element + VMath>(f: MathFn, a: &Tensor, out: &Tensor) -> Result<()> {
     if out.same_buffer(a) {
         if out.layout() == a.layout() {
+            // ndarray finds the memory order of C- and F-order views only.
+            if let Some((o, _)) = out.in_memory_order() {
+                return o.write_contiguous(|s: &mut [T]| par_map_inplace(f, s));
+            }
             return out.write(
                 |mut v: ArrayViewMutD<'_, T>| match v.as_slice_memory_order_mut() {
                     Some(s) => par_map_inplace(f, s),
@@ -603,6 +633,9 @@ fn map_math<T: Element + VMath>(f: MathFn, a: &Tensor, out: &Tensor) -> Result<(
             );
         }
         return map_math::<T>(f, &a.deep_copy()?, out);
+    }
+    if let Some((o, order)) = memory_alike(&[a], out) {
+        return map_math::<T>(f, &a.permute(&order)?, &o);
     }
     let copy = in_c_order(a, out)?;
     let a = copy.as_ref().unwrap_or(a);
@@ -658,7 +691,7 @@ impl Op for Unary {
         let out = if self.inplace {
             a.clone()
         } else {
-            ctx.output(0, a.dtype(), a.shape())?
+            ctx.output_like(0, a.dtype(), a)?
         };
         let kind = self.kind;
         crate::dispatch_float!(a.dtype(), T => run_unary_float::<T>(kind, a, &out)?,

@@ -77,6 +77,39 @@ impl Layout {
         Layout::new(shape.to_vec(), strides, 0)
     }
 
+    /// A layout of `shape` with no gaps whose axes lie in memory in
+    /// `order`, slowest first: `[0, 2, 3, 1]` lays an `[N, C, H, W]` image
+    /// out channels-last (NHWC in memory, NCHW to every op).
+    pub fn contiguous_in_order(shape: &[usize], order: &[usize]) -> Layout {
+        let mut strides = vec![0isize; shape.len()];
+        let mut s = 1isize;
+        for &a in order.iter().rev() {
+            strides[a] = s;
+            s = s.saturating_mul(shape[a].max(1) as isize);
+        }
+        Layout::new(shape.to_vec(), strides, 0)
+    }
+
+    /// The axes slowest first when this layout is a reordering of a
+    /// contiguous one (every element once, no gaps), as
+    /// [`Layout::contiguous_in_order`] makes: then the elements in memory
+    /// order are one slice, which elementwise kernels can walk whatever
+    /// the axis order. `None` for views with gaps, repeats or negative
+    /// strides. A C-contiguous layout gives the identity.
+    pub fn memory_order(&self) -> Option<Vec<usize>> {
+        let mut order: Vec<usize> = (0..self.ndim()).collect();
+        if self.c_order {
+            return Some(order);
+        }
+        if self.strides.iter().any(|&s| s < 0) {
+            return None;
+        }
+        // Stable: axes of length 1 (any stride) keep their place among
+        // equal strides.
+        order.sort_by_key(|&a| std::cmp::Reverse(self.strides[a]));
+        self.permute(&order).ok()?.c_order.then_some(order)
+    }
+
     /// A layout from raw parts. The caller checks that it fits its buffer.
     pub fn new(shape: impl Into<Dims>, strides: impl Into<Strides>, offset: usize) -> Layout {
         let (shape, strides) = (shape.into(), strides.into());
@@ -414,6 +447,30 @@ mod tests {
         assert_eq!(l.strides(), &[12, 4, 1]);
         assert!(l.is_contiguous());
         assert_eq!(l.span(), Some((0, 23)));
+    }
+
+    #[test]
+    fn channels_last_layout_has_its_memory_order_and_views_with_gaps_have_none() {
+        let nhwc = Layout::contiguous_in_order(&[2, 3, 4, 5], &[0, 2, 3, 1]);
+        assert_eq!(nhwc.strides(), &[60, 1, 15, 3]);
+        assert!(!nhwc.is_contiguous());
+        assert_eq!(nhwc.memory_order(), Some(vec![0, 2, 3, 1]));
+        assert!(nhwc.permute(&[0, 2, 3, 1]).unwrap().is_contiguous());
+        assert_eq!(Layout::contiguous(&[2, 3]).memory_order(), Some(vec![0, 1]));
+        // Every element once, but with a gap (a column slice), repeated
+        // (broadcast) or walked backwards: no slice holds it in memory order.
+        assert_eq!(Layout::new(vec![4, 3], vec![6, 2], 0).memory_order(), None);
+        assert_eq!(
+            Layout::contiguous(&[1, 3])
+                .broadcast_to(&[2, 3])
+                .unwrap()
+                .memory_order(),
+            None
+        );
+        assert_eq!(Layout::new(vec![3], vec![-1], 2).memory_order(), None);
+        // Axes of length 1 keep their place whatever their stride.
+        let one = Layout::contiguous_in_order(&[1, 4, 1, 2], &[0, 2, 3, 1]);
+        assert!(one.permute(&one.memory_order().unwrap()).unwrap().is_contiguous());
     }
 
     #[test]

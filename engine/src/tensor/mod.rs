@@ -180,6 +180,40 @@ impl Tensor {
         })
     }
 
+    /// Like [`Tensor::uninit`], its axes in memory in `order` (slowest
+    /// first, see [`Layout::contiguous_in_order`]).
+    pub fn uninit_in_order(dtype: DType, shape: &[usize], order: &[usize]) -> Result<Tensor> {
+        let n = limit::check_shape(shape)?;
+        limit::check_alloc(dtype, n)?;
+        Ok(Tensor {
+            storage: Storage::uninit(dtype, n),
+            layout: Layout::contiguous_in_order(shape, order),
+        })
+    }
+
+    /// A fresh tensor of `like`'s shape (and `dtype`) laid out as `like`
+    /// when `like` is a reordering of a contiguous layout (a channels-last
+    /// image), else C-contiguous: an elementwise op's output then walks
+    /// memory in the order its input does.
+    pub fn uninit_like(dtype: DType, like: &Tensor) -> Result<Tensor> {
+        match like.layout.memory_order() {
+            Some(order) if !like.is_contiguous() => Tensor::uninit_in_order(dtype, like.shape(), &order),
+            _ => Tensor::uninit(dtype, like.shape()),
+        }
+    }
+
+    /// The view with its axes reordered so that its elements in memory
+    /// order are C order, and that order, when [`Layout::memory_order`]
+    /// has one and it is not the identity. Kernels that walk a slice use
+    /// it on channels-last values.
+    pub fn in_memory_order(&self) -> Option<(Tensor, Vec<usize>)> {
+        if self.is_contiguous() {
+            return None;
+        }
+        let order = self.layout.memory_order()?;
+        Some((self.permute(&order).ok()?, order))
+    }
+
     /// A rank-0 tensor.
     pub fn scalar(v: Scalar) -> Tensor {
         crate::dispatch_all!(v.dtype(), T => {

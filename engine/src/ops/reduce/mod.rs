@@ -294,6 +294,48 @@ fn trailing_run(x: &Tensor, flags: &[bool], out: &Tensor) -> Option<usize> {
     (trailing && x.is_contiguous() && out.is_contiguous()).then(|| x.shape()[first..].iter().product())
 }
 
+/// For `x` laid out in another order without gaps (a channels-last
+/// image): `(outer, run, inner)` when, in memory order, the flagged axes
+/// form one block between the kept ones and the kept ones keep their
+/// order, so each output sums `run` elements `inner` apart
+/// ([`crate::kernels::rowsum::sum_middle`]) and the outputs follow in C
+/// order.
+fn middle_run(x: &Tensor, flags: &[bool], out: &Tensor) -> Option<(usize, usize, usize)> {
+    let (_, order) = x.in_memory_order()?;
+    if !out.is_contiguous() || !flags.iter().any(|&f| f) {
+        return None;
+    }
+    let first = order.iter().position(|&a| flags[a])?;
+    let last = order.iter().rposition(|&a| flags[a])?;
+    let kept: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&a| !flags[a] && x.shape()[a] != 1)
+        .collect();
+    let block = order[first..=last].iter().all(|&a| flags[a]);
+    let in_order = kept.windows(2).all(|w| w[0] < w[1]);
+    let len = |axes: &[usize]| axes.iter().map(|&a| x.shape()[a]).product::<usize>();
+    (block && in_order).then(|| {
+        (
+            len(&order[..first]),
+            len(&order[first..=last]),
+            len(&order[last + 1..]),
+        )
+    })
+}
+
+/// Sums the blocks of [`middle_run`] into `out`.
+fn sum_middle<T: Num>(x: &Tensor, dims: (usize, usize, usize), out: &Tensor) -> Result<()> {
+    let (xm, _) = x
+        .in_memory_order()
+        .ok_or_else(|| Error::Op("internal: reduce: no memory order".into()))?;
+    xm.read_contiguous(|xs: &[T]| {
+        out.write_contiguous(|o: &mut [T]| {
+            crate::kernels::rowsum::sum_middle(xs, dims, o, T::zero(), T::add_w)
+        })
+    })?
+}
+
 /// Sums the runs of [`trailing_run`] straight into `out`.
 fn sum_trailing<T: Reducible>(x: &Tensor, len: usize, out: &Tensor) -> Result<()> {
     x.read_contiguous(|xs: &[T]| out.write_contiguous(|o: &mut [T]| sum_rows(xs, len, o, T::sum_slice)))?
@@ -307,6 +349,12 @@ fn run_reduce<T: Reducible>(
     out: &Tensor,
 ) -> Result<()> {
     if kind == ReduceKind::Sum {
+        if let (Some(dims), true) = (
+            middle_run(x, flags, out),
+            matches!(T::DTYPE, DType::F32 | DType::F64),
+        ) {
+            return sum_middle::<T>(x, dims, out);
+        }
         if let Some(len) = trailing_run(x, flags, out) {
             return sum_trailing::<T>(x, len, out);
         }
@@ -316,6 +364,14 @@ fn run_reduce<T: Reducible>(
 }
 
 fn run_mean<T: Reducible + Float>(x: &Tensor, flags: &[bool], keepdims: bool, out: &Tensor) -> Result<()> {
+    if let (Some(dims), true) = (
+        middle_run(x, flags, out),
+        matches!(T::DTYPE, DType::F32 | DType::F64),
+    ) {
+        sum_middle::<T>(x, dims, out)?;
+        let n = T::from_f64(dims.1 as f64);
+        return out.write_contiguous(|o: &mut [T]| o.iter_mut().for_each(|v| *v = *v / n));
+    }
     if let Some(len) = trailing_run(x, flags, out) {
         sum_trailing::<T>(x, len, out)?;
         // 0 / 0 = NaN for empty runs, as numpy's mean.

@@ -521,3 +521,67 @@ fn trailing_reductions_of_empty_runs_and_integers() {
         (vec![2], vec![i32::MIN, 11])
     );
 }
+
+/// `[N, C, H, W]` values laid out channels-last (NHWC in memory).
+fn channels_last(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let c = t(
+        shape,
+        (0..n).map(|i| ((i * 37) % 101) as f64 / 8.0 - 6.0).collect(),
+    );
+    let out = Tensor::uninit_in_order(DType::F64, shape, &[0, 2, 3, 1]).unwrap();
+    out.assign(&c).unwrap();
+    out
+}
+
+#[test]
+fn mean_and_sum_over_the_planes_of_a_channels_last_image_match_c_order() {
+    let x = channels_last(&[2, 5, 3, 4]);
+    assert!(middle_run(
+        &x,
+        &[false, false, true, true],
+        &Tensor::uninit(DType::F64, &[2, 5, 1, 1]).unwrap()
+    )
+    .is_some());
+    for (name, ax, keep) in [
+        ("mean", vec![2i64, 3], true),
+        ("mean", vec![-1, -2], false),
+        ("sum", vec![2, 3], true),
+    ] {
+        let o = op(name, axes(&ax).with("keepdims", keep));
+        let got = run(o.as_ref(), &x).unwrap();
+        let want = run(o.as_ref(), &x.to_contiguous().unwrap()).unwrap();
+        let (gs, gv) = vals::<f64>(&got);
+        let (ws, wv) = vals::<f64>(&want);
+        assert_eq!(gs, ws, "{name} {ax:?}");
+        for (g, w) in gv.iter().zip(&wv) {
+            assert!(
+                (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+                "{name} {ax:?}: {g} vs {w}"
+            );
+        }
+    }
+}
+
+#[test]
+fn axes_that_are_no_block_in_memory_take_the_general_path() {
+    let x = channels_last(&[2, 5, 3, 4]);
+    let out = |shape: &[usize]| Tensor::uninit(DType::F64, shape).unwrap();
+    // H alone: W and C stay, but C comes after W in memory, not before.
+    assert!(middle_run(&x, &[false, false, true, false], &out(&[2, 5, 4])).is_none());
+    // C and H: not next to each other in memory (W between them).
+    assert!(middle_run(&x, &[false, true, true, false], &out(&[2, 4])).is_none());
+    // C and W are: the trailing block in memory.
+    assert_eq!(
+        middle_run(&x, &[false, true, false, true], &out(&[2, 3])),
+        Some((6, 20, 1))
+    );
+    let o = op("sum", axes(&[2]));
+    let (gs, gv) = vals::<f64>(&run(o.as_ref(), &x).unwrap());
+    let (ws, wv) = vals::<f64>(&run(o.as_ref(), &x.to_contiguous().unwrap()).unwrap());
+    assert_eq!(gs, ws);
+    assert!(gv
+        .iter()
+        .zip(&wv)
+        .all(|(g, w)| (g - w).abs() <= 1e-12 * (1.0 + w.abs())));
+}
