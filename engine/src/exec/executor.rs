@@ -102,6 +102,8 @@ pub struct Executor<'g> {
     preds: Cow<'g, [Vec<NodeId>]>,
     /// Nodes that overwrite a parameter, and its name (`pre_update`).
     updates: Cow<'g, HashMap<NodeId, String>>,
+    /// Per node: whether its output is best channels-last (`exec::layout`).
+    channels_last: Cow<'g, [bool]>,
 }
 
 /// What an [`Executor`] computes from its graph before any run: the order,
@@ -119,6 +121,7 @@ pub(crate) struct Plan {
     constant_buffers: Vec<BufferId>,
     preds: Vec<Vec<NodeId>>,
     updates: HashMap<NodeId, String>,
+    channels_last: Vec<bool>,
 }
 
 /// How a message names a source variable's kind.
@@ -219,6 +222,7 @@ impl Plan {
             constant_buffers,
             preds,
             updates: crate::exec::updated_parameters(graph),
+            channels_last: crate::exec::layout::channels_last(graph),
         }
     }
 
@@ -236,6 +240,7 @@ impl Plan {
             constant_buffers: Cow::Borrowed(&self.constant_buffers),
             preds: Cow::Borrowed(&self.preds),
             updates: Cow::Borrowed(&self.updates),
+            channels_last: Cow::Borrowed(&self.channels_last),
         }
     }
 }
@@ -301,6 +306,7 @@ impl<'g> Executor<'g> {
             constant_buffers: Cow::Owned(p.constant_buffers),
             preds: Cow::Owned(p.preds),
             updates: Cow::Owned(p.updates),
+            channels_last: Cow::Owned(p.channels_last),
         }
     }
 
@@ -967,7 +973,8 @@ impl<'g> Cursor<'_, 'g> {
             );
         }
         let prealloc = self.opts.prealloc.map(|f| f(nid, node)).unwrap_or_default();
-        let mut ctx = OpCtx::with_prealloc(&node.name, prealloc);
+        let hint = self.exec.channels_last.get(nid).copied().unwrap_or(false);
+        let mut ctx = OpCtx::with_prealloc(&node.name, prealloc).with_channels_last(hint);
         // A control node's bodies run under this run's listeners.
         let outputs = match control_of(node.op.as_ref()).filter(|_| self.hooks) {
             Some(ctl) => {

@@ -2,6 +2,7 @@
 
 mod executor;
 mod fuse;
+mod layout;
 mod listener;
 mod live;
 mod prepared;

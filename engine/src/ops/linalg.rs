@@ -65,11 +65,26 @@ pub(crate) trait MatMulElem: Num {
         }
     }
 
+    /// `c = a · b` for a row-major `a` `[n, k]`, with `b` `[k, m]` and `c`
+    /// `[n, m]` each row-major or, flagged `true`, column-major: a 1×1
+    /// conv of a channels-last value reads its plane and writes its output
+    /// as column-major matrices. Threads split it as the row-major product
+    /// splits. False, with nothing written, for dtypes without it.
+    fn gemm_major(
+        _a: &[Self],
+        _dims: (usize, usize, usize),
+        _b: (&[Self], bool),
+        _c: (&mut [Self], bool),
+    ) -> bool {
+        false
+    }
+
     /// `c = a · b` where `b` (`[k, m]`) is never whole: `fill` writes a
     /// block of `block` of its columns at a time, which is multiplied while
     /// it is in cache (conv's im2col matrix would otherwise go through
-    /// memory twice). `a` is row-major `[n, k]` and `c` row-major `[n, m]`
-    /// in `dst`. With `par`, the blocks run in parallel on the rayon pool,
+    /// memory twice). `a` is row-major `[n, k]` and `c` `[n, m]` in `dst`,
+    /// row-major or, with `dst`'s flag, column-major (a conv's output
+    /// channels-last). With `par`, the blocks run in parallel on the rayon pool,
     /// each with its own buffer. f32 and f64 only (conv computes 16-bit
     /// floats in f32); other dtypes get an internal error.
     #[allow(clippy::too_many_arguments)]
@@ -77,7 +92,7 @@ pub(crate) trait MatMulElem: Num {
         _a: &[Self],
         _n: usize,
         _k: usize,
-        _dst: &mut [Self],
+        _dst: (&mut [Self], bool),
         _m: usize,
         _block: usize,
         _par: bool,
@@ -94,7 +109,7 @@ fn faer_gemm_blocks<T>(
     a: &[T],
     n: usize,
     k: usize,
-    dst: &mut [T],
+    (dst, c_cols): (&mut [T], bool),
     m: usize,
     block: usize,
     par: bool,
@@ -117,7 +132,11 @@ where
     let block = block.max(1);
     let a_rows = a;
     let a = MatRef::from_row_major_slice(a, n, k);
-    let c = MatMut::from_row_major_slice_mut(dst, n, m);
+    let c = if c_cols {
+        MatMut::from_column_major_slice_mut(dst, n, m)
+    } else {
+        MatMut::from_row_major_slice_mut(dst, n, m)
+    };
     let run = |j: usize, cb: MatMut<'_, T>, col: &mut Vec<T>| {
         let cols = j * block..j * block + cb.ncols();
         let w = cols.len();
@@ -130,7 +149,8 @@ where
         let mut col = Vec::new();
         fill(0..m, &mut col);
         let b = MatRef::from_row_major_slice(&col[..], k, m);
-        let main = m - T::tail(m);
+        // The dot-product tail writes rows of a row-major `c`.
+        let main = if c_cols { m } else { m - T::tail(m) };
         parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
         if main < m {
             tail_dots(a_rows, a, b, dst, main);
@@ -197,6 +217,36 @@ where
     if let Some(av) = a.as_slice().filter(|_| tail > 0) {
         tail_dots(av, fa, fb, dst, main);
     }
+    true
+}
+
+/// [`MatMulElem::gemm_major`] through faer. Sizes that do not match the
+/// slices refuse (false).
+fn faer_gemm_major<T>(a: &[T], (n, k, m): (usize, usize, usize), b: (&[T], bool), c: (&mut [T], bool)) -> bool
+where
+    T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One,
+{
+    let ((bs, b_cols), (cs, c_cols)) = (b, c);
+    if a.len() != n * k || bs.len() != k * m || cs.len() != n * m {
+        return false;
+    }
+    if k == 0 {
+        cs.fill(T::zero());
+        return true;
+    }
+    let fa = MatRef::from_row_major_slice(a, n, k);
+    let fb = if b_cols {
+        MatRef::from_column_major_slice(bs, k, m)
+    } else {
+        MatRef::from_row_major_slice(bs, k, m)
+    };
+    let fc = if c_cols {
+        MatMut::from_column_major_slice_mut(cs, n, m)
+    } else {
+        MatMut::from_row_major_slice_mut(cs, n, m)
+    };
+    let par = n.saturating_mul(m).saturating_mul(k) >= band_threshold(n, m) && crate::parallel::intra_op();
+    parallel_matmul(fc, fa, fb, par);
     true
 }
 
@@ -475,13 +525,21 @@ macro_rules! matmul_float {
                 a: &[Self],
                 n: usize,
                 k: usize,
-                dst: &mut [Self],
+                dst: (&mut [Self], bool),
                 m: usize,
                 block: usize,
                 par: bool,
                 fill: &FillColumns<'_, Self>,
             ) -> Result<()> {
                 faer_gemm_blocks(a, n, k, dst, m, block, par, fill)
+            }
+            fn gemm_major(
+                a: &[Self],
+                dims: (usize, usize, usize),
+                b: (&[Self], bool),
+                c: (&mut [Self], bool),
+            ) -> bool {
+                faer_gemm_major(a, dims, b, c)
             }
         }
     };

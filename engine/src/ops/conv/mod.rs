@@ -18,6 +18,8 @@
 //! whole runs of input rows (see [`im2col_planar`]); more spatial axes
 //! gather through [`gather_table`].
 
+mod channels_last;
+
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -254,7 +256,8 @@ fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, co
     }
 }
 
-/// The convolution of contiguous `x` and `w` into contiguous `out`, with
+/// The convolution of contiguous `x` and `w` into contiguous `out` (with
+/// `out_cl`, an ungrouped im2col conv's output channels-last instead), with
 /// the Winograd transform of `w` when the caller keeps one (made here
 /// otherwise), the im2col block budget (elements; [`COL_BLOCK`]) and the multiply-adds
 /// from which blocks run in parallel ([`PARALLEL_MACS`]) as parameters, so
@@ -270,11 +273,15 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
     winograd_weights: Option<&[T]>,
     col_block: usize,
     par_macs: usize,
+    out_cl: bool,
 ) -> Result<()> {
     let plane: usize = d.axes.iter().map(|a| a.input).product();
     let k: usize = d.axes.iter().map(|a| a.kernel).product();
     let o: usize = d.axes.iter().map(|a| a.output).product();
     let (cg, mg) = (d.c / group, d.m / group);
+    if out_cl && (group > 1 || pointwise(&d.axes) || winograd_tiles(&d.axes, group, cg, mg).is_some()) {
+        return op_err("internal: conv writes channels-last only through im2col blocks");
+    }
     if let (1, true, Some((ha, wa))) = (cg, group > 1, planar(&d.axes)) {
         // Depthwise: one input channel per group, its own kernel.
         let (ha, wa) = (axis_taps(&ha), axis_taps(&wa));
@@ -340,7 +347,7 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
                         im2col.rows(&xg[c * plane..(c + 1) * plane], k, o, cols.clone(), col);
                     }
                 };
-                T::gemm_blocks(wg, mg, rows, dst, o, block, par, &fill)?;
+                T::gemm_blocks(wg, mg, rows, (dst, out_cl), o, block, par, &fill)?;
                 continue;
             }
             // A 1×1 window: the input plane is the matrix, read in place.
@@ -349,7 +356,7 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
             let mut cm = ArrayViewMut2::from_shape((mg, o), dst).map_err(shape_err)?;
             T::gemm(&a, &bm, &mut cm);
         }
-        add_bias(b, d.m, o, &mut out[n * d.m * o..(n + 1) * d.m * o]);
+        add_bias(b, d.m, o, out_cl, &mut out[n * d.m * o..(n + 1) * d.m * o]);
     }
     Ok(())
 }
@@ -407,12 +414,22 @@ fn winograd_tiles(axes: &[Axis1], group: usize, cg: usize, mg: usize) -> Option<
     })
 }
 
-/// `out[m, :] += b[m]` over one image's `m` output planes of `o` elements.
-fn add_bias<T: Float>(b: Option<&[T]>, m: usize, o: usize, out: &mut [T]) {
-    if let Some(b) = b {
-        for (row, &bm) in out.chunks_exact_mut(o.max(1)).zip(&b[..m]) {
-            crate::kernels::wide_loop::map_inplace(row, |v| v + bm);
-        }
+/// `out[m, :] += b[m]` over one image's `m` output planes of `o` elements,
+/// or with `out_cl` (channels-last) over its `o` positions of `m` channels.
+fn add_bias<T: Float>(b: Option<&[T]>, m: usize, o: usize, out_cl: bool, out: &mut [T]) {
+    let Some(b) = b else { return };
+    if out_cl {
+        // One dispatch for all rows: a row of channels is shorter than
+        // a dispatch is worth.
+        crate::kernels::wide_loop::run(|| {
+            for row in out.chunks_exact_mut(m.max(1)) {
+                row.iter_mut().zip(&b[..m]).for_each(|(v, &bm)| *v += bm);
+            }
+        });
+        return;
+    }
+    for (row, &bm) in out.chunks_exact_mut(o.max(1)).zip(&b[..m]) {
+        crate::kernels::wide_loop::map_inplace(row, |v| v + bm);
     }
 }
 
@@ -503,13 +520,16 @@ impl Op for Conv {
         )?;
         let mut shape = vec![d.n, d.m];
         shape.extend(d.axes.iter().map(|a| a.output));
+        if let Some(out) = channels_last::compute(self, &d, inputs, ctx, &shape)? {
+            return Ok(vec![out]);
+        }
         let dtype = inputs[0].dtype();
         let out = ctx.output(0, dtype, &shape)?;
         let g = self.group;
         let wino = winograd_tiles(&d.axes, g, d.c / g, d.m / g).is_some();
         crate::dispatch_float!(dtype, T => run_contiguous::<T>("conv", inputs, &out, |x, w, b, o| {
                 let u = wino.then(|| self.winograd.get(&inputs[1], || winograd::weights(w, d.m * d.c)));
-                conv_kernel(&d, g, x, w, b, o, u.as_deref().map(Vec::as_slice), COL_BLOCK, PARALLEL_MACS)
+                conv_kernel(&d, g, x, w, b, o, u.as_deref().map(Vec::as_slice), COL_BLOCK, PARALLEL_MACS, false)
             })?,
             return dtype_err("op 'conv' takes float inputs"));
         Ok(vec![out])
@@ -665,7 +685,7 @@ mod tests {
             // and on the rayon pool).
             for (col_block, par_macs) in [(COL_BLOCK, PARALLEL_MACS), (block, usize::MAX), (block, 0)] {
                 let mut got = vec![f64::NAN; n * m * o];
-                conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, None, col_block, par_macs).unwrap();
+                conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, None, col_block, par_macs, false).unwrap();
                 for (i, (g, r)) in got.iter().zip(&want).enumerate() {
                     prop_assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {}: {} vs {} ({:?}, block {})", i, g, r, d.axes, col_block);
                 }
@@ -698,7 +718,19 @@ mod tests {
                 .enumerate()
                 .for_each(|(i, v)| *v += b[(i / o) % m]);
             let mut got = vec![f64::NAN; 2 * m * o];
-            conv_kernel(&d, 1, &x, &wt, Some(&b), &mut got, None, COL_BLOCK, PARALLEL_MACS).unwrap();
+            conv_kernel(
+                &d,
+                1,
+                &x,
+                &wt,
+                Some(&b),
+                &mut got,
+                None,
+                COL_BLOCK,
+                PARALLEL_MACS,
+                false,
+            )
+            .unwrap();
             for (i, (g, r)) in got.iter().zip(&want).enumerate() {
                 assert!(
                     (g - r).abs() <= 1e-9 * (1.0 + r.abs()),
@@ -714,7 +746,7 @@ mod tests {
                     .build()
                     .unwrap();
                 let mut got = vec![f32::NAN; 2 * m * o];
-                pool.install(|| conv_kernel(&d, 1, &x, &wt, Some(&b), &mut got, None, COL_BLOCK, 0))
+                pool.install(|| conv_kernel(&d, 1, &x, &wt, Some(&b), &mut got, None, COL_BLOCK, 0, false))
                     .unwrap();
                 got.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
             };
@@ -763,7 +795,7 @@ mod tests {
                     .build()
                     .unwrap();
                 let mut got = vec![f32::NAN; m * o];
-                pool.install(|| conv_kernel(&d, 1, &xf, &wf, None, &mut got, None, COL_BLOCK, 0))
+                pool.install(|| conv_kernel(&d, 1, &xf, &wf, None, &mut got, None, COL_BLOCK, 0, false))
                     .unwrap();
                 got
             };
@@ -816,7 +848,19 @@ mod tests {
         let mut want = reference(&d, 1, &x, &wt, &kernel);
         want.iter_mut().enumerate().for_each(|(i, v)| *v += b[i / o]);
         let mut got = vec![f64::NAN; m * o];
-        conv_kernel(&d, 1, &x, &wt, Some(&b), &mut got, None, COL_BLOCK, PARALLEL_MACS).unwrap();
+        conv_kernel(
+            &d,
+            1,
+            &x,
+            &wt,
+            Some(&b),
+            &mut got,
+            None,
+            COL_BLOCK,
+            PARALLEL_MACS,
+            false,
+        )
+        .unwrap();
         for (i, (g, r)) in got.iter().zip(&want).enumerate() {
             assert!((g - r).abs() <= 1e-9 * (1.0 + r.abs()), "at {i}: {g} vs {r}");
         }
