@@ -2,10 +2,12 @@
 //! through elementwise nodes writes it channels-last, the nodes after it
 //! keep that layout, and every result is the C-order computation's.
 
+mod common;
+
 use std::collections::HashMap;
 
 use vigil_engine::compare::{compare, Tolerance};
-use vigil_engine::exec::{Executor, NoListener, RunOptions, RunOutput};
+use vigil_engine::exec::Executor;
 use vigil_engine::graph::{Graph, GraphBuilder, Sym};
 use vigil_engine::{inplace, Attrs, DType, OpCtx, OpRegistry, Tensor};
 
@@ -147,14 +149,6 @@ impl Block {
     }
 }
 
-fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
-    let exec = Executor::new(graph).unwrap();
-    let opts = RunOptions::default();
-    let mut cursor = exec.start(feeds, &mut NoListener, &opts).unwrap();
-    while cursor.step(&mut NoListener).unwrap().is_some() {}
-    cursor.finish(&mut NoListener).unwrap()
-}
-
 fn channels_last_strides(t: &Tensor) -> bool {
     let s = t.shape();
     t.strides()
@@ -200,7 +194,7 @@ fn a_block_runs_channels_last_between_its_convs_and_matches_the_c_order_ops() {
         let (want_y, want_dw) = b.reference(&x);
         for (how, out) in [
             ("plain", Executor::new(&graph).unwrap().run(&feeds).unwrap()),
-            ("stepped", stepped(&graph, &feeds)),
+            ("stepped", common::stepped(&graph, &feeds)),
         ] {
             let (y, dw) = (&out.outputs[0].1, &out.outputs[1].1);
             assert!(

@@ -3,10 +3,12 @@
 //! one gives, and sweeps happen only where nothing can see the values they
 //! skip.
 
+mod common;
+
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use vigil_engine::exec::{Flow, Listener, NoListener, RunOptions, RunOutput, SweepEvent, SweepWatch};
+use vigil_engine::exec::{Flow, Listener, RunOptions, RunOutput, SweepEvent, SweepWatch};
 use vigil_engine::summary::Acc;
 use vigil_engine::{
     inplace, At, Attrs, DType, Executor, Graph, GraphBuilder, IndexSpec, OpEvent, Sym, Tensor,
@@ -99,15 +101,6 @@ fn feeds(dtype: DType, n: usize) -> HashMap<String, Tensor> {
     )])
 }
 
-/// The run node by node, through a cursor (never fused).
-fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
-    let exec = Executor::new(graph).unwrap();
-    let opts = RunOptions::default();
-    let mut cursor = exec.start(feeds, &mut NoListener, &opts).unwrap();
-    while cursor.step(&mut NoListener).unwrap().is_some() {}
-    cursor.finish(&mut NoListener).unwrap()
-}
-
 /// Each element's bits, every NaN alike: the sign and payload of a NaN
 /// are whatever the compiler's order of an add's operands makes them (two
 /// NaNs in, the first comes out), and the sweep and the op are compiled
@@ -162,7 +155,7 @@ fn the_math_chain_is_one_sweep_and_matches_the_stepped_run() {
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
     assert_eq!(fused.stats.fused, 16);
     assert_eq!(fused.stats.ops, 16);
-    assert_same(&fused, &stepped(&graph, &f));
+    assert_same(&fused, &common::stepped(&graph, &f));
 }
 
 #[test]
@@ -178,7 +171,7 @@ fn a_graph_output_inside_a_chain_ends_the_sweep_there() {
     // The output of `tanh` (link 1) must be a value of its own.
     let graph = chain(DType::F64, n, &links, Some(1));
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-    assert_same(&fused, &stepped(&graph, &f));
+    assert_same(&fused, &common::stepped(&graph, &f));
     // `x * c`, exp and tanh sweep. The pass cannot destroy an output, so
     // sqrt runs out of place and starts a second sweep, with log in place
     // on its fresh buffer.
@@ -207,7 +200,7 @@ fn a_pure_node_starts_a_sweep_that_leaves_its_input_alone() {
         let before = bits(&f["x"]);
         let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
         assert_eq!(fused.stats.fused, 2);
-        assert_same(&fused, &stepped(&graph, &f));
+        assert_same(&fused, &common::stepped(&graph, &f));
         assert_eq!(bits(&f["x"]), before, "the head's input was written");
         assert!(!fused.outputs[0].1.same_buffer(&f["x"]));
     }
@@ -225,7 +218,7 @@ fn a_pure_node_folds_into_the_node_that_overwrites_its_input() {
     assert_eq!(nodes[2].inputs, [nodes[1].inputs[0], nodes[1].outputs[0]]);
     let f = feeds(DType::F32, n);
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-    assert_same(&fused, &stepped(&graph, &f));
+    assert_same(&fused, &common::stepped(&graph, &f));
     // `x * c` runs alone (the pure sigmoid cannot continue its sweep).
     assert_eq!(fused.stats.fused, 2);
     // Watched, the pair still sweeps; the listener reads the folded
@@ -273,7 +266,7 @@ fn a_pure_node_on_a_transposed_input_sweeps_it_in_memory_order() {
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
     assert!(fused.stats.fused > 0);
     assert_eq!(fused.outputs[0].1.strides(), &[1, 4]);
-    assert_same(&fused, &stepped(&graph, &f));
+    assert_same(&fused, &common::stepped(&graph, &f));
 }
 
 #[test]
@@ -291,7 +284,7 @@ fn a_pure_node_on_a_view_with_gaps_runs_alone() {
     )]);
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
     assert_eq!(fused.stats.fused, 0);
-    assert_same(&fused, &stepped(&graph, &f));
+    assert_same(&fused, &common::stepped(&graph, &f));
 }
 
 /// A listener that watches every op.
@@ -345,7 +338,7 @@ fn an_operand_that_does_not_fit_ends_the_sweep() {
         ),
     ]);
     let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-    assert_same(&fused, &stepped(&graph, &f));
+    assert_same(&fused, &common::stepped(&graph, &f));
     // exp reads the input x out of place and starts a sweep with tanh and
     // sqrt; add and log go alone (a sweep of one node is no sweep).
     assert_eq!(fused.stats.fused, 3);
@@ -396,7 +389,7 @@ fn a_bias_row_and_a_channel_scale_join_the_sweep() {
     ] {
         let (graph, f) = broadcast_chain(&x, &b, &s);
         let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-        assert_same(&fused, &stepped(&graph, &f));
+        assert_same(&fused, &common::stepped(&graph, &f));
         assert_eq!(fused.stats.fused, 4, "{x:?} {b:?} {s:?}");
     }
 }
@@ -553,7 +546,7 @@ fn a_listener_that_watches_sweeps_keeps_them() {
         assert_eq!(l.folded, vec![false]);
         // The swept nodes have summaries only when asked for.
         assert_eq!(l.seen.len(), if summaries { 4 } else { 0 });
-        assert_same(&out, &stepped(&graph, &f));
+        assert_same(&out, &common::stepped(&graph, &f));
     }
 }
 
@@ -633,7 +626,7 @@ proptest! {
         let graph = chain(dtype, n, &links, extra.filter(|&k| k + 1 < links.len()));
         let f = feeds(dtype, n);
         let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-        let plain = stepped(&graph, &f);
+        let plain = common::stepped(&graph, &f);
         assert_same(&fused, &plain);
         prop_assert_eq!(plain.stats.fused, 0);
     }
@@ -651,7 +644,7 @@ proptest! {
         let (graph, f) = headed_chain(op, operand, rows, cols);
         let before = bits(&f["x"]);
         let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-        assert_same(&fused, &stepped(&graph, &f));
+        assert_same(&fused, &common::stepped(&graph, &f));
         prop_assert_eq!(fused.stats.fused, 3, "{} {:?}", op, operand);
         prop_assert_eq!(bits(&f["x"]), before, "the head's input was written");
     }
@@ -676,7 +669,7 @@ proptest! {
         }
         let (graph, f) = broadcast_chain(&xs, &bs, &[xs[last]]);
         let fused = Executor::new(&graph).unwrap().run(&f).unwrap();
-        assert_same(&fused, &stepped(&graph, &f));
+        assert_same(&fused, &common::stepped(&graph, &f));
         prop_assert_eq!(fused.stats.fused, 4);
     }
 }

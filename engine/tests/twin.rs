@@ -3,6 +3,8 @@
 //! tile agrees both runs end as if stepped node by node; where one differs
 //! neither run moves and the in-place buffer holds what it held.
 
+mod common;
+
 use std::collections::HashMap;
 
 use vigil_engine::exec::{NoListener, RunOptions, RunOutput, TwinStep};
@@ -112,22 +114,13 @@ fn lockstep(
     )
 }
 
-/// The run node by node, through a cursor (never fused).
-fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
-    let exec = Executor::new(graph).unwrap();
-    let opts = RunOptions::default();
-    let mut cursor = exec.start(feeds, &mut NoListener, &opts).unwrap();
-    while cursor.step(&mut NoListener).unwrap().is_some() {}
-    cursor.finish(&mut NoListener).unwrap()
-}
-
 #[test]
 fn twin_runs_that_agree_sweep_the_chain_once_and_end_as_stepped_runs_do() {
     let (pure, pass) = chain();
     let (i, t, seen) = lockstep(&pure, &pass, &feeds(false));
     // The pure `x * c` (x is read later) starts the sweep.
     assert_eq!(seen, vec!["ran 9".to_string()]);
-    let want = stepped(&pass, &feeds(false));
+    let want = common::stepped(&pass, &feeds(false));
     assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
     assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
     assert!(!t.outputs[0].1.same_buffer(&i.outputs[0].1));
@@ -140,7 +133,7 @@ fn a_twin_sweep_that_starts_in_place_ends_as_stepped_runs_do() {
     assert_eq!((ops[0], ops[1]), ("softmax", "exp_inplace"));
     let (i, t, seen) = lockstep(&pure, &pass, &feeds(false));
     assert_eq!(seen, vec!["ran 8".to_string()]);
-    let want = stepped(&pass, &feeds(false));
+    let want = common::stepped(&pass, &feeds(false));
     assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
     assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
     // The twin's input off in its last element: the in-place buffer is
@@ -150,7 +143,7 @@ fn a_twin_sweep_that_starts_in_place_ends_as_stepped_runs_do() {
     assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
     assert_eq!(
         bits(&t.outputs[0].1),
-        bits(&stepped(&pure, &feeds(true)).outputs[0].1)
+        bits(&common::stepped(&pure, &feeds(true)).outputs[0].1)
     );
 }
 
@@ -181,7 +174,7 @@ fn a_folded_pure_node_sweeps_as_twins_and_ends_as_stepped_runs_do() {
     // `x * c` steps alone (the pure sigmoid does not continue it); the
     // sigmoid, folded, sweeps with the two nodes after it.
     assert_eq!(seen, vec!["ran 3".to_string()]);
-    let want = stepped(&pass, &feeds(false));
+    let want = common::stepped(&pass, &feeds(false));
     assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
     assert_eq!(bits(&t.outputs[0].1), bits(&want.outputs[0].1));
     // With the twin's input off in its last element, nothing is kept and
@@ -194,7 +187,7 @@ fn a_folded_pure_node_sweeps_as_twins_and_ends_as_stepped_runs_do() {
     assert_eq!(bits(&i.outputs[0].1), bits(&want.outputs[0].1));
     assert_eq!(
         bits(&t.outputs[0].1),
-        bits(&stepped(&pure, &feeds(true)).outputs[0].1)
+        bits(&common::stepped(&pure, &feeds(true)).outputs[0].1)
     );
 }
 
@@ -210,10 +203,10 @@ fn a_tile_that_differs_leaves_both_runs_where_they_were() {
     // exactly its own stepped result.
     assert_eq!(
         bits(&i.outputs[0].1),
-        bits(&stepped(&pass, &feeds(false)).outputs[0].1)
+        bits(&common::stepped(&pass, &feeds(false)).outputs[0].1)
     );
     assert_eq!(
         bits(&t.outputs[0].1),
-        bits(&stepped(&pure, &feeds(true)).outputs[0].1)
+        bits(&common::stepped(&pure, &feeds(true)).outputs[0].1)
     );
 }

@@ -6,9 +6,23 @@
 //! (no length formula) and gathers elements by brute force.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
+
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
-use vigil_engine::{IndexSpec, Layout, Tensor};
+use vigil_engine::exec::{Executor, NoListener, RunOptions, RunOutput};
+use vigil_engine::{Graph, IndexSpec, Layout, Tensor};
+
+// ----- runs ---------------------------------------------------------------
+
+/// The run node by node, through a cursor (never fused).
+pub fn stepped(graph: &Graph, feeds: &HashMap<String, Tensor>) -> RunOutput {
+    let exec = Executor::new(graph).unwrap();
+    let opts = RunOptions::default();
+    let mut cursor = exec.start(feeds, &mut NoListener, &opts).unwrap();
+    while cursor.step(&mut NoListener).unwrap().is_some() {}
+    cursor.finish(&mut NoListener).unwrap()
+}
 
 // ----- tensors ------------------------------------------------------------
 
