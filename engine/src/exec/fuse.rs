@@ -272,16 +272,9 @@ fn build<'g>(
         None => return None,
     };
     // An operand as the sweep walks it: reordered as `x` is.
-    let walked = |y: &Tensor| -> Option<Tensor> {
-        match &axes {
-            None => Some(y.clone()),
-            Some(o) => {
-                let padded: Vec<i64> = std::iter::repeat_n(1, x.ndim() - y.ndim().min(x.ndim()))
-                    .chain(y.shape().iter().map(|&d| d as i64))
-                    .collect();
-                y.reshape(&padded).ok()?.permute(o).ok()
-            }
-        }
+    let walked = |y: &Tensor| match &axes {
+        None => Some(y.clone()),
+        Some(o) => y.padded_permute(x.ndim(), o),
     };
     // A head folded into the next node sweeps its input in place: it is
     // no head any more.
@@ -318,7 +311,7 @@ fn build<'g>(
                     Some(w) if w.is_contiguous() && y.shape() == x.shape() => Source::Slice(w),
                     // A bias or per-channel scale, repeated over the walked
                     // value in runs.
-                    Some(w) if w.is_contiguous() && w.same_buffer(y) => {
+                    Some(w) if w.is_contiguous() => {
                         match Repeat::of(w.shape(), &walk_shape(x, axes.as_deref())) {
                             Some(r) => Source::Repeat(w, r),
                             None => break,

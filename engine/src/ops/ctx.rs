@@ -90,7 +90,7 @@ impl<'a> OpCtx<'a> {
     /// channels-last input channels-last, so the ops after it walk memory
     /// in one order.
     pub fn output_like(&mut self, i: usize, dtype: DType, like: &Tensor) -> Result<Tensor> {
-        if self.prealloc.get(i).is_some_and(Option::is_some) {
+        if self.preallocated(i) {
             return self.output(i, dtype, like.shape());
         }
         Tensor::uninit_like(dtype, like)
@@ -105,10 +105,16 @@ impl<'a> OpCtx<'a> {
         shape: &[usize],
         order: &[usize],
     ) -> Result<Tensor> {
-        if self.prealloc.get(i).is_some_and(Option::is_some) {
+        if self.preallocated(i) {
             return self.output(i, dtype, shape);
         }
         Tensor::uninit_in_order(dtype, shape, order)
+    }
+
+    /// Whether the caller supplied output `i`'s buffer ([`OpCtx::output`]
+    /// then decides what the op gets).
+    fn preallocated(&self, i: usize) -> bool {
+        self.prealloc.get(i).is_some_and(Option::is_some)
     }
 
     /// Like [`OpCtx::output`], filled with zeros.

@@ -187,12 +187,9 @@ fn in_memory_order(x: &Tensor, y: &Tensor) -> Option<(Tensor, Tensor)> {
     let mut perm: Vec<usize> = (0..x.ndim()).collect();
     perm.sort_by_key(|&a| std::cmp::Reverse(x.strides()[a]));
     let xp = x.permute(&perm).ok()?;
-    let padded: Vec<i64> = std::iter::repeat_n(1, x.ndim() - y.ndim())
-        .chain(y.shape().iter().map(|&d| d as i64))
-        .collect();
-    let yp = y.reshape(&padded).ok()?.permute(&perm).ok()?;
+    let yp = y.padded_permute(x.ndim(), &perm)?;
     let runs = Repeat::of(yp.shape(), xp.shape()).is_some();
-    (runs && xp.is_contiguous() && yp.is_contiguous() && yp.same_buffer(y)).then_some((xp, yp))
+    (runs && xp.is_contiguous() && yp.is_contiguous()).then_some((xp, yp))
 }
 
 /// `out[i] = f(a[i])`; `out` may be `a` itself (in place).

@@ -214,6 +214,19 @@ impl Tensor {
         Some((self.permute(&order).ok()?, order))
     }
 
+    /// This view with leading axes of length 1 up to `ndim` axes, then
+    /// reordered by `order`: an operand broadcast into a value walked in
+    /// memory order ([`Tensor::in_memory_order`]), walked alike. `None`
+    /// when it has more axes or the padding needs a copy.
+    pub fn padded_permute(&self, ndim: usize, order: &[usize]) -> Option<Tensor> {
+        let pad = ndim.checked_sub(self.ndim())?;
+        let padded: Vec<i64> = std::iter::repeat_n(1, pad)
+            .chain(self.shape().iter().map(|&d| d as i64))
+            .collect();
+        let p = self.reshape(&padded).ok()?.permute(order).ok()?;
+        p.same_buffer(self).then_some(p)
+    }
+
     /// A rank-0 tensor.
     pub fn scalar(v: Scalar) -> Tensor {
         crate::dispatch_all!(v.dtype(), T => {

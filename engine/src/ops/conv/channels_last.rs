@@ -19,10 +19,10 @@ use super::{axis_taps, conv_kernel, pointwise, winograd_tiles, Conv, Dims, COL_B
 use crate::parallel::PARALLEL_MACS;
 
 /// An `[N, C, H, W]` image's axes slowest first when channels-last.
-pub(crate) const NHWC: [usize; 4] = [0, 2, 3, 1];
+const NHWC: [usize; 4] = [0, 2, 3, 1];
 
 /// Whether `t` is a 4-D value laid out channels-last without gaps.
-pub(crate) fn is_channels_last(t: &Tensor) -> bool {
+fn is_channels_last(t: &Tensor) -> bool {
     t.ndim() == 4 && !t.is_contiguous() && t.layout().memory_order().as_deref() == Some(&NHWC[..])
 }
 
@@ -127,6 +127,7 @@ fn run<T: Float + MatMulElem + DepthwiseElem>(
         d.axes[0].input * d.axes[1].input,
         d.axes[0].output * d.axes[1].output,
     );
+    let (h, wa) = (axis_taps(&d.axes[0]), axis_taps(&d.axes[1]));
     let done = xm.read_contiguous(|xs: &[T]| {
         w.read_contiguous(|ws: &[T]| {
             om.write_contiguous(|os: &mut [T]| -> Result<bool> {
@@ -146,7 +147,6 @@ fn run<T: Float + MatMulElem + DepthwiseElem>(
                         super::add_bias(bias, m, op, out_cl, oi);
                         continue;
                     }
-                    let (h, wa) = (axis_taps(&d.axes[0]), axis_taps(&d.axes[1]));
                     let conv = Depthwise {
                         x: xi,
                         wts: Weights { taps: ws, bias },

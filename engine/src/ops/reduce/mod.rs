@@ -300,8 +300,8 @@ fn trailing_run(x: &Tensor, flags: &[bool], out: &Tensor) -> Option<usize> {
 /// order, so each output sums `run` elements `inner` apart
 /// ([`crate::kernels::rowsum::sum_middle`]) and the outputs follow in C
 /// order.
-fn middle_run(x: &Tensor, flags: &[bool], out: &Tensor) -> Option<(usize, usize, usize)> {
-    let (_, order) = x.in_memory_order()?;
+fn middle_run(x: &Tensor, flags: &[bool], out: &Tensor) -> Option<(Tensor, (usize, usize, usize))> {
+    let (xm, order) = x.in_memory_order()?;
     if !out.is_contiguous() || !flags.iter().any(|&f| f) {
         return None;
     }
@@ -315,20 +315,17 @@ fn middle_run(x: &Tensor, flags: &[bool], out: &Tensor) -> Option<(usize, usize,
     let block = order[first..=last].iter().all(|&a| flags[a]);
     let in_order = kept.windows(2).all(|w| w[0] < w[1]);
     let len = |axes: &[usize]| axes.iter().map(|&a| x.shape()[a]).product::<usize>();
-    (block && in_order).then(|| {
-        (
-            len(&order[..first]),
-            len(&order[first..=last]),
-            len(&order[last + 1..]),
-        )
-    })
+    let dims = (
+        len(&order[..first]),
+        len(&order[first..=last]),
+        len(&order[last + 1..]),
+    );
+    (block && in_order).then_some((xm, dims))
 }
 
-/// Sums the blocks of [`middle_run`] into `out`.
-fn sum_middle<T: Num>(x: &Tensor, dims: (usize, usize, usize), out: &Tensor) -> Result<()> {
-    let (xm, _) = x
-        .in_memory_order()
-        .ok_or_else(|| Error::Op("internal: reduce: no memory order".into()))?;
+/// Sums the blocks of [`middle_run`] (`xm`: the input in memory order)
+/// into `out`.
+fn sum_middle<T: Num>(xm: &Tensor, dims: (usize, usize, usize), out: &Tensor) -> Result<()> {
     xm.read_contiguous(|xs: &[T]| {
         out.write_contiguous(|o: &mut [T]| {
             crate::kernels::rowsum::sum_middle(xs, dims, o, T::zero(), T::add_w)
@@ -349,11 +346,11 @@ fn run_reduce<T: Reducible>(
     out: &Tensor,
 ) -> Result<()> {
     if kind == ReduceKind::Sum {
-        if let (Some(dims), true) = (
+        if let (Some((xm, dims)), true) = (
             middle_run(x, flags, out),
             matches!(T::DTYPE, DType::F32 | DType::F64),
         ) {
-            return sum_middle::<T>(x, dims, out);
+            return sum_middle::<T>(&xm, dims, out);
         }
         if let Some(len) = trailing_run(x, flags, out) {
             return sum_trailing::<T>(x, len, out);
@@ -364,11 +361,11 @@ fn run_reduce<T: Reducible>(
 }
 
 fn run_mean<T: Reducible + Float>(x: &Tensor, flags: &[bool], keepdims: bool, out: &Tensor) -> Result<()> {
-    if let (Some(dims), true) = (
+    if let (Some((xm, dims)), true) = (
         middle_run(x, flags, out),
         matches!(T::DTYPE, DType::F32 | DType::F64),
     ) {
-        sum_middle::<T>(x, dims, out)?;
+        sum_middle::<T>(&xm, dims, out)?;
         let n = T::from_f64(dims.1 as f64);
         return out.write_contiguous(|o: &mut [T]| o.iter_mut().for_each(|v| *v = *v / n));
     }
