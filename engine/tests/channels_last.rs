@@ -1,6 +1,8 @@
 //! Channels-last values: a conv whose output reaches a depthwise conv
 //! through elementwise nodes writes it channels-last, the nodes after it
-//! keep that layout, and every result is the C-order computation's.
+//! keep that layout, a 1×1 conv on a channels-last plane writes
+//! channels-last (where the packed-weight kernel runs), and every result is
+//! the C-order computation's.
 
 mod common;
 
@@ -9,6 +11,7 @@ use std::collections::HashMap;
 use vigil_engine::compare::{compare, Tolerance};
 use vigil_engine::exec::Executor;
 use vigil_engine::graph::{Graph, GraphBuilder, Sym};
+use vigil_engine::kernels::packed_gemm;
 use vigil_engine::{inplace, Attrs, DType, OpCtx, OpRegistry, Tensor};
 
 fn values(shape: &[usize], seed: usize) -> Tensor {
@@ -202,6 +205,15 @@ fn a_block_runs_channels_last_between_its_convs_and_matches_the_c_order_ops() {
                 "{how}, e {}: depthwise output strides {:?}",
                 b.e,
                 dw.strides()
+            );
+            // The projecting 1×1 conv reads the channels-last plane and,
+            // through the packed kernel, keeps its layout.
+            assert_eq!(
+                channels_last_strides(y),
+                packed_gemm::panel_width().is_some(),
+                "{how}, e {}: projection strides {:?}",
+                b.e,
+                y.strides()
             );
             for (name, got, want) in [("y", y, &want_y), ("dw", dw, &want_dw)] {
                 let cmp = compare(got, want, Tolerance::new(1e-5, 1e-5)).unwrap();

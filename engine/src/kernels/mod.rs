@@ -11,6 +11,8 @@
 //! - [`depthwise`]: depthwise 2-D convolution, tap by tap;
 //! - [`gemv`] and [`dots`]: a row times a matrix, and the last few
 //!   columns of a product as dot products;
+//! - [`packed_gemm`]: a product with a weight packed once, for 1×1 convs
+//!   on channels-last images;
 //! - [`winograd`]: 3×3 stride-1 convolution as Winograd F(2×2, 3×3);
 //! - [`norm`] and [`softmax`]: layer/RMS normalization and softmax over
 //!   contiguous rows;
@@ -30,6 +32,7 @@ pub(crate) mod fastmath;
 pub mod gemv;
 pub mod math_fn;
 pub mod norm;
+pub mod packed_gemm;
 pub mod pointwise;
 pub mod pow;
 pub mod rowsum;

@@ -1,7 +1,11 @@
 //! Convs that read or write channels-last images (NHWC in memory, NCHW to
 //! every op; see `exec::layout`): a 1×1 conv is one GEMM whichever way its
 //! plane and output lie, read and written in place as row- or column-major
-//! matrices; an ungrouped im2col conv (a stem) writes its GEMM's output
+//! matrices. On a channels-last f32 plane it writes channels-last too,
+//! through the packed-weight kernel (`kernels::packed_gemm`, its weight
+//! packed once per weight in the conv's cache): the block after it then
+//! reads channels-last as well (a residual add keeps the layout), and no
+//! 1×1 conv between two depthwise convs converts. An ungrouped im2col conv (a stem) writes its GEMM's output
 //! column-major; and a depthwise conv on a channels-last input computes one
 //! vector of channels per tap and keeps the layout. Every other conv, and
 //! these on dtypes without the kernels, take the C-order path, which
@@ -10,6 +14,7 @@
 use crate::dtype::{DType, Float};
 use crate::error::Result;
 use crate::kernels::depthwise::{Depthwise, DepthwiseElem, Weights};
+use crate::kernels::packed_gemm::{self, Product};
 use crate::ops::linalg::MatMulElem;
 use crate::ops::window::planar;
 use crate::ops::OpCtx;
@@ -32,6 +37,9 @@ enum Path {
     /// A 1×1 conv: one GEMM per image; `x_cl` and `out_cl` say which of
     /// the plane and the output are channels-last.
     OneByOne { x_cl: bool, out_cl: bool },
+    /// A 1×1 f32 conv from a channels-last plane to a channels-last output
+    /// through the packed-weight kernel, of panels this wide.
+    Packed { width: usize },
     /// A depthwise conv (one input channel per output) on a channels-last
     /// input, writing a channels-last output.
     Depthwise,
@@ -46,6 +54,9 @@ fn path(conv: &Conv, d: &Dims, x: &Tensor, hint: bool) -> Option<Path> {
     }
     let x_cl = is_channels_last(x);
     if conv.group == 1 && pointwise(&d.axes) && (x_cl || hint) {
+        if let (true, DType::F32, Some(width)) = (x_cl, x.dtype(), packed_gemm::panel_width()) {
+            return Some(Path::Packed { width });
+        }
         return Some(Path::OneByOne { x_cl, out_cl: hint });
     }
     let depthwise = conv.group > 1 && conv.group == d.c && d.m == d.c && planar(&d.axes).is_some();
@@ -71,7 +82,7 @@ pub(super) fn compute(
     };
     let out_cl = match path {
         Path::OneByOne { out_cl, .. } => out_cl,
-        Path::Depthwise | Path::Im2col => true,
+        Path::Packed { .. } | Path::Depthwise | Path::Im2col => true,
     };
     let dtype = x.dtype();
     let out = if out_cl {
@@ -92,7 +103,10 @@ pub(super) fn compute(
     } else {
         Tensor::uninit(dtype, shape)?
     };
-    let done = crate::dispatch_float!(dtype, T => run::<T>(path, d, inputs, &dst)?, false);
+    let done = match path {
+        Path::Packed { width } => run_packed(conv, d, inputs, &dst, width)?,
+        _ => crate::dispatch_float!(dtype, T => run::<T>(path, d, inputs, &dst)?, false),
+    };
     if !done {
         return Ok(None);
     }
@@ -100,6 +114,37 @@ pub(super) fn compute(
         out.assign(&dst)?;
     }
     Ok(Some(out))
+}
+
+/// [`Path::Packed`] into `dst` (channels-last): per image, the plane's
+/// `[positions, C]` times the packed weight.
+fn run_packed(conv: &Conv, d: &Dims, inputs: &[Tensor], dst: &Tensor, width: usize) -> Result<bool> {
+    let (x, w) = (&inputs[0], inputs[1].to_contiguous()?);
+    let b = inputs.get(2).map(|b| b.to_array::<f32>()).transpose()?;
+    let bias = b.as_ref().and_then(|b| b.as_slice());
+    let (Some((xm, _)), Some((om, _))) = (x.in_memory_order(), dst.in_memory_order()) else {
+        return Ok(false);
+    };
+    let (c, m) = (d.c, d.m);
+    let packed =
+        w.read_contiguous(|ws: &[f32]| conv.packed.get(&inputs[1], || packed_gemm::pack(ws, m, c, width)))?;
+    let ip = d.axes[0].input * d.axes[1].input;
+    xm.read_contiguous(|xs: &[f32]| {
+        om.write_contiguous(|os: &mut [f32]| {
+            for (xi, oi) in xs.chunks_exact(c * ip).zip(os.chunks_exact_mut(m * ip)).take(d.n) {
+                let p = Product {
+                    x: xi,
+                    packed: &packed,
+                    bias,
+                    k: c,
+                    m,
+                    width,
+                };
+                packed_gemm::run(p, oi);
+            }
+        })
+    })??;
+    Ok(true)
 }
 
 /// `path` into `dst` (laid out as the path writes). False when the dtype

@@ -44,6 +44,8 @@ pub struct Conv {
     pub group: usize,
     /// The Winograd transform of the last weights (3×3 stride-1 convs).
     winograd: WeightCache,
+    /// The last weights packed for 1×1 convs on channels-last planes.
+    packed: WeightCache,
 }
 
 /// Sizes of one convolution, checked against each other.
@@ -60,6 +62,7 @@ impl Conv {
             window,
             group,
             winograd: WeightCache::default(),
+            packed: WeightCache::default(),
         }
     }
 
