@@ -202,6 +202,43 @@ fn binary_ops_broadcast_like_numpy() {
         .is_err());
 }
 
+/// A permuted view without gaps (an attention key transposed, then
+/// reshaped) keeps its layout in a pure op's output, and a scalar or a
+/// per-axis operand broadcast into it reaches every element as numpy has it.
+#[test]
+fn binary_ops_on_a_permuted_view_broadcast_scalars_and_rows() {
+    let n = 2 * 2 * 7 * 5;
+    let base = f64s(
+        &[2, 2, 7, 5],
+        &(0..n).map(|i| i as f64 - 30.0).collect::<Vec<_>>(),
+    );
+    let x = base.permute(&[0, 1, 3, 2]).unwrap();
+    assert!(!x.is_contiguous());
+    let want_x: Vec<f64> = vals_f64(&x.to_contiguous().unwrap());
+    let scalar = Tensor::from_vec(&[], vec![0.5f64]).unwrap();
+    let per = f64s(&[7], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+    for (a, b, want) in [
+        (&x, &scalar, want_x.iter().map(|v| v * 0.5).collect::<Vec<_>>()),
+        (&scalar, &x, want_x.iter().map(|v| v * 0.5).collect()),
+        (
+            &x,
+            &per,
+            want_x
+                .iter()
+                .enumerate()
+                .map(|(i, v)| v * (1 + i % 7) as f64)
+                .collect(),
+        ),
+    ] {
+        let out = run(&Binary::new(BinKind::Mul, false), &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(out.shape(), &[2, 2, 5, 7]);
+        if a.shape() == x.shape() {
+            assert_eq!(out.strides(), x.strides(), "the output keeps the view's layout");
+        }
+        assert_eq!(vals_f64(&out), want);
+    }
+}
+
 #[test]
 fn binary_ops_on_empty_inputs() {
     let add = Binary::new(BinKind::Add, false);
