@@ -39,8 +39,9 @@ const PANEL_VECS: usize = 3;
 /// Rows of `x` all panels run over before the next rows.
 const BLOCK_ROWS: usize = 64;
 
-/// Multiply-adds from which a product splits across the rayon pool.
-const PARALLEL_MACS: usize = 1 << 20;
+/// Multiply-adds from which a product splits across the rayon pool (as
+/// the faer path's bands do: a task's fork-join costs a few µs).
+const PARALLEL_MACS: usize = 1 << 19;
 
 /// Output channels per panel on this CPU, or `None` where the kernel does
 /// not run (no AVX2 and FMA): callers take another path then.
@@ -80,6 +81,20 @@ pub fn pack(w: &[f32], m: usize, k: usize, width: usize) -> Vec<f32> {
     out
 }
 
+/// [`pack`] of the weight given as `b` (`[k, m]` row-major, an output
+/// channel's weights a column): a matmul's right operand.
+pub fn pack_transposed(b: &[f32], k: usize, m: usize, width: usize) -> Vec<f32> {
+    let panels = m.div_ceil(width.max(1));
+    let mut out = vec![0f32; panels * k * width];
+    for (p, panel) in out.chunks_exact_mut((k * width).max(1)).enumerate() {
+        let cols = width.min(m - p * width);
+        for (dst, src) in panel.chunks_exact_mut(width).zip(b.chunks_exact(m)) {
+            dst[..cols].copy_from_slice(&src[p * width..p * width + cols]);
+        }
+    }
+    out
+}
+
 /// One product: `x` `[n, k]`, the packed `w` of `m` output channels in
 /// panels of `width`, the optional bias `[m]`, `out` `[n, m]`.
 #[derive(Clone, Copy)]
@@ -93,7 +108,8 @@ pub struct Product<'a> {
 }
 
 /// `out = x · wᵀ + b` (see [`Product`]), split across the rayon pool when
-/// large. `width` must be [`panel_width`]'s.
+/// large: by rows, or by panels where there are few rows. `width` must be
+/// [`panel_width`]'s.
 pub fn run(p: Product<'_>, out: &mut [f32]) {
     let (k, m) = (p.k, p.m);
     if m == 0 || out.is_empty() {
@@ -107,8 +123,11 @@ pub fn run(p: Product<'_>, out: &mut [f32]) {
         bias[..m].copy_from_slice(&b[..m]);
     }
     let threads = rayon::current_num_threads();
-    if n * k * m < PARALLEL_MACS || !crate::parallel::intra_op() || n < 2 * ROWS {
+    if n * k * m < PARALLEL_MACS || !crate::parallel::intra_op() {
         return Rows { p, bias: &bias, out }.dispatch();
+    }
+    if n < 2 * ROWS * threads {
+        return by_panels(p, &bias, out, threads);
     }
     // Few rows (a 7×7 plane) go one task per thread, each reading all
     // the weights once; more go in smaller tasks for the balance.
@@ -124,6 +143,43 @@ pub fn run(p: Product<'_>, out: &mut [f32]) {
             }
             .dispatch()
         });
+}
+
+/// [`run`] for few rows (a transformer's tokens): the panels split across
+/// the pool, each task writing its columns of every row to a buffer of
+/// its own, copied in after.
+fn by_panels(p: Product<'_>, bias: &[f32], out: &mut [f32], threads: usize) {
+    let (k, m, width) = (p.k, p.m, p.width);
+    let n = out.len() / m;
+    let panels = m.div_ceil(width);
+    let per = panels.div_ceil(threads.min(panels)).max(1);
+    let parts: Vec<(usize, usize, Vec<f32>)> = (0..panels)
+        .step_by(per)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|j0| {
+            let j1 = (j0 + per).min(panels);
+            let cols = (j1 * width).min(m) - j0 * width;
+            let mut o = vec![0f32; n * cols];
+            let part = Product {
+                packed: &p.packed[j0 * k * width..j1 * k * width],
+                m: cols,
+                ..p
+            };
+            Rows {
+                p: part,
+                bias: &bias[j0 * width..],
+                out: &mut o,
+            }
+            .dispatch();
+            (j0 * width, cols, o)
+        })
+        .collect();
+    for (c0, cols, o) in parts {
+        for (dst, src) in out.chunks_exact_mut(m).zip(o.chunks_exact(cols)) {
+            dst[c0..c0 + cols].copy_from_slice(src);
+        }
+    }
 }
 
 /// The product for the rows of `p.x` into `out`.
@@ -328,18 +384,40 @@ mod tests {
         }
     }
 
-    /// Split across threads, every element is the bits of the one-thread run.
+    /// Both packings of one weight are the same bits.
+    #[test]
+    fn a_weight_packs_alike_from_either_orientation() {
+        let (k, m, width) = (13, 37, 16);
+        let w = values(m * k, 5);
+        let b: Vec<f32> = (0..k * m).map(|i| w[(i % m) * k + i / m]).collect();
+        assert_eq!(pack(&w, m, k, width), pack_transposed(&b, k, m, width));
+    }
+
+    /// Split across threads, by rows or (few rows) by panels, every
+    /// element is the bits of the one-thread run.
     #[test]
     fn threads_do_not_change_a_bit() {
         if panel_width().is_none() {
             eprintln!("skipped: this CPU has no AVX2 and FMA");
             return;
         }
-        let (n, k, m) = (3000, 40, 96);
-        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-        let (a, _) = one.install(|| product(n, k, m, true));
-        let (b, _) = two.install(|| product(n, k, m, true));
-        assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+        for (n, k, m) in [(3000, 40, 96), (14, 512, 131)] {
+            assert!(n * k * m >= PARALLEL_MACS);
+            let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let (a, want) = one.install(|| product(n, k, m, true));
+            let (b, _) = two.install(|| product(n, k, m, true));
+            assert!(
+                a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "n {n} m {m}"
+            );
+            let tol = |w: f64| 1e-5 * (1.0 + w.abs()) * k as f64;
+            assert!(
+                b.iter()
+                    .zip(&want)
+                    .all(|(&o, &w)| (f64::from(o) - w).abs() <= tol(w)),
+                "n {n} m {m}"
+            );
+        }
     }
 }

@@ -544,14 +544,14 @@ impl Op for MatMulInteger {
             .iter()
             .map(|t| TypeInfo::new(DType::I32, t.shape.clone()))
             .collect();
-        MatMul.infer(&wide)
+        MatMul::default().infer(&wide)
     }
     fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> Result<Vec<Tensor>> {
         let tys: Vec<TypeInfo> = inputs.iter().map(TypeInfo::of).collect();
         self.infer(&tys)?;
         let a = centered("matmul_integer", &inputs[0], &inputs[2], true)?;
         let b = centered("matmul_integer", &inputs[1], &inputs[3], false)?;
-        MatMul.compute(&[a, b], ctx)
+        MatMul::default().compute(&[a, b], ctx)
     }
 }
 
