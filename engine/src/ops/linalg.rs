@@ -900,11 +900,16 @@ pub struct MatMul {
 /// product, bound by reading `b` ([`row_gemv`]).
 const PACKED_MIN_ROWS: usize = 8;
 
+/// Rows of `a` from which faer's product is as fast as the packed
+/// kernel's (ViT's 197-row products: 0.97x-1.01x), so the weight is not
+/// packed: its packed copy would double the weights' memory for nothing.
+const PACKED_MAX_ROWS: usize = 128;
+
 impl MatMul {
     /// `a · b` through the packed-weight kernel (f32): `b` a 2-D weight
     /// met unchanged before (packed once, in this op's cache), `a`
-    /// contiguous with at least [`PACKED_MIN_ROWS`] rows, the output
-    /// contiguous. False (nothing written) otherwise.
+    /// contiguous with [`PACKED_MIN_ROWS`] to [`PACKED_MAX_ROWS`] rows,
+    /// the output contiguous. False (nothing written) otherwise.
     ///
     /// Against faer on GPT-2/BERT-sized products (14-16 rows, 128-512
     /// wide, one thread): 0.76x-0.89x of the time; on ViT's (197 rows,
@@ -923,7 +928,8 @@ impl MatMul {
         }
         let (k, m) = (b.shape()[0], b.shape()[1]);
         let rows = a.size() / k.max(1);
-        if rows < PACKED_MIN_ROWS || k == 0 || m == 0 || a.shape()[a.ndim() - 1] != k {
+        let few = (PACKED_MIN_ROWS..PACKED_MAX_ROWS).contains(&rows);
+        if !few || k == 0 || m == 0 || a.shape()[a.ndim() - 1] != k {
             return Ok(false);
         }
         let make = || {
