@@ -5,9 +5,10 @@
 //! through the packed-weight kernel (`kernels::packed_gemm`, its weight
 //! packed once per weight in the conv's cache): the block after it then
 //! reads channels-last as well (a residual add keeps the layout), and no
-//! 1×1 conv between two depthwise convs converts. An ungrouped im2col conv (a stem) writes its GEMM's output
-//! column-major; and a depthwise conv on a channels-last input computes one
-//! vector of channels per tap and keeps the layout. Every other conv, and
+//! 1×1 conv between two depthwise convs converts. An ungrouped im2col conv
+//! (a stem) writes its GEMM's output column-major; and a depthwise conv on
+//! a channels-last input computes one vector of channels per tap and keeps
+//! the layout. Every other conv, and
 //! these on dtypes without the kernels, take the C-order path, which
 //! copies a channels-last input to C order first.
 
