@@ -183,15 +183,12 @@ pub(crate) fn zip_inplace<T: Element>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -
 /// operand that does not broadcast stays as it is, so the error names the
 /// caller's shapes.
 fn in_memory_order(x: &Tensor, y: &Tensor) -> Option<(Tensor, Tensor)> {
-    if x.is_contiguous() || x.size() == 0 || y.ndim() > x.ndim() {
+    if x.size() == 0 || y.ndim() > x.ndim() {
         return None;
     }
-    let mut perm: Vec<usize> = (0..x.ndim()).collect();
-    perm.sort_by_key(|&a| std::cmp::Reverse(x.strides()[a]));
-    let xp = x.permute(&perm).ok()?;
-    let yp = y.padded_permute(x.ndim(), &perm)?;
-    let runs = Repeat::of(yp.shape(), xp.shape()).is_some();
-    (runs && xp.is_contiguous() && yp.is_contiguous()).then_some((xp, yp))
+    let (xp, order) = x.in_memory_order()?;
+    let yp = walked(y, &xp, &order)?;
+    Some((xp, yp))
 }
 
 /// `out[i] = f(a[i])`; `out` may be `a` itself (in place).
@@ -262,17 +259,17 @@ fn memory_alike(inputs: &[&Tensor], out: &Tensor) -> Option<(Tensor, Vec<usize>)
     alike.then_some((o, order))
 }
 
-/// Operand `t` of an output laid out without gaps but not in C order,
-/// reordered as the output is walked in memory order (`o`, axes `order`):
-/// when, so reordered, it is contiguous and either of `o`'s shape or
-/// repeated over it as runs (a scalar, a per-channel scale), so that the
-/// slice loops run. A scalar times a transposed attention key (a
+/// Operand `t` of a value laid out without gaps but not in C order (an
+/// output, or an in-place op's destroyed input), reordered as the value is
+/// walked in memory order (`o`, axes `order`): when, so reordered, it is
+/// contiguous and either of `o`'s shape or repeated over it as runs (a
+/// scalar, a per-channel scale), so that the slice loops run. A scalar times a transposed attention key (a
 /// `[2, 2, 64, 7]` view whose output keeps its layout) was walked by
 /// ndarray's dynamic-rank zip instead: 12 µs for 1,792 elements.
 fn walked(t: &Tensor, o: &Tensor, order: &[usize]) -> Option<Tensor> {
     let p = t.padded_permute(o.ndim(), order)?;
-    let fits = p.shape() == o.shape() || Repeat::of(p.shape(), o.shape()).is_some();
-    (fits && p.is_contiguous()).then_some(p)
+    // `Repeat::of` takes `o`'s own shape too (runs of one element).
+    (p.is_contiguous() && Repeat::of(p.shape(), o.shape()).is_some()).then_some(p)
 }
 
 /// Whether every input has `out`'s shape and all are C-contiguous, so the

@@ -17,6 +17,11 @@ use crate::tensor::{Layout, Tensor};
 
 type Key = (BufferId, u64, Layout, DType);
 
+/// What a transform is made from: the buffer, its version, the view.
+fn key(w: &Tensor) -> Key {
+    (w.buffer_id(), w.version(), w.layout().clone(), w.dtype())
+}
+
 /// A transform, of whatever element type its op made it in; `None` for
 /// a weight seen once and not transformed yet ([`WeightCache::get_repeated`]).
 type Entry = (Key, Option<Arc<dyn Any + Send + Sync>>);
@@ -35,7 +40,7 @@ impl WeightCache {
     /// The transform of `w`: the kept one when `w` is the tensor it was
     /// made from, unchanged since; otherwise `make()`, kept for next time.
     pub fn get<T: Send + Sync + 'static>(&self, w: &Tensor, make: impl FnOnce() -> Vec<T>) -> Arc<Vec<T>> {
-        let key = (w.buffer_id(), w.version(), w.layout().clone(), w.dtype());
+        let key = key(w);
         if let Some(v) = self.kept::<T>(&key) {
             return v;
         }
@@ -52,7 +57,7 @@ impl WeightCache {
         w: &Tensor,
         make: impl FnOnce() -> Vec<T>,
     ) -> Option<Arc<Vec<T>>> {
-        let key = (w.buffer_id(), w.version(), w.layout().clone(), w.dtype());
+        let key = key(w);
         if let Some(v) = self.kept::<T>(&key) {
             return Some(v);
         }
@@ -68,7 +73,7 @@ impl WeightCache {
     /// Whether a transform of `w` as it is now is kept.
     #[cfg(test)]
     pub(crate) fn holds(&self, w: &Tensor) -> bool {
-        let key = (w.buffer_id(), w.version(), w.layout().clone(), w.dtype());
+        let key = key(w);
         self.0
             .lock()
             .is_ok_and(|s| matches!(s.as_ref(), Some((k, Some(_))) if *k == key))
