@@ -151,6 +151,33 @@ impl Im2col {
         }
     }
 
+    /// The planes `x` split into their column phases ([`phase_split`]),
+    /// where [`Im2col::rows`] reads them so. Only the rows and phases some
+    /// tap reads are written: a 1×1 stride-2 conv reads a quarter of its
+    /// input.
+    fn split<T: Float>(&self, x: &[T]) -> Option<Scratch<T>> {
+        let (Im2col::Planar(h, w), Some(s)) = (self, self.phases()) else {
+            return None;
+        };
+        let mut rows = vec![false; h.input];
+        for kh in 0..h.kernel {
+            let (lo, hi) = h.outputs_inside(kh);
+            for oh in lo..hi {
+                rows[(h.start(oh) + (kh * h.dilation) as i64) as usize] = true;
+            }
+        }
+        let mut phases = vec![false; s];
+        for kw in 0..w.kernel {
+            let (lo, hi) = w.outputs_inside(kw);
+            if lo < hi {
+                phases[(w.start(lo) + (kw * w.dilation) as i64) as usize % s] = true;
+            }
+        }
+        let mut out = Scratch::new(x.len());
+        phase_split(x, w.input, s, (&rows, &phases), &mut out);
+        Some(out)
+    }
+
     /// Appends the rows of channel plane `xc` to `col`: one row per kernel
     /// tap (row-major over the kernel axes), holding the windows `cols`
     /// (row-major over the output axes; for `Planar`, whole output rows).
@@ -228,15 +255,28 @@ const SHORT_RUN: usize = 32;
 /// `1`, and so on ([`phase_start`]). A strided conv's tap reads one phase
 /// of a row, in order, so its im2col runs become copies: an element-wise
 /// strided gather took about a third of resnet18's 7×7 stride-2 stem.
-fn phase_split<T: Float>(x: &[T], width: usize, stride: usize, out: &mut [T]) {
-    if width == 0 {
+///
+/// Only the rows flagged in `rows` (a plane's, repeated for each plane)
+/// and the phases flagged in `phases` are written; the rest of `out` is
+/// left as it was.
+fn phase_split<T: Float>(
+    x: &[T],
+    width: usize,
+    stride: usize,
+    (rows, phases): (&[bool], &[bool]),
+    out: &mut [T],
+) {
+    if width == 0 || rows.is_empty() {
         return;
     }
-    for (src, dst) in x.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+    let planes = x.chunks_exact(width).zip(out.chunks_exact_mut(width));
+    for ((src, dst), _) in planes.zip(rows.iter().cycle()).filter(|(_, &read)| read) {
         let mut at = 0;
         for q in 0..stride.min(width) {
             let n = (width - q).div_ceil(stride);
-            crate::kernels::stride::take_every(&src[q..], stride, &mut dst[at..at + n]);
+            if phases[q] {
+                crate::kernels::stride::take_every(&src[q..], stride, &mut dst[at..at + n]);
+            }
             at += n;
         }
     }
@@ -382,12 +422,7 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
             let wg = &w[g * mg * rows..(g + 1) * mg * rows];
             let dst = &mut out[(n * d.m + g * mg) * o..(n * d.m + (g + 1) * mg) * o];
             if !matches!(im2col, Im2col::Direct) {
-                let mut phased = None;
-                if let (Some(stride), Some((_, wa))) = (im2col.phases(), planar(&d.axes)) {
-                    let mut split = Scratch::<T>::new(xg.len());
-                    phase_split(xg, wa.input, stride, &mut split);
-                    phased = Some(split);
-                }
+                let phased = im2col.split(xg);
                 let xg = phased.as_deref().unwrap_or(xg);
                 // The im2col matrix a block of columns at a time, each
                 // multiplied while in cache; blocks in parallel.
@@ -707,11 +742,8 @@ mod tests {
                 let (ph, pw) = planar(&axes).unwrap();
                 let (mut fast, mut general) = (Vec::new(), Vec::new());
                 let planar = Im2col::Planar(ph, pw);
-                let mut split = xc.clone();
-                if let Some(s) = planar.phases() {
-                    phase_split(&xc, pw.input, s, &mut split);
-                }
-                planar.rows(&split, k, o, 0..o, &mut fast);
+                let split = planar.split(&xc);
+                planar.rows(split.as_deref().unwrap_or(&xc), k, o, 0..o, &mut fast);
                 Im2col::Table(gather_table(&axes).unwrap()).rows(&xc, k, o, 0..o, &mut general);
                 prop_assert_eq!(fast.len(), k * o);
                 prop_assert_eq!(fast, general, "{:?}", axes);
