@@ -65,31 +65,26 @@ impl SimdOp for Width {
 /// panels of `width` ([`panel_width`]) output channels: `[panel, k, width]`,
 /// zeros past `m`.
 pub fn pack(w: &[f32], m: usize, k: usize, width: usize) -> Vec<f32> {
-    let panels = m.div_ceil(width.max(1));
-    let mut out = vec![0f32; panels * k * width];
-    for (p, panel) in out.chunks_exact_mut((k * width).max(1)).enumerate() {
-        let cols = width.min(m - p * width);
-        for (c, row) in w[p * width * k..(p * width + cols) * k]
-            .chunks_exact(k)
-            .enumerate()
-        {
-            for (i, &v) in row.iter().enumerate() {
-                panel[i * width + c] = v;
-            }
-        }
-    }
-    out
+    pack_with(m, k, width, |c, i| w[c * k + i])
 }
 
 /// [`pack`] of the weight given as `b` (`[k, m]` row-major, an output
 /// channel's weights a column): a matmul's right operand.
 pub fn pack_transposed(b: &[f32], k: usize, m: usize, width: usize) -> Vec<f32> {
+    pack_with(m, k, width, |c, i| b[i * m + c])
+}
+
+/// The panels of a weight whose element `i` of output channel `c` is
+/// `at(c, i)`: once per weight, so read element by element.
+fn pack_with(m: usize, k: usize, width: usize, at: impl Fn(usize, usize) -> f32) -> Vec<f32> {
     let panels = m.div_ceil(width.max(1));
     let mut out = vec![0f32; panels * k * width];
     for (p, panel) in out.chunks_exact_mut((k * width).max(1)).enumerate() {
         let cols = width.min(m - p * width);
-        for (dst, src) in panel.chunks_exact_mut(width).zip(b.chunks_exact(m)) {
-            dst[..cols].copy_from_slice(&src[p * width..p * width + cols]);
+        for (i, row) in panel.chunks_exact_mut(width).enumerate() {
+            for (c, v) in row[..cols].iter_mut().enumerate() {
+                *v = at(p * width + c, i);
+            }
         }
     }
     out

@@ -263,9 +263,10 @@ fn memory_alike(inputs: &[&Tensor], out: &Tensor) -> Option<(Tensor, Vec<usize>)
 /// output, or an in-place op's destroyed input), reordered as the value is
 /// walked in memory order (`o`, axes `order`): when, so reordered, it is
 /// contiguous and either of `o`'s shape or repeated over it as runs (a
-/// scalar, a per-channel scale), so that the slice loops run. A scalar times a transposed attention key (a
-/// `[2, 2, 64, 7]` view whose output keeps its layout) was walked by
-/// ndarray's dynamic-rank zip instead: 12 µs for 1,792 elements.
+/// scalar, a per-channel scale), so that the slice loops run. A scalar
+/// times a transposed attention key (a `[2, 2, 64, 7]` view whose output
+/// keeps its layout) was walked by ndarray's dynamic-rank zip instead:
+/// 12 µs for 1,792 elements.
 fn walked(t: &Tensor, o: &Tensor, order: &[usize]) -> Option<Tensor> {
     let p = t.padded_permute(o.ndim(), order)?;
     // `Repeat::of` takes `o`'s own shape too (runs of one element).

@@ -58,16 +58,18 @@ impl WeightCache {
         make: impl FnOnce() -> Vec<T>,
     ) -> Option<Arc<Vec<T>>> {
         let key = key(w);
-        if let Some(v) = self.kept::<T>(&key) {
-            return Some(v);
-        }
         let mut slot = self.0.lock().ok()?;
-        if slot.as_ref().is_some_and(|(k, _)| *k == key) {
-            drop(slot);
-            return Some(self.keep(key, make()));
+        match slot.as_ref() {
+            Some((k, Some(v))) if *k == key => Arc::clone(v).downcast::<Vec<T>>().ok(),
+            Some((k, None)) if *k == key => {
+                drop(slot);
+                Some(self.keep(key, make()))
+            }
+            _ => {
+                *slot = Some((key, None));
+                None
+            }
         }
-        *slot = Some((key, None));
-        None
     }
 
     /// Whether a transform of `w` as it is now is kept.
