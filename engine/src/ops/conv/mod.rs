@@ -155,7 +155,9 @@ impl Im2col {
     /// where [`Im2col::rows`] reads them so. Only the rows and phases some
     /// tap reads are written: a 1×1 stride-2 conv reads a quarter of its
     /// input.
-    fn split<T: Float>(&self, x: &[T]) -> Option<Scratch<T>> {
+    ///
+    /// With `par`, groups of whole planes split on the rayon pool.
+    fn split<T: Float>(&self, x: &[T], par: bool) -> Option<Scratch<T>> {
         let (Im2col::Planar(h, w), Some(s)) = (self, self.phases()) else {
             return None;
         };
@@ -174,31 +176,38 @@ impl Im2col {
             }
         }
         let mut out = Scratch::new(x.len());
-        phase_split(x, w.input, s, (&rows, &phases), &mut out);
+        let plane = (h.input * w.input).max(1);
+        if par && x.len() >= 2 * plane {
+            use rayon::prelude::*;
+            let group = x.len().div_ceil(plane).div_ceil(rayon::current_num_threads()) * plane;
+            x.par_chunks(group)
+                .zip(out.par_chunks_mut(group))
+                .for_each(|(x, out)| phase_split(x, w.input, s, (&rows, &phases), out));
+        } else {
+            phase_split(x, w.input, s, (&rows, &phases), &mut out);
+        }
         Some(out)
     }
 
-    /// Appends the rows of channel plane `xc` to `col`: one row per kernel
-    /// tap (row-major over the kernel axes), holding the windows `cols`
+    /// Writes the rows of channel plane `xc` to `slab` (`k` rows of
+    /// `cols.len()`, zeroed by the caller): one row per kernel tap
+    /// (row-major over the kernel axes), holding the windows `cols`
     /// (row-major over the output axes; for `Planar`, whole output rows).
     /// Where [`Im2col::phases`] names a stride, `xc` is the plane split
     /// into its phases.
-    fn rows<T: Float>(&self, xc: &[T], k: usize, o: usize, cols: Range<usize>, col: &mut Vec<T>) {
+    fn rows<T: Float>(&self, xc: &[T], k: usize, o: usize, cols: Range<usize>, slab: &mut [T]) {
         match self {
-            Im2col::Direct => col.extend_from_slice(&xc[cols]),
+            Im2col::Direct => slab.copy_from_slice(&xc[cols]),
             Im2col::Planar(h, w) => {
                 let ow = w.output.max(1);
-                im2col_planar(xc, h, w, cols.start / ow..cols.end.div_ceil(ow), col)
+                im2col_planar(xc, h, w, cols.start / ow..cols.end.div_ceil(ow), slab)
             }
             Im2col::Table(table) => {
-                for t in table.chunks_exact(o).take(k) {
-                    col.extend(t[cols.clone()].iter().map(|&off| {
-                        if off == PAD {
-                            T::zero()
-                        } else {
-                            xc[off as usize]
-                        }
-                    }));
+                let rows = table.chunks_exact(o).take(k);
+                for (t, row) in rows.zip(slab.chunks_exact_mut(cols.len().max(1))) {
+                    for (v, &off) in row.iter_mut().zip(&t[cols.clone()]) {
+                        *v = if off == PAD { T::zero() } else { xc[off as usize] };
+                    }
                 }
             }
         }
@@ -293,15 +302,13 @@ fn phase_start(width: usize, stride: usize, q: usize) -> usize {
 /// tap is inside the input are found once per tap, not per element. With
 /// a column stride above 1, `xc`'s rows are split into phases
 /// ([`phase_split`]).
-fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, col: &mut Vec<T>) {
+fn im2col_planar<T: Float>(xc: &[T], h: &Axis1, w: &Axis1, ohs: Range<usize>, slab: &mut [T]) {
     // The block is zeroed once (in cache, a few µs per MiB) and each run
     // copied into place: the padding is then already written, and no run
     // goes through a `Vec` push, whose length store per element took a
     // quarter of a 3×3 stride-2 conv over 28-wide runs.
     let len = ohs.len() * w.output;
-    let at = col.len();
-    col.resize(at + h.kernel * w.kernel * len, T::zero());
-    let mut rows = col[at..].chunks_exact_mut(len.max(1));
+    let mut rows = slab.chunks_exact_mut(len.max(1));
     for kh in 0..h.kernel {
         let (oh_lo, oh_hi) = h.outputs_inside(kh);
         let oh_lo = oh_lo.clamp(ohs.start, ohs.end);
@@ -422,21 +429,32 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
             let wg = &w[g * mg * rows..(g + 1) * mg * rows];
             let dst = &mut out[(n * d.m + g * mg) * o..(n * d.m + (g + 1) * mg) * o];
             if !matches!(im2col, Im2col::Direct) {
-                let phased = im2col.split(xg);
-                let xg = phased.as_deref().unwrap_or(xg);
                 // The im2col matrix a block of columns at a time, each
                 // multiplied while in cache; blocks in parallel.
                 let par = crate::parallel::intra_op() && mg * rows * o >= par_macs;
+                let phased = im2col.split(xg, par);
+                let xg = phased.as_deref().unwrap_or(xg);
                 let block = if par {
                     im2col.parallel_block(rows, col_block, o, rayon::current_num_threads())
                 } else {
                     im2col.block(rows, col_block)
                 };
+                // One block is filled before its product splits among the
+                // threads (by rows of the output): its channels' slabs are
+                // filled in parallel too, or the fill runs on one thread.
+                let split_fill = par && block >= o;
                 let fill = |cols: Range<usize>, col: &mut Vec<T>| {
+                    let slab = k * cols.len();
                     col.clear();
-                    col.reserve(rows * cols.len());
-                    for c in 0..cg {
-                        im2col.rows(&xg[c * plane..(c + 1) * plane], k, o, cols.clone(), col);
+                    col.resize(rows * cols.len(), T::zero());
+                    let one = |(c, s): (usize, &mut [T])| {
+                        im2col.rows(&xg[c * plane..(c + 1) * plane], k, o, cols.clone(), s)
+                    };
+                    if split_fill && cg > 1 {
+                        use rayon::prelude::*;
+                        col.par_chunks_mut(slab.max(1)).enumerate().for_each(one);
+                    } else {
+                        col.chunks_mut(slab.max(1)).enumerate().for_each(one);
                     }
                 };
                 T::gemm_blocks(wg, mg, rows, (dst, out_cl), o, block, par, &fill)?;
@@ -740,12 +758,11 @@ mod tests {
                 let o: usize = axes.iter().map(|a| a.output).product();
                 let xc = ramp(plane, 3);
                 let (ph, pw) = planar(&axes).unwrap();
-                let (mut fast, mut general) = (Vec::new(), Vec::new());
+                let (mut fast, mut general) = (vec![0.0; k * o], vec![0.0; k * o]);
                 let planar = Im2col::Planar(ph, pw);
-                let split = planar.split(&xc);
+                let split = planar.split(&xc, false);
                 planar.rows(split.as_deref().unwrap_or(&xc), k, o, 0..o, &mut fast);
                 Im2col::Table(gather_table(&axes).unwrap()).rows(&xc, k, o, 0..o, &mut general);
-                prop_assert_eq!(fast.len(), k * o);
                 prop_assert_eq!(fast, general, "{:?}", axes);
             }
         }
@@ -775,9 +792,11 @@ mod tests {
             if bias {
                 want.iter_mut().enumerate().for_each(|(i, v)| *v += b[(i / o) % m]);
             }
-            // Whole im2col matrices, then blocks of a few columns (serial
-            // and on the rayon pool).
-            for (col_block, par_macs) in [(COL_BLOCK, PARALLEL_MACS), (block, usize::MAX), (block, 0)] {
+            // Whole im2col matrices (serial, and filled and split on the
+            // rayon pool), then blocks of a few columns (serial and on the
+            // pool).
+            let runs = [(COL_BLOCK, usize::MAX), (COL_BLOCK, 0), (block, usize::MAX), (block, 0)];
+            for (col_block, par_macs) in runs {
                 let mut got = vec![f64::NAN; n * m * o];
                 conv_kernel(&d, group, &x, &w, bias.then_some(&b[..]), &mut got, None, col_block, par_macs, false).unwrap();
                 for (i, (g, r)) in got.iter().zip(&want).enumerate() {
