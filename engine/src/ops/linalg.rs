@@ -38,7 +38,7 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, I
 use crate::dtype::{DType, Element, Num};
 use crate::error::{dtype_err, op_err, rank_err, refuse_dtype, shape_err, Error, Result};
 use crate::kernels::packed_gemm::{self, Product};
-use crate::kernels::{dots, gemv};
+use crate::kernels::{dots, gemv, wide_loop};
 use crate::ops::typeinfo::{broadcast_concrete, broadcast_shapes};
 use crate::ops::weight_cache::WeightCache;
 use crate::ops::{check_arity, Arity, Attrs, Op, OpCtx, OpRegistry, TypeInfo};
@@ -88,10 +88,12 @@ pub(crate) trait MatMulElem: Num {
     /// row-major or, with `dst`'s flag, column-major (a conv's output
     /// channels-last). With `par`, the blocks run in parallel on the rayon pool,
     /// each with its own buffer. f32 and f64 only (conv computes 16-bit
-    /// floats in f32); other dtypes get an internal error.
+    /// floats in f32); other dtypes get an internal error. `bias` (`[n]`),
+    /// when given, is added to each row of `c` block by block, while the
+    /// block is in cache.
     #[allow(clippy::too_many_arguments)]
     fn gemm_blocks(
-        _a: &[Self],
+        _a: (&[Self], Option<&[Self]>),
         _n: usize,
         _k: usize,
         _dst: (&mut [Self], bool),
@@ -108,7 +110,7 @@ pub(crate) trait MatMulElem: Num {
 /// faer's disjoint views, each multiplied on one thread.
 #[allow(clippy::too_many_arguments)]
 fn faer_gemm_blocks<T>(
-    a: &[T],
+    (a, bias): (&[T], Option<&[T]>),
     n: usize,
     k: usize,
     (dst, c_cols): (&mut [T], bool),
@@ -119,7 +121,14 @@ fn faer_gemm_blocks<T>(
 ) -> Result<()>
 where
     T: faer::traits::ComplexField + Copy + num_traits::Zero + num_traits::One + Send + Sync + TailDots,
+    T: std::ops::Add<Output = T>,
 {
+    if bias.is_some_and(|b| b.len() < n) {
+        return op_err(format!(
+            "internal: gemm blocks of {n} rows with a bias of {}",
+            bias.map_or(0, <[T]>::len)
+        ));
+    }
     if k == 0 || n == 0 || m == 0 || a.len() != n * k || dst.len() != n * m {
         if a.len() != n * k || dst.len() != n * m {
             return op_err(format!(
@@ -129,6 +138,9 @@ where
             ));
         }
         dst.fill(T::zero());
+        if let (Some(b), false) = (bias, m == 0) {
+            add_row_bias(MatMut::from_row_major_slice_mut(dst, n, m), b);
+        }
         return Ok(());
     }
     let block = block.max(1);
@@ -144,7 +156,11 @@ where
         let w = cols.len();
         fill(cols, col);
         let b = MatRef::from_row_major_slice(&col[..], k, w);
-        matmul(cb, Accum::Replace, a, b, T::one(), Par::Seq);
+        let mut cb = cb;
+        matmul(cb.as_mut(), Accum::Replace, a, b, T::one(), Par::Seq);
+        if let Some(bias) = bias {
+            add_row_bias(cb, bias);
+        }
     };
     if m <= block {
         // One block, whose product splits across the pool.
@@ -156,6 +172,14 @@ where
         parallel_matmul(c.subcols_mut(0, main), a, b.subcols(0, main), par);
         if main < m {
             tail_dots(a_rows, a, b, dst, main);
+        }
+        if let Some(bias) = bias {
+            let c = if c_cols {
+                MatMut::from_column_major_slice_mut(dst, n, m)
+            } else {
+                MatMut::from_row_major_slice_mut(dst, n, m)
+            };
+            add_row_bias(c, bias);
         }
     } else if par {
         use rayon::prelude::*;
@@ -171,6 +195,42 @@ where
         }
     }
     Ok(())
+}
+
+/// `c[i, j] += bias[i]`, along whichever of `c`'s rows or columns are
+/// contiguous, in one SIMD dispatch (a channels-last block's columns are
+/// a few channels each).
+fn add_row_bias<T>(mut c: MatMut<'_, T>, bias: &[T])
+where
+    T: Copy + std::ops::Add<Output = T>,
+{
+    let bias = &bias[..c.nrows()];
+    let add = |v: &mut T, b: T| *v = *v + b;
+    if c.ncols() == 1 || c.col_stride() != 1 {
+        wide_loop::run(|| {
+            for j in 0..c.ncols() {
+                let mut col = c.as_mut().col_mut(j);
+                match col.as_mut().try_as_col_major_mut() {
+                    Some(col) => col
+                        .as_slice_mut()
+                        .iter_mut()
+                        .zip(bias)
+                        .for_each(|(v, &b)| add(v, b)),
+                    None => col.iter_mut().zip(bias).for_each(|(v, &b)| add(v, b)),
+                }
+            }
+        });
+        return;
+    }
+    wide_loop::run(|| {
+        for (i, &b) in bias.iter().enumerate() {
+            let mut row = c.as_mut().row_mut(i);
+            match row.as_mut().try_as_row_major_mut() {
+                Some(row) => row.as_slice_mut().iter_mut().for_each(|v| add(v, b)),
+                None => row.iter_mut().for_each(|v| add(v, b)),
+            }
+        }
+    });
 }
 
 /// `v` as a faer matrix, when it is contiguous in row- or column-major
@@ -524,7 +584,7 @@ macro_rules! matmul_float {
                 matmul(c, Accum::Replace, a, b, 1.0, Par::Seq);
             }
             fn gemm_blocks(
-                a: &[Self],
+                a: (&[Self], Option<&[Self]>),
                 n: usize,
                 k: usize,
                 dst: (&mut [Self], bool),

@@ -457,7 +457,8 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
                         col.chunks_mut(slab.max(1)).enumerate().for_each(one);
                     }
                 };
-                T::gemm_blocks(wg, mg, rows, (dst, out_cl), o, block, par, &fill)?;
+                let bg = b.map(|b| &b[g * mg..(g + 1) * mg]);
+                T::gemm_blocks((wg, bg), mg, rows, (dst, out_cl), o, block, par, &fill)?;
                 continue;
             }
             // A 1×1 window: the input plane is the matrix, read in place.
@@ -466,7 +467,10 @@ fn conv_kernel<T: Float + MatMulElem + DepthwiseElem>(
             let mut cm = ArrayViewMut2::from_shape((mg, o), dst).map_err(shape_err)?;
             T::gemm(&a, &bm, &mut cm);
         }
-        add_bias(b, d.m, o, out_cl, &mut out[n * d.m * o..(n + 1) * d.m * o]);
+        if matches!(im2col, Im2col::Direct) {
+            // The blocked GEMM adds the bias to its blocks itself.
+            add_bias(b, d.m, o, out_cl, &mut out[n * d.m * o..(n + 1) * d.m * o]);
+        }
     }
     Ok(())
 }
