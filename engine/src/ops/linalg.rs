@@ -138,19 +138,15 @@ where
             ));
         }
         dst.fill(T::zero());
-        if let (Some(b), false) = (bias, m == 0) {
-            add_row_bias(MatMut::from_row_major_slice_mut(dst, n, m), b);
+        if let Some(b) = bias {
+            add_row_bias(as_mat(dst, n, m, c_cols), b);
         }
         return Ok(());
     }
     let block = block.max(1);
     let a_rows = a;
     let a = MatRef::from_row_major_slice(a, n, k);
-    let c = if c_cols {
-        MatMut::from_column_major_slice_mut(dst, n, m)
-    } else {
-        MatMut::from_row_major_slice_mut(dst, n, m)
-    };
+    let c = as_mat(dst, n, m, c_cols);
     let run = |j: usize, cb: MatMut<'_, T>, col: &mut Vec<T>| {
         let cols = j * block..j * block + cb.ncols();
         let w = cols.len();
@@ -174,12 +170,7 @@ where
             tail_dots(a_rows, a, b, dst, main);
         }
         if let Some(bias) = bias {
-            let c = if c_cols {
-                MatMut::from_column_major_slice_mut(dst, n, m)
-            } else {
-                MatMut::from_row_major_slice_mut(dst, n, m)
-            };
-            add_row_bias(c, bias);
+            add_row_bias(as_mat(dst, n, m, c_cols), bias);
         }
     } else if par {
         use rayon::prelude::*;
@@ -195,6 +186,15 @@ where
         }
     }
     Ok(())
+}
+
+/// `dst` as an `[n, m]` matrix, column-major with `c_cols`.
+fn as_mat<T>(dst: &mut [T], n: usize, m: usize, c_cols: bool) -> MatMut<'_, T> {
+    if c_cols {
+        MatMut::from_column_major_slice_mut(dst, n, m)
+    } else {
+        MatMut::from_row_major_slice_mut(dst, n, m)
+    }
 }
 
 /// `c[i, j] += bias[i]`, along whichever of `c`'s rows or columns are
@@ -1843,5 +1843,56 @@ mod tests {
                 .name(),
             "matmul"
         );
+    }
+
+    /// The blocked GEMM adds the bias to every row in either layout of
+    /// `c`, also when the product is empty (no input channels).
+    #[test]
+    fn blocked_gemm_adds_the_bias_in_both_layouts_and_with_no_terms() {
+        let (n, k, m) = (3, 4, 10);
+        let a: Vec<f64> = (0..n * k).map(|v| v as f64 - 5.0).collect();
+        let b: Vec<f64> = (0..k * m).map(|v| (v % 7) as f64).collect();
+        let bias = [0.5, -2.0, 4.0];
+        let fill = |cols: Range<usize>, col: &mut Vec<f64>| {
+            col.clear();
+            for p in 0..k {
+                col.extend(cols.clone().map(|j| b[p * m + j]));
+            }
+        };
+        let want = |i: usize, j: usize| (0..k).map(|p| a[i * k + p] * b[p * m + j]).sum::<f64>() + bias[i];
+        for (c_cols, block, par) in [
+            (false, 4, false),
+            (true, 4, true),
+            (false, 16, true),
+            (true, 16, false),
+        ] {
+            let mut c = vec![f64::NAN; n * m];
+            f64::gemm_blocks((&a, Some(&bias)), n, k, (&mut c, c_cols), m, block, par, &fill).unwrap();
+            for (i, j) in (0..n).flat_map(|i| (0..m).map(move |j| (i, j))) {
+                let at = if c_cols { j * n + i } else { i * m + j };
+                assert_eq!(
+                    c[at],
+                    want(i, j),
+                    "({i}, {j}), column-major {c_cols}, block {block}"
+                );
+            }
+            let mut empty = vec![f64::NAN; n * m];
+            let none = |_: Range<usize>, col: &mut Vec<f64>| col.clear();
+            f64::gemm_blocks(
+                (&[], Some(&bias)),
+                n,
+                0,
+                (&mut empty, c_cols),
+                m,
+                block,
+                par,
+                &none,
+            )
+            .unwrap();
+            for (i, j) in (0..n).flat_map(|i| (0..m).map(move |j| (i, j))) {
+                let at = if c_cols { j * n + i } else { i * m + j };
+                assert_eq!(empty[at], bias[i], "({i}, {j}), column-major {c_cols}");
+            }
+        }
     }
 }
