@@ -76,9 +76,7 @@ impl Path {
             Path::Slab
         }
     }
-}
 
-impl Path {
     /// Tasks per pool thread of a parallel conv, each a run of output
     /// rows. A slab task copies the input of its rows and of the kernel's
     /// rows beyond them, so fewer, longer runs copy less: on two threads,
