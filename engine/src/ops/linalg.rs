@@ -197,6 +197,16 @@ fn as_mat<T>(dst: &mut [T], n: usize, m: usize, c_cols: bool) -> MatMut<'_, T> {
     }
 }
 
+/// `dst` (`[n, m]`, column-major with `c_cols`) plus `bias[i]` on each
+/// row `i`: a conv's per-channel bias over its planes or, channels-last,
+/// over its positions.
+pub(crate) fn add_bias_rows<T>(dst: &mut [T], (n, m): (usize, usize), c_cols: bool, bias: &[T])
+where
+    T: Copy + std::ops::Add<Output = T>,
+{
+    add_row_bias(as_mat(dst, n, m, c_cols), bias);
+}
+
 /// `c[i, j] += bias[i]`, along whichever of `c`'s rows or columns are
 /// contiguous, in one SIMD dispatch (a channels-last block's columns are
 /// a few channels each).

@@ -529,21 +529,11 @@ fn winograd_tiles(axes: &[Axis1], group: usize, cg: usize, mg: usize) -> Option<
 }
 
 /// `out[m, :] += b[m]` over one image's `m` output planes of `o` elements,
-/// or with `out_cl` (channels-last) over its `o` positions of `m` channels.
+/// or with `out_cl` (channels-last) over its `o` positions of `m` channels:
+/// the blocked GEMM's bias add ([`crate::ops::linalg::add_bias_rows`]).
 fn add_bias<T: Float>(b: Option<&[T]>, m: usize, o: usize, out_cl: bool, out: &mut [T]) {
-    let Some(b) = b else { return };
-    if out_cl {
-        // One dispatch for all rows: a row of channels is shorter than
-        // a dispatch is worth.
-        crate::kernels::wide_loop::run(|| {
-            for row in out.chunks_exact_mut(m.max(1)) {
-                row.iter_mut().zip(&b[..m]).for_each(|(v, &bm)| *v += bm);
-            }
-        });
-        return;
-    }
-    for (row, &bm) in out.chunks_exact_mut(o.max(1)).zip(&b[..m]) {
-        crate::kernels::wide_loop::map_inplace(row, |v| v + bm);
+    if let Some(b) = b {
+        crate::ops::linalg::add_bias_rows(out, (m, o), out_cl, b);
     }
 }
 
