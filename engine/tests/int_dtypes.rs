@@ -326,12 +326,12 @@ fn reductions_comparisons_and_float_only_ops() {
 fn poisoned_buffers_hold_0x5a_bytes() {
     const N: usize = 8192; // above the pool's one-page minimum
     let _g = buffer_pool::with_policy(BufferPolicy::Poison);
-    assert!(buffer_pool::take::<u8>(N).iter().all(|&x| x == 0x5A));
-    assert!(buffer_pool::take::<i8>(N).iter().all(|&x| x == 0x5A));
-    assert!(buffer_pool::take::<u16>(N).iter().all(|&x| x == 0x5A5A));
-    assert!(buffer_pool::take::<i16>(N).iter().all(|&x| x == 0x5A5A));
-    assert!(buffer_pool::take::<u32>(N).iter().all(|&x| x == 0x5A5A_5A5A));
-    assert!(buffer_pool::take::<u64>(N)
+    assert!(buffer_pool::take::<u8>(N)[..N].iter().all(|&x| x == 0x5A));
+    assert!(buffer_pool::take::<i8>(N)[..N].iter().all(|&x| x == 0x5A));
+    assert!(buffer_pool::take::<u16>(N)[..N].iter().all(|&x| x == 0x5A5A));
+    assert!(buffer_pool::take::<i16>(N)[..N].iter().all(|&x| x == 0x5A5A));
+    assert!(buffer_pool::take::<u32>(N)[..N].iter().all(|&x| x == 0x5A5A_5A5A));
+    assert!(buffer_pool::take::<u64>(N)[..N]
         .iter()
         .all(|&x| x == 0x5A5A_5A5A_5A5A_5A5A));
     for d in INTS {

@@ -1,13 +1,20 @@
 //! The one buffer pool that every op allocates from, so that repeated runs
 //! reuse allocations instead of paying page faults on fresh memory.
 //!
-//! Buffers return here when their last view drops. The pool keeps at most
+//! Buffers the pool handed out return here when their last view drops
+//! (a tensor of a caller's own vector frees it). The pool keeps at most
 //! [`MAX_POOLED_BYTES`] in at most [`MAX_RETURNED`] buffers, newest last,
 //! and hands out the one most likely still in cache:
 //! - the newest buffer of the exact length, if fewer than [`WARM_BYTES`]
 //!   were handed out since it came back (no waste, and still warm);
-//! - else the newest buffer whose capacity fits the length within
-//!   [`MAX_FIT`] times, cut or grown to it.
+//! - else the newest buffer at least as long and at most [`MAX_FIT`]
+//!   times as long.
+//!
+//! A buffer is never cut: [`take`] hands out vectors at least as long as
+//! asked, and the storage that holds one sees only its prefix (see
+//! `storage::Buffer`). Cut buffers had to be grown back, writing their
+//! tails: 2.4 MB of zeros a run on resnet18, whose stem output served the
+//! next stage's planes and came back a quarter of its length.
 //!
 //! Matching exact lengths only, a model whose layers all differ in size
 //! (efficientnet_b0) wrote every output into the buffer its layer used in
@@ -35,10 +42,10 @@ pub const MAX_RETURNED: usize = 128;
 /// out after it: an exact-length buffer then wins over a newer one that
 /// fits. On efficientnet_b0 and resnet18, 4 and 16 MiB gave the same times.
 pub const WARM_BYTES: u64 = 4 << 20;
-/// A buffer serves lengths down to this fraction of its capacity. Against
-/// 2, 4 made resnet18 0.962x and efficientnet 0.956x of the time (a stem's
-/// output then serves the next stage's 4x smaller planes) for 12% more
-/// peak memory on resnet18; 16 gained nothing more (resnet18 1.03x).
+/// A buffer serves lengths down to this fraction of its length: a stem's
+/// output then serves the next stage's 4x smaller planes. Paired against
+/// exact lengths only, efficientnet_b0 took 0.95x-0.97x of the time,
+/// mobilenet_v3_small 0.93x-0.99x and resnet18 0.99x.
 pub const MAX_FIT: usize = 4;
 /// Buffers below one page come from the allocator directly: its per-thread
 /// caches serve them faster than the pool's lock and lookup, and they cost
@@ -89,7 +96,8 @@ struct Returned {
     buf: AnyVec,
     dtype: DType,
     len: usize,
-    cap: usize,
+    /// Bytes it holds (its capacity), for the pool's bound.
+    bytes: usize,
     /// The pool's handed-out byte count when it came back.
     at: u64,
 }
@@ -119,7 +127,7 @@ impl Pool {
             if !warm && pick.is_some() {
                 break;
             }
-            if r.dtype != T::DTYPE || r.cap < len || r.cap / MAX_FIT > len {
+            if r.dtype != T::DTYPE || r.len < len || r.len / MAX_FIT > len {
                 continue;
             }
             if r.len == len && (warm || pick.is_none()) {
@@ -130,29 +138,26 @@ impl Pool {
         }
         let i = pick?;
         let r = self.returned.remove(i);
-        self.bytes -= r.cap * T::DTYPE.size();
-        let mut v = T::from_any(r.buf).ok()?;
-        // Cutting is free; growing writes the tail (within the capacity).
-        v.resize(len, T::default());
-        Some(v)
+        self.bytes -= r.bytes;
+        T::from_any(r.buf).ok()
     }
 
     /// Keeps `v` for later, unless the pool is full.
     fn push<T: Element>(&mut self, v: Vec<T>) {
-        let (len, cap) = (v.len(), v.capacity());
-        let bytes = cap * T::DTYPE.size();
+        let len = v.len();
+        let bytes = v.capacity() * T::DTYPE.size();
         if self.bytes + bytes > MAX_POOLED_BYTES {
             return;
         }
         if self.returned.len() >= MAX_RETURNED {
             let old = self.returned.remove(0);
-            self.bytes -= old.cap * old.dtype.size();
+            self.bytes -= old.bytes;
         }
         self.returned.push(Returned {
             buf: T::into_any(v),
             dtype: T::DTYPE,
             len,
-            cap,
+            bytes,
             at: self.handed,
         });
         self.bytes += bytes;
@@ -198,39 +203,50 @@ pub fn clear() {
     }
 }
 
-fn pop<T: Element>(pool: &Mutex<Pool>, len: usize) -> Option<Vec<T>> {
-    if !pooled::<T>(len) || policy() == BufferPolicy::Fresh {
+fn pop<T: Element>(pool: &Mutex<Pool>, len: usize, policy: BufferPolicy) -> Option<Vec<T>> {
+    if !pooled::<T>(len) || policy == BufferPolicy::Fresh {
         return None;
     }
     pool.lock().ok()?.pop(len)
 }
 
-/// A vector of `len` elements whose contents the policy decides.
+/// A vector of at least `len` elements whose first `len` the policy
+/// decides (the rest are stale): a pooled buffer is handed out whole.
 pub fn take<T: Element>(len: usize) -> Vec<T> {
-    take_from(pool(), len)
+    take_from(pool(), len, policy())
 }
 
-fn take_from<T: Element>(pool: &Mutex<Pool>, len: usize) -> Vec<T> {
-    let policy = policy();
-    let mut v = match pop::<T>(pool, len) {
+/// A vector of at least `len` elements whose first `len` are the default
+/// (zero / false), whatever the policy.
+pub fn take_zeroed<T: Element>(len: usize) -> Vec<T> {
+    let policy = match policy() {
+        BufferPolicy::Fresh => BufferPolicy::Fresh,
+        _ => BufferPolicy::Zero,
+    };
+    take_from(pool(), len, policy)
+}
+
+fn take_from<T: Element>(pool: &Mutex<Pool>, len: usize, policy: BufferPolicy) -> Vec<T> {
+    let mut v = match pop::<T>(pool, len, policy) {
         Some(v) => {
             HITS.fetch_add(1, Ordering::Relaxed);
-            if policy == BufferPolicy::Zero {
-                let mut v = v;
-                fill(&mut v, T::default());
-                return v;
-            }
             v
         }
         None => {
             if pooled::<T>(len) {
                 MISSES.fetch_add(1, Ordering::Relaxed);
             }
-            vec![T::default(); len]
+            // Fresh memory is already zero: no fill for `Zero`.
+            return match policy {
+                BufferPolicy::Poison => vec![T::POISON; len],
+                _ => vec![T::default(); len],
+            };
         }
     };
-    if policy == BufferPolicy::Poison {
-        fill(&mut v, T::POISON);
+    match policy {
+        BufferPolicy::Zero => fill(&mut v[..len], T::default()),
+        BufferPolicy::Poison => fill(&mut v[..len], T::POISON),
+        BufferPolicy::Reuse | BufferPolicy::Fresh => {}
     }
     v
 }
@@ -244,23 +260,6 @@ fn fill<T: Element>(v: &mut [T], x: T) {
     }
     v.par_chunks_mut(crate::parallel::PASS_CHUNK)
         .for_each(|c| c.fill(x));
-}
-
-/// A vector of `len` default (zero / false) elements.
-pub fn take_zeroed<T: Element>(len: usize) -> Vec<T> {
-    match pop::<T>(pool(), len) {
-        Some(mut v) => {
-            HITS.fetch_add(1, Ordering::Relaxed);
-            fill(&mut v, T::default());
-            v
-        }
-        None => {
-            if pooled::<T>(len) {
-                MISSES.fetch_add(1, Ordering::Relaxed);
-            }
-            vec![T::default(); len]
-        }
-    }
 }
 
 /// Returns a vector to the pool, or frees it when the pool is full.
@@ -282,30 +281,33 @@ fn give_to<T: Element>(pool: &Mutex<Pool>, v: Vec<T>) {
 /// (Winograd's 2 MiB per block cost 13% of a 3×3 conv in page faults when
 /// allocated afresh). Its contents are whatever [`take`] gives: the kernel
 /// writes before it reads.
-pub struct Scratch<T: Element>(Vec<T>);
+pub struct Scratch<T: Element> {
+    buf: Vec<T>,
+    len: usize,
+}
 
 impl<T: Element> Scratch<T> {
     pub fn new(len: usize) -> Self {
-        Scratch(take(len))
+        Scratch { buf: take(len), len }
     }
 }
 
 impl<T: Element> std::ops::Deref for Scratch<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        &self.0
+        &self.buf[..self.len]
     }
 }
 
 impl<T: Element> std::ops::DerefMut for Scratch<T> {
     fn deref_mut(&mut self) -> &mut [T] {
-        &mut self.0
+        &mut self.buf[..self.len]
     }
 }
 
 impl<T: Element> Drop for Scratch<T> {
     fn drop(&mut self) {
-        give(std::mem::take(&mut self.0));
+        give(std::mem::take(&mut self.buf));
     }
 }
 
@@ -319,6 +321,10 @@ mod tests {
         Mutex::new(Pool::default())
     }
 
+    fn take_in<T: Element>(pool: &Mutex<Pool>, len: usize) -> Vec<T> {
+        take_from(pool, len, policy())
+    }
+
     #[test]
     fn policies_decide_what_a_reused_buffer_holds() {
         const N: usize = 7919;
@@ -326,26 +332,26 @@ mod tests {
         give_to(&pool, vec![3.0f32; N]);
         {
             let _g = with_policy(BufferPolicy::Poison);
-            assert!(take_from::<f32>(&pool, N).iter().all(|x| x.is_nan()));
-            assert!(take_from::<i32>(&pool, N).iter().all(|&x| x == 0x5A5A_5A5A));
-            assert!(take_from::<bool>(&pool, N).iter().all(|&x| x));
+            assert!(take_in::<f32>(&pool, N).iter().all(|x| x.is_nan()));
+            assert!(take_in::<i32>(&pool, N).iter().all(|&x| x == 0x5A5A_5A5A));
+            assert!(take_in::<bool>(&pool, N).iter().all(|&x| x));
         }
         give_to(&pool, vec![3.0f32; N]);
         {
             let _g = with_policy(BufferPolicy::Zero);
-            assert!(take_from::<f32>(&pool, N).iter().all(|&x| x == 0.0));
+            assert!(take_in::<f32>(&pool, N).iter().all(|&x| x == 0.0));
         }
         give_to(&pool, vec![3.0f32; N]);
         {
             let _g = with_policy(BufferPolicy::Fresh);
             assert!(
-                take_from::<f32>(&pool, N).iter().all(|&x| x == 0.0),
+                take_in::<f32>(&pool, N).iter().all(|&x| x == 0.0),
                 "fresh memory, not the pooled buffer"
             );
         }
         assert_eq!(policy(), BufferPolicy::Reuse, "guards restore the policy");
         assert!(
-            take_from::<f32>(&pool, N).iter().all(|&x| x == 3.0),
+            take_in::<f32>(&pool, N).iter().all(|&x| x == 3.0),
             "reuse hands out stale contents"
         );
     }
@@ -356,12 +362,12 @@ mod tests {
         let pool = own();
         give_to(&pool, vec![3.0f32; N]);
         assert!(
-            take_from::<f32>(&pool, N).iter().all(|&x| x == 0.0),
+            take_in::<f32>(&pool, N).iter().all(|&x| x == 0.0),
             "a small buffer is not pooled, so it comes back fresh"
         );
         let _g = with_policy(BufferPolicy::Poison);
-        assert!(take_from::<f32>(&pool, N).iter().all(|x| x.is_nan()));
-        assert!(take_from::<i64>(&pool, N).iter().all(|&x| x == i64::POISON));
+        assert!(take_in::<f32>(&pool, N).iter().all(|x| x.is_nan()));
+        assert!(take_in::<i64>(&pool, N).iter().all(|&x| x == i64::POISON));
     }
 
     #[test]
@@ -371,7 +377,7 @@ mod tests {
         let (at, newer) = (exact.as_ptr(), vec![2.0f32; 5000]);
         give_to(&pool, exact);
         give_to(&pool, newer);
-        let v = take_from::<f32>(&pool, 4096);
+        let v = take_in::<f32>(&pool, 4096);
         assert_eq!((v.as_ptr(), v.len()), (at, 4096));
         assert!(v.iter().all(|&x| x == 1.0));
     }
@@ -382,38 +388,41 @@ mod tests {
         give_to(&pool, vec![1.0f32; 4096]);
         // Hand out more than `WARM_BYTES` after it: the exact buffer is
         // no longer likely in cache.
-        drop(take_from::<u8>(&pool, WARM_BYTES as usize));
+        drop(take_in::<u8>(&pool, WARM_BYTES as usize));
         let newer = vec![2.0f32; 6000];
         let at = newer.as_ptr();
         give_to(&pool, newer);
-        let v = take_from::<f32>(&pool, 4096);
-        assert_eq!(
-            (v.as_ptr(), v.len()),
-            (at, 4096),
-            "the newer buffer, cut to length"
-        );
+        let v = take_in::<f32>(&pool, 4096);
+        assert_eq!((v.as_ptr(), v.len()), (at, 6000), "the newer buffer, whole");
         assert!(v.iter().all(|&x| x == 2.0));
         // The exact one is still there for the next request.
-        assert!(take_from::<f32>(&pool, 4096).iter().all(|&x| x == 1.0));
+        assert!(take_in::<f32>(&pool, 4096).iter().all(|&x| x == 1.0));
     }
 
     #[test]
-    fn a_buffer_grows_within_its_capacity_down_to_its_fit() {
+    fn a_buffer_serves_down_to_its_fit_and_comes_back_whole() {
         let pool = own();
-        let mut v = vec![2.0f32; 4 * 5000];
-        v.truncate(3000);
+        let v = vec![2.0f32; 4 * 5000];
         let at = v.as_ptr();
         give_to(&pool, v);
         // 20000 is more than `MAX_FIT` times 4000: a buffer that large
         // stays pooled.
-        let fresh = take_from::<f32>(&pool, 4000);
-        assert_ne!(fresh.as_ptr(), at);
-        let v = take_from::<f32>(&pool, 5000);
-        assert_eq!((v.as_ptr(), v.len()), (at, 5000));
-        assert!(v[..3000].iter().all(|&x| x == 2.0) && v[3000..].iter().all(|&x| x == 0.0));
+        assert_ne!(take_in::<f32>(&pool, 4000).as_ptr(), at);
+        let v = {
+            let _g = with_policy(BufferPolicy::Zero);
+            take_in::<f32>(&pool, 5000)
+        };
+        assert_eq!((v.as_ptr(), v.len()), (at, 20000));
+        assert!(
+            v[..5000].iter().all(|&x| x == 0.0) && v[5000..].iter().all(|&x| x == 2.0),
+            "the policy fills what was asked for, no more"
+        );
+        // Given back uncut, it serves its whole length again.
+        give_to(&pool, v);
+        assert_eq!(take_in::<f32>(&pool, 20000).as_ptr(), at);
         // A buffer of another dtype never serves.
         give_to(&pool, vec![1i32; 5000]);
-        assert!(take_from::<f32>(&pool, 5000).iter().all(|&x| x == 0.0));
+        assert!(take_in::<f32>(&pool, 5000).iter().all(|&x| x == 0.0));
     }
 
     #[test]
@@ -425,7 +434,7 @@ mod tests {
         let p = pool.lock().unwrap();
         assert_eq!(p.returned.len(), MAX_RETURNED);
         assert_eq!(p.returned[0].len, 1025, "the oldest went first");
-        let bytes: usize = p.returned.iter().map(|r| r.cap * 4).sum();
+        let bytes: usize = p.returned.iter().map(|r| r.bytes).sum();
         assert_eq!(p.bytes, bytes);
     }
 }

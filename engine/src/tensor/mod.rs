@@ -150,12 +150,13 @@ impl Tensor {
     /// (the .npy reader does, and so does the executor for its feeds).
     pub fn from_array<T: Element, S: ndarray::Data<Elem = T>>(a: &ndarray::ArrayBase<S, IxDyn>) -> Tensor {
         let mut data = buffer_pool::take::<T>(a.len());
+        let prefix = &mut data[..a.len()];
         match a.as_slice() {
-            Some(s) => data.copy_from_slice(s),
-            None => data.iter_mut().zip(a.iter()).for_each(|(d, x)| *d = *x),
+            Some(s) => prefix.copy_from_slice(s),
+            None => prefix.iter_mut().zip(a.iter()).for_each(|(d, x)| *d = *x),
         }
         Tensor {
-            storage: T::wrap(Buffer::from_vec(data)),
+            storage: T::wrap(Buffer::from_pool(data, a.len())),
             layout: Layout::contiguous(a.shape()),
         }
     }

@@ -28,15 +28,38 @@ pub struct Buffer<T: Element> {
     /// `exec::Lent`). A count, so lending nests.
     frozen: Cell<u32>,
     data: RefCell<Vec<T>>,
+    /// The elements in use: a prefix of `data`, which may be a longer
+    /// pooled vector (the pool never cuts one; see `buffer_pool`).
+    len: usize,
+    /// Whether `data` came from the pool, and so goes back to it.
+    pooled: bool,
 }
 
 impl<T: Element> Buffer<T> {
+    /// A buffer of `v`, freed when it drops. Only vectors the pool handed
+    /// out go back to it: vit_b_16's importer dropped 350 MB of weights
+    /// it had transposed, which no run ever asked for again, and the pool
+    /// kept them (1.17 GB peak against 0.60).
     pub fn from_vec(v: Vec<T>) -> Rc<Self> {
+        let len = v.len();
+        Self::new(v, len, false)
+    }
+
+    /// A buffer of the first `len` elements of `v`, from
+    /// [`buffer_pool::take`]; the whole vector goes back when it drops.
+    pub fn from_pool(v: Vec<T>, len: usize) -> Rc<Self> {
+        Self::new(v, len, true)
+    }
+
+    fn new(v: Vec<T>, len: usize, pooled: bool) -> Rc<Self> {
+        assert!(len <= v.len(), "a prefix of {len} of a vector of {}", v.len());
         Rc::new(Buffer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             version: Cell::new(0),
             frozen: Cell::new(0),
             data: RefCell::new(v),
+            len,
+            pooled,
         })
     }
 
@@ -62,23 +85,24 @@ impl<T: Element> Buffer<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.data.borrow().len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub fn borrow(&self) -> Result<Ref<'_, Vec<T>>> {
-        self.data.try_borrow().map_err(|_| Error::Aliasing {
+    pub fn borrow(&self) -> Result<Ref<'_, [T]>> {
+        let r = self.data.try_borrow().map_err(|_| Error::Aliasing {
             node: None,
             msg: format!("buffer {} is being written", self.id),
-        })
+        })?;
+        Ok(Ref::map(r, |v| &v[..self.len]))
     }
 
     /// Mutable access; bumps the version, so every write is visible to
     /// listeners that reuse hashes of unchanged buffers.
-    pub fn borrow_mut(&self) -> Result<RefMut<'_, Vec<T>>> {
+    pub fn borrow_mut(&self) -> Result<RefMut<'_, [T]>> {
         if self.frozen.get() > 0 {
             return Err(Error::ReadOnly {
                 node: None,
@@ -90,13 +114,15 @@ impl<T: Element> Buffer<T> {
             msg: format!("buffer {} is in use", self.id),
         })?;
         self.bump_version();
-        Ok(r)
+        Ok(RefMut::map(r, |v| &mut v[..self.len]))
     }
 }
 
 impl<T: Element> Drop for Buffer<T> {
     fn drop(&mut self) {
-        buffer_pool::give(std::mem::take(self.data.get_mut()));
+        if self.pooled {
+            buffer_pool::give(std::mem::take(self.data.get_mut()));
+        }
     }
 }
 
@@ -233,13 +259,13 @@ impl Storage {
     }
 
     pub fn zeros(dtype: DType, len: usize) -> Storage {
-        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(buffer_pool::take_zeroed::<T>(len))))
+        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_pool(buffer_pool::take_zeroed::<T>(len), len)))
     }
 
     /// A buffer with unspecified (but valid) contents, for kernels that
     /// overwrite every element.
     pub fn uninit(dtype: DType, len: usize) -> Storage {
-        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_vec(buffer_pool::take::<T>(len))))
+        crate::dispatch_all!(dtype, T => T::wrap(Buffer::from_pool(buffer_pool::take::<T>(len), len)))
     }
 }
 
