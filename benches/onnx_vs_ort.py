@@ -5,7 +5,7 @@ rep by rep.
     /tmp/venv/bin/pip install onnx onnxruntime numpy
     cargo build --release
     /tmp/venv/bin/python benches/onnx_vs_ort.py [--vigil target/release/vigil] [--reps 7] [MODEL...]
-    /tmp/venv/bin/python benches/onnx_vs_ort.py --real [--threads 1,2] [--reps 5] DIR...
+    /tmp/venv/bin/python benches/onnx_vs_ort.py --real [--threads 1,2] [--reps 5] [--nodes 20] DIR...
     /tmp/venv/bin/python benches/onnx_vs_ort.py --pools [--batch 1] [--reps 101]
     /tmp/venv/bin/python benches/onnx_vs_ort.py --convs [--threads 1,2] [--reps 7]
 
@@ -20,7 +20,12 @@ breakdown (time per Vigil op name, the median over the runs: one run's
 profile on a shared machine can be several times the usual) and the GFLOP/s
 of the matmuls (MatMul, Gemm) and convs (Conv): their multiply-adds,
 counted from ONNX shape inference on the data set's input shapes, times
-two, over the time of Vigil's `matmul` and `conv` nodes.
+two, over the time of Vigil's `matmul` and `conv` nodes. `--nodes K`
+adds, per model and thread count, the K nodes Vigil spends most time in
+against onnxruntime's own profiler (`--profiles` runs each side, medians),
+matched by node name, or where onnxruntime fused a node with the
+activation or add after it (its NCHWc convs), by the fused chain's output
+name; the sums of the matched nodes come first.
 `--pools` times single-op models instead, `--inner` warm runs a side per
 round (Vigil's in one `vigil bench` process): the CNN pools (max and average,
 3x3 stride 2 pad 1, 2x2 stride 2, 3x3 stride 1 pad 1) on a [N, 64, 112, 112]
@@ -256,6 +261,7 @@ def main():
     ap.add_argument("--inner", type=int, default=5, help="timed runs per side per round (with --pools)")
     ap.add_argument("--inner-real", type=int, default=3, help="timed runs per side per round (with --real)")
     ap.add_argument("--profiles", type=int, default=5, help="profiled runs whose median gives the per-op breakdown (with --real)")
+    ap.add_argument("--nodes", type=int, default=0, help="the slowest Vigil nodes against onnxruntime's profile (with --real)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     if not os.path.exists(a.vigil):
@@ -383,7 +389,7 @@ def profile(vigil, model_path, work, threads, runs):
     if not os.path.exists(case):
         subprocess.run([vigil, "import", model_path, "--out", case], check=True, capture_output=True)
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
-    each = []
+    each, nodes = [], {}
     for _ in range(max(runs, 1)):
         out = tempfile.mkdtemp(dir=work)
         trace = os.path.join(out, "trace.json")
@@ -398,6 +404,9 @@ def profile(vigil, model_path, work, threads, runs):
             for e in json.load(f)["traceEvents"]:
                 t, c = by.get(e["name"], (0.0, 0))
                 by[e["name"]] = (t + e["dur"] / 1e3, c + 1)
+                node = e.get("args", {}).get("node")
+                if node is not None:
+                    nodes.setdefault(node, (e["name"], []))[1].append(e["dur"] / 1e3)
         each.append(by)
     names = {op for by in each for op in by}
     med = {
@@ -408,7 +417,86 @@ def profile(vigil, model_path, work, threads, runs):
         for op in names
     }
     total = float(np.median([sum(ms for ms, _ in by.values()) for by in each]))
-    return med, total
+    per_node = {n: (op, float(np.median(ds))) for n, (op, ds) in nodes.items()}
+    return med, total, per_node
+
+
+def ort_nodes(path, feeds, threads, runs):
+    """onnxruntime's own profile of `runs` warm runs: {node name: median
+    ms}, a name's `_nchwc` suffix (its blocked-layout nodes) dropped."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.enable_profiling = True
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for _ in range(VIGIL_WARMUP + runs):
+        sess.run(None, feeds)
+    trace = sess.end_profiling()
+    with open(trace) as f:
+        events = json.load(f)
+    os.remove(trace)
+    times = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") == "Node" and name.endswith("_kernel_time"):
+            name = name[: -len("_kernel_time")]
+            name = name[: -len("_nchwc")] if name.endswith("_nchwc") else name
+            times.setdefault(name, []).append(e["dur"] / 1e3)
+    return {n: float(np.median(ds[-runs:])) for n, ds in times.items()}
+
+
+# onnxruntime folds these into the conv or add before them.
+FUSED_AFTER = ("Relu", "Add", "Clip", "HardSigmoid", "HardSwish", "Mul", "Sigmoid")
+
+
+def node_table(model, vigil_nodes, ort_times, k):
+    """Lines comparing the `k` nodes Vigil spends most time in with
+    onnxruntime's: by node name, else by the output name of the chain
+    onnxruntime fused it into (at most three nodes after it, each the
+    sole reader of the one before)."""
+    by_name = {n.name: n for n in model.graph.node}
+    readers = {}
+    for n in model.graph.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+
+    def ort_name(name):
+        if name in ort_times:
+            return name
+        node = by_name.get(name)
+        if node is None or not node.output:
+            return None
+        out = node.output[0]
+        for _ in range(3):
+            if out in ort_times:
+                return out
+            after = readers.get(out, [])
+            if len(after) != 1 or after[0].op_type not in FUSED_AFTER:
+                return None
+            out = after[0].output[0]
+        return out if out in ort_times else None
+
+    rows, taken = [], set()
+    for name, (op, ms) in vigil_nodes.items():
+        o = ort_name(name)
+        o = None if o in taken else o
+        if o is not None:
+            taken.add(o)
+        rows.append((ms, ort_times.get(o) if o else None, name, op))
+    vs = sum(ms for ms, o, _, _ in rows if o is not None)
+    os_ = sum(o for _, o, _, _ in rows if o is not None)
+    lines = [
+        f"matched nodes: Vigil {vs:.3g} ms, onnxruntime {os_:.3g} ms"
+        + (f" ({vs / os_:.2f}x)" if os_ else "")
+        + f"; unmatched: Vigil {sum(ms for ms, o, _, _ in rows if o is None):.3g} ms, "
+        f"onnxruntime {sum(ort_times.values()) - os_:.3g} ms"
+    ]
+    for ms, o, name, op in sorted(rows, key=lambda r: -r[0])[:k]:
+        theirs = f"{o:.3f} ms, {ms / o:.2f}x" if o else "unmatched"
+        lines.append(f"  {name} ({op}): {ms:.3f} ms against {theirs}")
+    return lines
 
 
 def real(a):
@@ -431,7 +519,7 @@ def real(a):
                 v, o = alternate(a.vigil, path, sess, feeds, a.reps, a.inner_real, t)
                 rows.append((name, t, v, o))
                 print(f"{name}, {t} thread(s): vigil {v:.2f} ms, ort {o:.2f} ms, {v / o:.2f}x", file=sys.stderr, flush=True)
-                by, total = profile(a.vigil, path, work, t, a.profiles)
+                by, total, per_node = profile(a.vigil, path, work, t, a.profiles)
                 top = sorted(by.items(), key=lambda kv: -kv[1][0])[:6]
                 mm = sum(ms for op, (ms, _) in by.items() if op.startswith(("matmul", "gemm")))
                 cv = sum(ms for op, (ms, _) in by.items() if op.startswith("conv"))
@@ -442,6 +530,9 @@ def real(a):
                     + f"; matmul {rate(count['matmul'], mm)} GFLOP/s, conv {rate(count['conv'], cv)} GFLOP/s"
                     + (f" ({count['unknown']} nodes of unknown shape left out)" if count["unknown"] else "")
                 )
+                if a.nodes > 0:
+                    ort_times = ort_nodes(path, feeds, t, max(a.profiles, 1))
+                    notes.append(f"{name}, {t} thread(s), per node: " + "\n".join(node_table(model, per_node, ort_times, a.nodes)))
     print("| model | threads | Vigil plain ms | onnxruntime ms | Vigil / ort |\n|---|---|---|---|---|")
     for name, t, v, o in rows:
         print(f"| {name} | {t} | {v:.2f} | {o:.2f} | {v / o:.2f}x |")
