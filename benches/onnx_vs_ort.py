@@ -82,12 +82,13 @@ def dummy_feeds(model):
     return feeds
 
 
-def ort_session(path, threads=1):
+def ort_session(path, threads=1, profiling=False):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.enable_profiling = profiling
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
@@ -424,13 +425,7 @@ def profile(vigil, model_path, work, threads, runs):
 def ort_nodes(path, feeds, threads, runs):
     """onnxruntime's own profile of `runs` warm runs: {node name: median
     ms}, a name's `_nchwc` suffix (its blocked-layout nodes) dropped."""
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.enable_profiling = True
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    sess = ort_session(path, threads, profiling=True)
     for _ in range(VIGIL_WARMUP + runs):
         sess.run(None, feeds)
     trace = sess.end_profiling()
