@@ -22,9 +22,8 @@ fn key(w: &Tensor) -> Key {
     (w.buffer_id(), w.version(), w.layout().clone(), w.dtype())
 }
 
-/// A transform, of whatever element type its op made it in; `None` for
-/// a weight seen once and not transformed yet ([`WeightCache::get_repeated`]).
-type Entry = (Key, Option<Arc<dyn Any + Send + Sync>>);
+/// A transform, of whatever element type its op made it in.
+type Entry = (Key, Arc<dyn Any + Send + Sync>);
 
 /// One op's transformed weight (clones of the op share it).
 #[derive(Clone, Default)]
@@ -47,45 +46,20 @@ impl WeightCache {
         self.keep(key, make())
     }
 
-    /// Like [`WeightCache::get`], but `None` (nothing made) the first time
-    /// a weight is seen: only a weight met again unchanged is transformed.
-    /// For ops whose second input is as often a value computed each run
-    /// (attention's keys) as a constant weight: the value would be
-    /// transformed on every call, for one use.
-    pub fn get_repeated<T: Send + Sync + 'static>(
-        &self,
-        w: &Tensor,
-        make: impl FnOnce() -> Vec<T>,
-    ) -> Option<Arc<Vec<T>>> {
-        let key = key(w);
-        let mut slot = self.0.lock().ok()?;
-        match slot.as_ref() {
-            Some((k, Some(v))) if *k == key => Arc::clone(v).downcast::<Vec<T>>().ok(),
-            Some((k, None)) if *k == key => {
-                drop(slot);
-                Some(self.keep(key, make()))
-            }
-            _ => {
-                *slot = Some((key, None));
-                None
-            }
-        }
-    }
-
     /// Whether a transform of `w` as it is now is kept.
     #[cfg(test)]
     pub(crate) fn holds(&self, w: &Tensor) -> bool {
         let key = key(w);
         self.0
             .lock()
-            .is_ok_and(|s| matches!(s.as_ref(), Some((k, Some(_))) if *k == key))
+            .is_ok_and(|s| matches!(s.as_ref(), Some((k, _)) if *k == key))
     }
 
     /// The transform kept for `key`, if any.
     fn kept<T: Send + Sync + 'static>(&self, key: &Key) -> Option<Arc<Vec<T>>> {
         let slot = self.0.lock().ok()?;
         match slot.as_ref() {
-            Some((k, Some(v))) if k == key => Arc::clone(v).downcast::<Vec<T>>().ok(),
+            Some((k, v)) if k == key => Arc::clone(v).downcast::<Vec<T>>().ok(),
             _ => None,
         }
     }
@@ -94,7 +68,7 @@ impl WeightCache {
     fn keep<T: Send + Sync + 'static>(&self, key: Key, v: Vec<T>) -> Arc<Vec<T>> {
         let v = Arc::new(v);
         if let Ok(mut slot) = self.0.lock() {
-            *slot = Some((key, Some(Arc::clone(&v) as Arc<dyn Any + Send + Sync>)));
+            *slot = Some((key, Arc::clone(&v) as Arc<dyn Any + Send + Sync>));
         }
         v
     }
@@ -124,30 +98,5 @@ mod tests {
         let other = Tensor::from_vec(&[2, 2], vec![5.0f32, 2.0, 3.0, 4.0]).unwrap();
         assert_eq!(*p.get(&other, make), vec![4.0]);
         assert_eq!(*p.get(&other, make), vec![4.0]);
-    }
-
-    /// A weight is transformed the second time it is met unchanged, and
-    /// kept; a new value each call (or a write between calls) never is.
-    #[test]
-    fn a_repeated_transform_waits_for_the_weight_to_come_again() {
-        let p = WeightCache::default();
-        let made = std::cell::Cell::new(0u8);
-        let make = || {
-            made.set(made.get() + 1);
-            vec![f32::from(made.get())]
-        };
-        for _ in 0..3 {
-            let fresh = Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap();
-            assert!(p.get_repeated(&fresh, make).is_none());
-        }
-        assert_eq!(made.get(), 0);
-        let w = Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap();
-        assert!(p.get_repeated(&w, make).is_none());
-        assert_eq!(p.get_repeated(&w, make).as_deref(), Some(&vec![1.0]));
-        assert_eq!(p.get_repeated(&w, make).as_deref(), Some(&vec![1.0]));
-        w.write(|mut v: ndarray::ArrayViewMutD<'_, f32>| v[[0]] = 5.0)
-            .unwrap();
-        assert!(p.get_repeated(&w, make).is_none());
-        assert_eq!(p.get_repeated(&w, make).as_deref(), Some(&vec![2.0]));
     }
 }
