@@ -249,7 +249,7 @@ fn a_conv_not_followed_by_a_depthwise_conv_writes_c_order() {
 }
 
 #[test]
-fn elementwise_ops_keep_a_channels_last_input_channels_last() {
+fn elementwise_ops_keep_a_channels_last_operand_channels_last() {
     let reg = OpRegistry::builtin();
     let shape = [2, 19, 5, 3];
     let c = values(&shape, 1);
@@ -270,6 +270,9 @@ fn elementwise_ops_keep_a_channels_last_input_channels_last() {
         ("sigmoid", vec![&x]),
         ("add", vec![&x, &y]),
         ("mul", vec![&x, &bias]),
+        // The image second, as a squeeze-and-excite scale multiplies it
+        // (the in-place twin then writes into the image).
+        ("mul", vec![&bias, &x]),
     ] {
         let got = run(name, &ins);
         assert!(channels_last_strides(&got), "{name}: strides {:?}", got.strides());

@@ -413,10 +413,12 @@ impl Op for Binary {
             return Ok(vec![a.clone()]);
         }
         let shape = broadcast_concrete(a.shape(), b.shape())?;
-        let out = if a.shape() == shape.as_slice() {
-            ctx.output_like(0, kind.out_dtype(a.dtype()), a)?
-        } else {
-            ctx.output(0, kind.out_dtype(a.dtype()), &shape)?
+        // Laid out as the operand of the output's shape (`a` first), as an
+        // in-place twin writing into that operand would leave it: the ops
+        // after read one layout either way.
+        let out = match [a, b].into_iter().find(|t| t.shape() == shape.as_slice()) {
+            Some(like) => ctx.output_like(0, kind.out_dtype(a.dtype()), like)?,
+            None => ctx.output(0, kind.out_dtype(a.dtype()), &shape)?,
         };
         crate::dispatch_num!(a.dtype(), T => run_binary::<T>(kind, a, b, &out)?,
             return refuse_dtype(&self.name, a.dtype()));
