@@ -113,7 +113,7 @@ pub fn run(
         (reference.clone(), Feeds::new())
     };
     let re = if opts.compare {
-        Some(Executor::with_order(&rg, ie.order().to_vec())?)
+        Some(Executor::with_order(&rg, ie.order().to_vec())?.with_layouts_of(&ie))
     } else {
         None
     };

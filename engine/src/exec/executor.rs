@@ -318,6 +318,17 @@ impl<'g> Executor<'g> {
         self.continues.get(position).copied().unwrap_or(false)
     }
 
+    /// Takes `other`'s layout decisions, node for node (`other` runs a
+    /// graph with the same nodes, such as a reference's pure twins). A run
+    /// that checks another then computes each value with the kernels that
+    /// one used, so the two agree bit for bit wherever the ops are right.
+    pub fn with_layouts_of(mut self, other: &Executor<'_>) -> Executor<'g> {
+        if other.channels_last.len() == self.channels_last.len() {
+            self.channels_last = Cow::Owned(other.channels_last.to_vec());
+        }
+        self
+    }
+
     /// The nodes `node` must run after in any valid order.
     pub fn predecessors(&self, node: NodeId) -> &[NodeId] {
         &self.preds[node]
