@@ -292,3 +292,73 @@ fn every_check_has_a_name_all_switches_on() {
     assert!(!DebugConfig::default().has(Check::Layouts));
     assert!(!DebugConfig::default().has(Check::Threads));
 }
+
+/// Row sums over the last axis, in order; `broken_plan_sum` sums in
+/// reverse from its second call on (as if it kept a plan made on the
+/// first), so its bits depend on the calls before.
+struct PlanSum {
+    name: &'static str,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Op for PlanSum {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn arity(&self) -> Arity {
+        Arity::exactly(1)
+    }
+    fn infer(&self, inputs: &[TypeInfo]) -> vigil_engine::Result<Vec<TypeInfo>> {
+        let mut t = inputs[0].clone();
+        if let Some(s) = &mut t.shape {
+            s.pop();
+        }
+        Ok(vec![t])
+    }
+    fn compute(&self, inputs: &[Tensor], ctx: &mut OpCtx) -> vigil_engine::Result<Vec<Tensor>> {
+        let x = &inputs[0];
+        let out = ctx.output(0, DType::F32, &x.shape()[..x.ndim() - 1])?;
+        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let reverse = self.name == "broken_plan_sum" && call > 0;
+        let rows = x.to_array::<f32>()?;
+        let sums: Vec<f32> = rows
+            .rows()
+            .into_iter()
+            .map(|r| match reverse {
+                true => r.iter().rev().sum(),
+                false => r.iter().sum(),
+            })
+            .collect();
+        out.assign(&Tensor::from_vec(out.shape(), sums)?)?;
+        Ok(vec![out])
+    }
+}
+
+#[test]
+fn an_op_whose_bits_depend_on_its_earlier_calls_is_a_nondeterministic_warning() {
+    let build = |name: &'static str| {
+        let mut r = registry();
+        r.register_op(Arc::new(PlanSum {
+            name,
+            calls: Default::default(),
+        }));
+        let b = GraphBuilder::with_registry("g", r);
+        let x = b.input("x", DType::F32, &[4, 64]);
+        let y = b
+            .apply_named("target", name, &[&x.exp().unwrap()], Default::default())
+            .unwrap()
+            .remove(0);
+        let g = b.build(&[&y.neg().unwrap()]).unwrap();
+        let v = (0..256).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+        (g, HashMap::from([("x".to_string(), f32s(&[4, 64], v))]))
+    };
+    let (g, f) = build("broken_plan_sum");
+    let found = check(&g, &f, DebugConfig::default());
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let n = at_target(&found, Kind::NONDETERMINISTIC);
+    assert_eq!(n.severity, vigil_findings::Severity::Warning, "{n:#?}");
+    assert_eq!(n.output, Some(0));
+    let (g, f) = build("fixed_plan_sum");
+    let found = check(&g, &f, DebugConfig::all());
+    assert!(found.is_empty(), "{found:#?}");
+}
