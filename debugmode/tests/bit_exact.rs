@@ -9,15 +9,8 @@ use std::collections::HashMap;
 
 use vigil_debugmode::{DebugConfig, DebugMode};
 use vigil_engine::graph::{Graph, GraphBuilder, Sym};
-use vigil_engine::{Attrs, DType, Tensor};
-
-fn values(shape: &[usize], seed: usize) -> Tensor {
-    let n: usize = shape.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|i| (((i * 7919 + seed * 104729) % 2003) as f32 / 1000.0 - 1.0) * 0.5)
-        .collect();
-    Tensor::from_vec(shape, v).unwrap()
-}
+use vigil_engine::{Attrs, DType};
+use vigil_testkit::spread;
 
 /// An inverted-residual block (expand, SiLU, depthwise 3×3, SiLU,
 /// squeeze-and-excite with the scale as the product's first operand,
@@ -30,7 +23,7 @@ fn block() -> Graph {
     let x = g.input("x", DType::F32, &[1, c as i64, hw as i64, hw as i64]);
     let r = g.input("r", DType::F32, &[rows, k as i64]);
     let w_fc = g.input("w_fc", DType::F32, &[k as i64, m as i64]);
-    let w = |name: &str, shape: &[usize], seed: usize| g.constant(name, values(shape, seed));
+    let w = |name: &str, shape: &[usize], seed: usize| g.constant(name, spread(shape, seed));
     let silu = |v: &Sym| v.mul(&v.sigmoid().unwrap()).unwrap();
     let conv = |v: &Sym, ins: &[&Sym], attrs: Attrs| v.op("conv", ins, attrs).unwrap();
     let dw_attrs = Attrs::new().with("group", e).with("pads", vec![1usize, 1, 1, 1]);
@@ -72,9 +65,9 @@ fn block() -> Graph {
 fn a_clean_conv_block_and_weight_product_agree_with_the_reference_bit_for_bit() {
     let g = block();
     let feeds = HashMap::from([
-        ("x".to_string(), values(&[1, 8, 6, 6], 11)),
-        ("r".to_string(), values(&[16, 768], 12)),
-        ("w_fc".to_string(), values(&[768, 256], 10)),
+        ("x".to_string(), spread(&[1, 8, 6, 6], 11)),
+        ("r".to_string(), spread(&[16, 768], 12)),
+        ("w_fc".to_string(), spread(&[768, 256], 10)),
     ]);
     for sweeps in [false, true] {
         let cfg = DebugConfig {

@@ -13,14 +13,7 @@ use vigil_engine::exec::Executor;
 use vigil_engine::graph::{Graph, GraphBuilder, Sym};
 use vigil_engine::kernels::packed_gemm;
 use vigil_engine::{inplace, Attrs, DType, OpCtx, OpRegistry, Tensor};
-
-fn values(shape: &[usize], seed: usize) -> Tensor {
-    let n: usize = shape.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|i| (((i * 7919 + seed * 104729) % 2003) as f32 / 1000.0 - 1.0) * 0.5)
-        .collect();
-    Tensor::from_vec(shape, v).unwrap()
-}
+use vigil_testkit::spread;
 
 /// One inverted-residual block: expand (1×1), SiLU, depthwise
 /// `k`×`k` with `stride`, SiLU, squeeze-and-excite, project (1×1).
@@ -36,15 +29,15 @@ impl Block {
     fn weights(&self) -> Vec<(&'static str, Tensor)> {
         let (c, e, k, se) = (self.c, self.e, self.k, 4);
         vec![
-            ("w_exp", values(&[e, c, 1, 1], 1)),
-            ("b_exp", values(&[e], 2)),
-            ("w_dw", values(&[e, 1, k, k], 3)),
-            ("b_dw", values(&[e], 4)),
-            ("w_se1", values(&[se, e, 1, 1], 5)),
-            ("b_se1", values(&[se], 6)),
-            ("w_se2", values(&[e, se, 1, 1], 7)),
-            ("b_se2", values(&[e], 8)),
-            ("w_proj", values(&[c, e, 1, 1], 9)),
+            ("w_exp", spread(&[e, c, 1, 1], 1)),
+            ("b_exp", spread(&[e], 2)),
+            ("w_dw", spread(&[e, 1, k, k], 3)),
+            ("b_dw", spread(&[e], 4)),
+            ("w_se1", spread(&[se, e, 1, 1], 5)),
+            ("b_se1", spread(&[se], 6)),
+            ("w_se2", spread(&[e, se, 1, 1], 7)),
+            ("b_se2", spread(&[e], 8)),
+            ("w_proj", spread(&[c, e, 1, 1], 9)),
         ]
     }
 
@@ -192,7 +185,7 @@ fn a_block_runs_channels_last_between_its_convs_and_matches_the_c_order_ops() {
     ];
     for b in &blocks {
         let graph = b.graph();
-        let x = values(&[1, b.c, b.hw, b.hw], 11);
+        let x = spread(&[1, b.c, b.hw, b.hw], 11);
         let feeds = HashMap::from([("x".to_string(), x.clone())]);
         let (want_y, want_dw) = b.reference(&x);
         for (how, out) in [
@@ -229,8 +222,8 @@ fn a_conv_not_followed_by_a_depthwise_conv_writes_c_order() {
     for (group, w2) in [(1usize, [8, 8, 3, 3]), (2, [8, 4, 3, 3])] {
         let g = GraphBuilder::new("plain");
         let x = g.input("x", DType::F32, &[1, 4, 6, 6]);
-        let w = g.constant("w", values(&[8, 4, 1, 1], 1));
-        let w2 = g.constant("w2", values(&w2, 2));
+        let w = g.constant("w", spread(&[8, 4, 1, 1], 1));
+        let w2 = g.constant("w2", spread(&w2, 2));
         let e = x
             .op("conv", &[&w], Attrs::new())
             .unwrap()
@@ -239,7 +232,7 @@ fn a_conv_not_followed_by_a_depthwise_conv_writes_c_order() {
         let attrs = Attrs::new().with("pads", vec![1, 1, 1, 1]).with("group", group);
         let y = e.op("conv", &[&w2], attrs).unwrap();
         let graph = inplace::run(&g.build(&[&y, &e]).unwrap()).unwrap().graph;
-        let feeds = HashMap::from([("x".to_string(), values(&[1, 4, 6, 6], 3))]);
+        let feeds = HashMap::from([("x".to_string(), spread(&[1, 4, 6, 6], 3))]);
         let out = Executor::new(&graph).unwrap().run(&feeds).unwrap();
         assert!(
             out.outputs.iter().all(|(_, t)| t.is_contiguous()),
@@ -252,12 +245,12 @@ fn a_conv_not_followed_by_a_depthwise_conv_writes_c_order() {
 fn elementwise_ops_keep_a_channels_last_operand_channels_last() {
     let reg = OpRegistry::builtin();
     let shape = [2, 19, 5, 3];
-    let c = values(&shape, 1);
+    let c = spread(&shape, 1);
     let x = Tensor::uninit_in_order(DType::F32, &shape, &[0, 2, 3, 1]).unwrap();
     x.assign(&c).unwrap();
     let y = Tensor::uninit_in_order(DType::F32, &shape, &[0, 2, 3, 1]).unwrap();
-    y.assign(&values(&shape, 2)).unwrap();
-    let bias = values(&[19, 1, 1], 3);
+    y.assign(&spread(&shape, 2)).unwrap();
+    let bias = spread(&[19, 1, 1], 3);
     let run = |name: &str, ins: &[&Tensor]| {
         let ins: Vec<Tensor> = ins.iter().map(|t| (*t).clone()).collect();
         reg.make(name, &Attrs::new())
@@ -289,9 +282,9 @@ fn a_stem_conv_writes_channels_last_for_the_depthwise_conv_after_it() {
     // depthwise 3×3; the stem's output is also a graph output.
     let reg = OpRegistry::builtin();
     let (w, b, wd) = (
-        values(&[16, 3, 3, 3], 1),
-        values(&[16], 2),
-        values(&[16, 1, 3, 3], 3),
+        spread(&[16, 3, 3, 3], 1),
+        spread(&[16], 2),
+        spread(&[16, 1, 3, 3], 3),
     );
     let stem = Attrs::new()
         .with("strides", vec![2, 2])
@@ -314,7 +307,7 @@ fn a_stem_conv_writes_channels_last_for_the_depthwise_conv_after_it() {
         .unwrap();
     let y = a.op("conv", &[&wds], dw.clone()).unwrap();
     let graph = inplace::run(&g.build(&[&y, &s]).unwrap()).unwrap().graph;
-    let xv = values(&[2, 3, 17, 17], 4);
+    let xv = spread(&[2, 3, 17, 17], 4);
     let out = Executor::new(&graph)
         .unwrap()
         .run(&HashMap::from([("x".to_string(), xv.clone())]))

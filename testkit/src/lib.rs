@@ -9,3 +9,16 @@
 pub mod onnx;
 pub mod random_graph;
 pub mod suites;
+
+use vigil_engine::Tensor;
+
+/// An f32 tensor of `shape` whose values spread over [-0.5, 0.5) in no
+/// simple pattern, a different spread for each `seed`: weights and inputs
+/// for tests that need no particular values, only the same ones each run.
+pub fn spread(shape: &[usize], seed: usize) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|i| (((i * 7919 + seed * 104729) % 2003) as f32 / 1000.0 - 1.0) * 0.5)
+        .collect();
+    Tensor::from_vec(shape, v).expect("a length matching the shape")
+}
