@@ -513,7 +513,6 @@ fn changed_after_production(inputs: &[VarId], c: &Cursor, cap: &Capture) -> bool
     })
 }
 
-/// Comparison state of one lockstep run.
 /// One step's outputs in both runs, for [`State::check_outputs`].
 struct Produced<'p> {
     /// The in-place run's outputs and the reference's, by variable.
@@ -526,6 +525,7 @@ struct Produced<'p> {
     alike: bool,
 }
 
+/// Comparison state of one lockstep run.
 struct State<'a> {
     g: &'a Graph,
     cfg: &'a DebugConfig,
