@@ -12,7 +12,7 @@ pub mod suites;
 
 use vigil_engine::Tensor;
 
-/// An f32 tensor of `shape` whose values spread over [-0.5, 0.5) in no
+/// An f32 tensor of `shape` whose values spread over -0.5 to 0.501 in no
 /// simple pattern, a different spread for each `seed`: weights and inputs
 /// for tests that need no particular values, only the same ones each run.
 pub fn spread(shape: &[usize], seed: usize) -> Tensor {
