@@ -644,6 +644,24 @@ impl State<'_> {
         self.findings.push(f);
     }
 
+    /// `f` placed at node `n`'s output `k` (variable `v`), with the
+    /// comparison against the reference's value `want` as its details.
+    fn on_output(
+        &self,
+        f: Finding,
+        n: NodeId,
+        k: usize,
+        v: VarId,
+        cmp: &Comparison,
+        want: &Tensor,
+    ) -> Finding {
+        let node = self.g.node(n);
+        let var = &self.g.var(v).name;
+        f.at(node.name.clone(), node.op.name())
+            .with_output(k)
+            .with_details(diff_details(cmp, var, self.tolerance(want)))
+    }
+
     /// `p.same[k]`: output `k` is already known to equal the reference's.
     /// An output that differs while the inputs agree is judged against the
     /// reference recomputed into zeroed buffers (`rerun`, called at most
@@ -720,10 +738,8 @@ impl State<'_> {
                             "output {k} '{var}' differs from the reference's in the last bits though both runs called the op on equal inputs laid out alike: its result depends on more than its inputs (thread scheduling, buffer addresses, state kept between calls): {}",
                             summary(&cmp)
                         ),
-                    )
-                    .at(node.name.clone(), node.op.name())
-                    .with_output(k)
-                    .with_details(diff_details(&cmp, var, self.tolerance(w)));
+                    );
+                    let f = self.on_output(f, n, k, *v, &cmp, w);
                     self.warnings.push(f);
                 }
                 continue;
@@ -768,10 +784,8 @@ impl State<'_> {
                     _ => None,
                 };
                 if let Some((kind, why)) = verdict {
-                    let f = Finding::new(kind, format!("output {k} '{var}' {why}: {}", summary(&cmp)))
-                        .at(node.name.clone(), node.op.name())
-                        .with_output(k)
-                        .with_details(diff_details(&cmp, var, self.tolerance(w)));
+                    let f = Finding::new(kind, format!("output {k} '{var}' {why}: {}", summary(&cmp)));
+                    let f = self.on_output(f, n, k, *v, &cmp, w);
                     self.add_root(n, k, *v, f);
                     continue;
                 }
@@ -790,10 +804,8 @@ impl State<'_> {
                     "output {k} '{var}' differs from the pure reference while its inputs agree: {}",
                     summary(&cmp)
                 ),
-            )
-            .at(node.name.clone(), node.op.name())
-            .with_output(k)
-            .with_details(diff_details(&cmp, var, self.tolerance(w)));
+            );
+            let f = self.on_output(f, n, k, *v, &cmp, w);
             self.add_root(n, k, *v, f);
         }
         Ok(replaced)
